@@ -1,0 +1,3 @@
+"""p2pd: hand an AI coding agent's conversation to another machine or another agent."""
+
+__version__ = "0.1.0"
