@@ -1,0 +1,276 @@
+"""The ``p2pd`` command line. Errors are one clear line (``--debug`` shows the traceback); exit codes are in
+:class:`p2pd.errors.ExitCode` and README.md."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from . import __version__
+from .errors import ExitCode, InvalidInputError, P2pdError
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def _status(message: str) -> AbstractContextManager[Any]:
+    """A spinner on a terminal, nothing otherwise (progress for long work)."""
+    return err.status(message) if err.is_terminal else nullcontext()
+
+
+def _human(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if abs(n) < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} GB"
+
+
+# ---------------------------------------------------------------- sessions
+def cmd_sessions(args: argparse.Namespace) -> int:
+    from .sessions import list_sessions
+
+    with _status("Reading sessions…"):
+        infos = list_sessions(args.platform, limit=args.limit)
+    if args.json:
+        print(json.dumps([i.to_json() for i in infos], ensure_ascii=False, indent=1))
+        return ExitCode.OK
+    if not infos:
+        err.print("No sessions found (Claude Code keeps them under $CLAUDE_CONFIG_DIR or ~/.claude/projects).")
+        return ExitCode.OK
+    table = Table(show_lines=False)
+    for col in ("id", "platform", "project", "title", "msgs", "size", "last activity"):
+        table.add_column(col, overflow="fold" if col == "title" else "ellipsis", no_wrap=col != "title")
+    for i in infos:
+        table.add_row(i.session_id[:8], i.platform, i.cwd or "", i.title, str(i.messages), _human(i.size),
+                      i.last_activity.replace("T", " ").removesuffix("Z"))
+    out.print(table)
+    return ExitCode.OK
+
+
+# ---------------------------------------------------------------- export
+def load_conversation(ref: str) -> Any:
+    """A session (id, prefix, ``latest``, transcript path) or a conversation file → ConversationDocument."""
+    from .claude_code.export import export_session
+    from .claude_code.paths import resolve_session
+    from .conversation.document_io import read_document
+
+    p = Path(ref).expanduser()
+    if p.is_file() and not p.name.endswith(".jsonl"):
+        return read_document(p)
+    return export_session(resolve_session(ref))
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from .conversation.document_io import write_document
+
+    started = time.perf_counter()
+    with _status(f"Converting {args.session}…"):
+        doc = load_conversation(args.session)
+    if doc.issues or any(s.issues for s in doc.subagents):
+        _report_issues(doc)
+        if args.strict:
+            raise InvalidInputError("malformed lines found (--strict): nothing written")
+    suffix = ".a2a.p2pd" if args.compressed else ".a2a.json"
+    target = Path(args.output) if args.output else Path(f"{doc.context_id}{suffix}")
+    with _status(f"Writing {target}…"):
+        size = write_document(doc, target, compressed=args.compressed, codec=args.codec)
+    c = doc.counts
+    err.print(f"Exported [bold]{doc.title or doc.context_id}[/]: {c.messages} messages, {c.tool_calls} tool calls,"
+              f" {c.subagents} subagents → {target} ({_human(size)}, {time.perf_counter() - started:.2f}s)")
+    print(target)
+    return ExitCode.OK
+
+
+def _report_issues(doc: Any) -> None:
+    def show(where: str, issues: Sequence[Any]) -> None:
+        for issue in issues[:20]:
+            err.print(f"[yellow]warning[/]: {where} line {issue.line}: {issue.reason} (kept as is)")
+        if len(issues) > 20:
+            err.print(f"[yellow]warning[/]: {where}: {len(issues) - 20} more malformed lines")
+
+    show(doc.origin.transcript_path or "transcript", doc.issues)
+    for sub in doc.subagents:
+        show(f"subagent {sub.file_name}", sub.issues)
+    total = len(doc.issues) + sum(len(s.issues) for s in doc.subagents)
+    err.print(f"[yellow]{total} malformed line(s) reported; they travel unchanged in the document[/]")
+
+
+# ---------------------------------------------------------------- import
+def cmd_import(args: argparse.Namespace) -> int:
+    from .claude_code.importer import import_to_claude_code
+    from .conversation.document_io import read_document
+
+    with _status(f"Reading {args.file}…"):
+        doc = read_document(args.file)
+    result = import_to_claude_code(doc, cwd=args.cwd, same_account=args.same_account, dry_run=args.dry_run)
+    for w in result.warnings:
+        err.print(f"[yellow]note[/]: {w}")
+    verb = "Would import" if result.dry_run else "Imported"
+    err.print(f"{verb} [bold]{doc.title or doc.context_id}[/] as Claude Code session {result.session_id} "
+              f"({result.lines} lines, {len(result.subagent_files)} subagent files)")
+    err.print(f"  file: {result.path}")
+    err.print("  resume with:")
+    print(result.resume_command)
+    return ExitCode.OK
+
+
+# ---------------------------------------------------------------- convert
+def cmd_convert(args: argparse.Namespace) -> int:
+    from .atomic import atomic_write_bytes
+    from .claude_code.export import export_session
+    from .claude_code.importer import linearize
+    from .claude_code.importer import source_objects
+    from .claude_code.restore import has_claude_code_source, to_jsonl
+    from .conversation.document_io import read_document, write_document
+
+    src, dst = Path(args.input), Path(args.output)
+    to = args.to or ("claude-code" if dst.suffix == ".jsonl" else "a2a")
+    doc = export_session(src) if src.suffix == ".jsonl" else read_document(src)
+    if to == "a2a":
+        size = write_document(doc, dst, compressed=dst.name.endswith(".p2pd"))
+        err.print(f"Wrote A2A conversation {dst} ({_human(size)})")
+        return ExitCode.OK
+    main = doc.main_transcript()
+    if not has_claude_code_source(main):
+        raise InvalidInputError(f"{src} did not come from Claude Code; use `p2pd import` to rebuild it as a session")
+    if args.keep_ids:
+        data = to_jsonl(main).encode("utf-8", errors="surrogateescape")
+    else:
+        import uuid
+
+        sid = str(uuid.uuid4())
+        lines = linearize(source_objects(main), sid, doc.origin.cwd or os.getcwd(), keep_thinking=True)
+        data = "".join(json.dumps(v, ensure_ascii=False, separators=(",", ":")) + "\n" for v in lines).encode()
+    atomic_write_bytes(dst, data)
+    err.print(f"Wrote Claude Code transcript {dst} ({_human(len(data))}{', ids kept' if args.keep_ids else ''})")
+    return ExitCode.OK
+
+
+# ---------------------------------------------------------------- show
+def cmd_show(args: argparse.Namespace) -> int:
+    from .render import render
+
+    doc = load_conversation(args.file)
+    render(out, doc, full=args.full, all_branches=args.all)
+    return ExitCode.OK
+
+
+# ---------------------------------------------------------------- demo
+def cmd_demo(args: argparse.Namespace) -> int:
+    """Export a session and import it into a throwaway Claude home: the main job on one machine."""
+    from .claude_code.export import export_session
+    from .claude_code.importer import import_to_claude_code
+    from .conversation.document_io import read_document, write_document
+
+    src = Path(args.session)
+    work = Path(tempfile.mkdtemp(prefix="p2pd-demo-"))
+    home = work / "claude-home"
+    cwd = work / "project"
+    cwd.mkdir()
+    doc = export_session(src)
+    doc_path = work / f"{doc.context_id}.a2a.json"
+    size = write_document(doc, doc_path)
+    blob_path = work / f"{doc.context_id}.a2a.p2pd"
+    bsize = write_document(doc, blob_path, compressed=True)
+    err.print(f"1. exported {src.name}: {doc.counts.messages} messages → {doc_path} ({_human(size)}); "
+              f"wire blob {_human(bsize)} ({100 * bsize / max(1, src.stat().st_size):.0f}% of the transcript)")
+    received = read_document(blob_path)
+    result = import_to_claude_code(received, cwd=cwd, config=home)
+    err.print(f"2. imported into a throwaway Claude home {home}")
+    err.print(f"   session file: {result.path}")
+    for w in result.warnings:
+        err.print(f"   note: {w}")
+    err.print(f"3. resume it with: cd {result.cwd} && CLAUDE_CONFIG_DIR={home} claude --resume {result.session_id}")
+    print(result.path)
+    return ExitCode.OK
+
+
+# ---------------------------------------------------------------- main
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="p2pd", description="Hand an AI agent conversation to another machine.")
+    p.add_argument("--version", action="version", version=f"p2pd {__version__}")
+    p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    s = sub.add_parser("sessions", help="list local agent sessions, newest first")
+    s.add_argument("--platform", choices=["claude-code"], default=None)
+    s.add_argument("--json", action="store_true", help="machine-readable output")
+    s.add_argument("--limit", type=int, default=None, help="at most N sessions")
+    s.set_defaults(func=cmd_sessions)
+
+    s = sub.add_parser("export", help="write a session as a conversation document (.a2a.json)")
+    s.add_argument("session", help="session id, unique prefix, 'latest', or a transcript path")
+    s.add_argument("-o", "--output", help="output file (default: <session id>.a2a.json in this folder)")
+    s.add_argument("--compressed", action="store_true", help="write the compressed wire blob (.a2a.p2pd)")
+    s.add_argument("--codec", choices=["lz4", "zstd"], default="lz4", help="codec for --compressed")
+    s.add_argument("--strict", action="store_true", help="fail (writing nothing) if any line is malformed")
+    s.set_defaults(func=cmd_export)
+
+    s = sub.add_parser("import", help="import a conversation document so the agent can resume it here")
+    s.add_argument("file", help="a .a2a.json document or .a2a.p2pd blob")
+    s.add_argument("--cwd", help="the project folder to resume in (default: the current directory)")
+    s.add_argument("--dry-run", action="store_true", help="say what would be written, write nothing")
+    s.add_argument("--same-account", action="store_true",
+                   help="keep thinking blocks (only valid when resuming with the account that made them)")
+    s.set_defaults(func=cmd_import)
+
+    s = sub.add_parser("convert", help="convert between a Claude Code transcript and an A2A document")
+    s.add_argument("input")
+    s.add_argument("output")
+    s.add_argument("--to", choices=["claude-code", "a2a"], help="target format (default: from OUTPUT's suffix)")
+    s.add_argument("--keep-ids", action="store_true", help="give back the original lines exactly")
+    s.set_defaults(func=cmd_convert)
+
+    s = sub.add_parser("show", help="print a conversation readably")
+    s.add_argument("file", help="a .a2a.json/.a2a.p2pd file, or a session id/path")
+    s.add_argument("--full", action="store_true", help="unfold tool results and long texts")
+    s.add_argument("--all", action="store_true", help="include side branches")
+    s.set_defaults(func=cmd_show)
+
+    s = sub.add_parser("demo", help="run the main job locally end to end on a transcript")
+    s.add_argument("session", help="a Claude Code transcript (.jsonl)")
+    s.set_defaults(func=cmd_demo)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func: Callable[[argparse.Namespace], int] = args.func
+    try:
+        return int(func(args))
+    except P2pdError as exc:
+        if args.debug:
+            raise
+        err.print(f"[bold red]error:[/] {_escape(str(exc))}")
+        return int(exc.exit_code)
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        return int(ExitCode.INTERRUPTED)
+    except Exception as exc:  # one clear line, never a traceback without --debug
+        if args.debug:
+            raise
+        err.print(f"[bold red]error:[/] unexpected {type(exc).__name__}: {_escape(str(exc))} (run with --debug)")
+        return int(ExitCode.ERROR)
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,160 @@
+"""Reading and writing conversation documents: ``.a2a.json`` (readable JSON) and the compressed wire blob.
+
+Reading checks the size cap before reading, detects a blob by its magic bytes, and turns every failure into one
+clear error that names what is wrong: not found, not JSON (with line and column), wrong schema (with the JSON path),
+checksum mismatch, decompression failure, too large. Nothing is written by a read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from .. import blob
+from ..atomic import atomic_write_bytes
+from ..errors import InvalidInputError, NotFoundError, TooLargeError
+from .legacy import normalize_message
+from .model import FORMAT_NAME, FORMAT_VERSION, ConversationDocument, Message, Origin
+
+DEFAULT_MAX_SIZE = blob.DEFAULT_MAX_RAW_SIZE
+
+
+def dumps(doc: ConversationDocument, *, pretty: bool = True) -> bytes:
+    """Serialize a document. ``pretty`` (the .a2a.json default) indents; the wire form is compact."""
+    data = doc.to_json_dict()
+    if pretty:
+        return json.dumps(data, ensure_ascii=False, indent=1).encode("utf-8") + b"\n"
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def write_document(doc: ConversationDocument, path: str | os.PathLike[str], *, compressed: bool = False,
+                   codec: str = "lz4", overwrite: bool = True) -> int:
+    """Write atomically; returns the number of bytes written."""
+    if compressed:
+        data = blob.encode(dumps(doc, pretty=False), codec)
+    else:
+        data = dumps(doc, pretty=True)
+    atomic_write_bytes(path, data, overwrite=overwrite)
+    return len(data)
+
+
+def to_blob(doc: ConversationDocument, codec: str = "lz4") -> bytes:
+    return blob.encode(dumps(doc, pretty=False), codec)
+
+
+def read_document(path: str | os.PathLike[str], *, max_size: int = DEFAULT_MAX_SIZE) -> ConversationDocument:
+    p = Path(path)
+    try:
+        size = p.stat().st_size
+    except FileNotFoundError:
+        raise NotFoundError(f"file not found: {p}") from None
+    if p.is_dir():
+        raise InvalidInputError(f"{p} is a directory, not a conversation file")
+    with p.open("rb") as fh:
+        head = fh.read(len(blob.MAGIC))
+    if blob.is_blob(head):
+        raw = blob.read(p, max_raw_size=max_size)
+    else:
+        if size > max_size:
+            raise TooLargeError(f"{p} is {size} bytes, over the {max_size}-byte limit")
+        raw = p.read_bytes()
+    return parse_document(raw, source=str(p))
+
+
+def parse_document(raw: bytes, *, source: str = "input") -> ConversationDocument:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(f"{source} is not UTF-8 text (byte {exc.start}); not a conversation document") \
+            from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInputError(f"{source} is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") \
+            from None
+    return document_from_json(data, source=source)
+
+
+def document_from_json(data: Any, *, source: str = "input") -> ConversationDocument:
+    """Accept a p2pd document, a bare list of A2A messages (1.0 or 0.3), or ``{"messages": [...]}``."""
+    if isinstance(data, list):
+        data = {"messages": data}
+    if not isinstance(data, dict):
+        raise InvalidInputError(f"wrong schema in {source} at $: expected a JSON object or an array of messages, "
+                                f"found {type(data).__name__}")
+    fmt = data.get("format")
+    if fmt is not None and fmt != FORMAT_NAME:
+        raise InvalidInputError(f"wrong schema in {source} at $.format: expected {FORMAT_NAME!r}, found {fmt!r}")
+    version = data.get("formatVersion", FORMAT_VERSION)
+    if isinstance(version, int) and version > FORMAT_VERSION:
+        raise InvalidInputError(f"{source} uses conversation format version {version}; this p2pd reads up to "
+                                f"{FORMAT_VERSION} — upgrade p2pd")
+    data = _normalized(data)
+    if fmt is None:
+        data = _wrap_plain_messages(data)
+    try:
+        return ConversationDocument.model_validate(data)
+    except ValidationError as exc:
+        raise InvalidInputError(f"wrong schema in {source}: {describe_validation_error(exc)}") from None
+
+
+def _normalized(data: dict[str, Any]) -> dict[str, Any]:
+    out = dict(data)
+    if isinstance(out.get("messages"), list):
+        out["messages"] = [normalize_message(m) for m in out["messages"]]
+    if isinstance(out.get("subagents"), list):
+        subs = []
+        for sub in out["subagents"]:
+            if isinstance(sub, dict) and isinstance(sub.get("messages"), list):
+                sub = {**sub, "messages": [normalize_message(m) for m in sub["messages"]]}
+            subs.append(sub)
+        out["subagents"] = subs
+    return out
+
+
+def _wrap_plain_messages(data: dict[str, Any]) -> dict[str, Any]:
+    """A bare A2A conversation from another tool: give it the document envelope."""
+    messages = data.get("messages")
+    context = None
+    if isinstance(messages, list) and messages and isinstance(messages[0], dict):
+        context = messages[0].get("contextId")
+    wrapped: dict[str, Any] = {
+        "contextId": data.get("contextId") or context or "unknown",
+        "createdAt": data.get("createdAt") or "",
+        "origin": data.get("origin") or Origin(platform="a2a").to_json_dict(),
+        "title": data.get("title") or "",
+        "messages": messages if messages is not None else [],
+    }
+    return wrapped
+
+
+def describe_validation_error(exc: ValidationError, limit: int = 3) -> str:
+    """``at $.messages[3].parts[0]: a part holds exactly one of …`` for the first few errors."""
+    parts = []
+    for err in exc.errors()[:limit]:
+        parts.append(f"at {json_path(err['loc'])}: {err['msg']}")
+    more = len(exc.errors()) - limit
+    if more > 0:
+        parts.append(f"and {more} more")
+    return "; ".join(parts)
+
+
+def json_path(loc: Sequence[int | str]) -> str:
+    out = "$"
+    for item in loc:
+        if isinstance(item, int):
+            out += f"[{item}]"
+        elif item in ("function-after[_exactly_one_content()]", "function-before[_data_may_be_json_null()]"):
+            continue
+        else:
+            out += f".{item}"
+    return out
+
+
+def message_from_json(data: Any) -> Message:
+    return Message.model_validate(normalize_message(data))
