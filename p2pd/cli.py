@@ -47,7 +47,8 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         print(json.dumps([i.to_json() for i in infos], ensure_ascii=False, indent=1))
         return ExitCode.OK
     if not infos:
-        err.print("No sessions found (Claude Code keeps them under $CLAUDE_CONFIG_DIR or ~/.claude/projects).")
+        err.print("No sessions found (Claude Code keeps them under $CLAUDE_CONFIG_DIR or ~/.claude/projects, "
+                  "Codex under $CODEX_HOME or ~/.codex/sessions, Gemini CLI under ~/.gemini/tmp/*/chats).")
         return ExitCode.OK
     table = Table(show_lines=False)
     for col in ("id", "platform", "project", "title", "msgs", "size", "last activity"):
@@ -61,15 +62,10 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------- export
 def load_conversation(ref: str) -> Any:
-    """A session (id, prefix, ``latest``, transcript path) or a conversation file → ConversationDocument."""
-    from .claude_code.export import export_session
-    from .claude_code.paths import resolve_session
-    from .conversation.document_io import read_document
+    """A session (id, prefix, ``latest``, a Claude Code/Codex/Gemini file) or a conversation file → document."""
+    from .sources import load_conversation as load
 
-    p = Path(ref).expanduser()
-    if p.is_file() and not p.name.endswith(".jsonl"):
-        return read_document(p)
-    return export_session(resolve_session(ref))
+    return load(ref)
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -205,13 +201,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     s = sub.add_parser("sessions", help="list local agent sessions, newest first")
-    s.add_argument("--platform", choices=["claude-code"], default=None)
+    s.add_argument("--platform", choices=["claude-code", "codex", "gemini"], default=None)
     s.add_argument("--json", action="store_true", help="machine-readable output")
     s.add_argument("--limit", type=int, default=None, help="at most N sessions")
     s.set_defaults(func=cmd_sessions)
 
     s = sub.add_parser("export", help="write a session as a conversation document (.a2a.json)")
-    s.add_argument("session", help="session id, unique prefix, 'latest', or a transcript path")
+    s.add_argument("session", help="session id, unique prefix, 'latest', or a Claude Code/Codex/Gemini file")
     s.add_argument("-o", "--output", help="output file (default: <session id>.a2a.json in this folder)")
     s.add_argument("--compressed", action="store_true", help="write the compressed wire blob (.a2a.p2pd)")
     s.add_argument("--codec", choices=["lz4", "zstd"], default="lz4", help="codec for --compressed")

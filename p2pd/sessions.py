@@ -1,17 +1,25 @@
-"""Local agent sessions, listed across platforms (``p2pd sessions``) and resolved by id, prefix or path."""
+"""Local agent sessions, listed across platforms (``p2pd sessions``) and resolved by id, prefix or path.
+
+Claude Code: ``$CLAUDE_CONFIG_DIR`` or ``~/.claude`` ``/projects/*/*.jsonl``; Codex: ``$CODEX_HOME`` or ``~/.codex``
+``/sessions/YYYY/MM/DD/rollout-*.jsonl[.zst]``; Gemini CLI: ``$GEMINI_DIR`` or ``~/.gemini`` ``/tmp/*/chats/session-*``.
+A file that cannot be read is listed with its error as title rather than hiding the others.
+"""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from .claude_code import paths as cc_paths
-from .claude_code.export import convert_transcript, session_title
-from .claude_code.transcript import parse_lines, read_text
+from .codex import paths as codex_paths
+from .conversation.model import ConversationDocument
+from .errors import P2pdError
 
-PLATFORMS = ("claude-code",)
+PLATFORMS = ("claude-code", "codex", "gemini")
 
 
 @dataclass
@@ -24,28 +32,72 @@ class SessionInfo:
     size: int
     last_activity: str
     path: str
+    summary: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
+def _mtime(path: Path) -> str:
+    return datetime.fromtimestamp(path.stat().st_mtime, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def info_from_document(platform: str, path: Path, doc: ConversationDocument) -> SessionInfo:
+    from .summary import summarize
+
+    summarize(doc)
+    return SessionInfo(platform=platform, session_id=doc.origin.session_id or doc.context_id, cwd=doc.origin.cwd,
+                       title=doc.title, messages=len(doc.messages), size=path.stat().st_size,
+                       last_activity=_mtime(path), path=str(path), summary=doc.summary or "")
+
+
+def _info(platform: str, path: Path, load: Callable[[Path], ConversationDocument]) -> SessionInfo:
+    try:
+        return info_from_document(platform, path, load(path))
+    except P2pdError as exc:
+        return SessionInfo(platform=platform, session_id=path.stem, cwd=None, title=f"[unreadable: {exc}]",
+                           messages=0, size=path.stat().st_size, last_activity=_mtime(path), path=str(path))
+
+
 def claude_code_info(path: Path) -> SessionInfo:
-    lines = parse_lines(read_text(path))
-    transcript = convert_transcript(lines, path.stem)
-    cwd = next((ln.obj["cwd"] for ln in lines if ln.obj and isinstance(ln.obj.get("cwd"), str)), None)
-    stat = path.stat()
-    return SessionInfo(
-        platform="claude-code", session_id=path.stem, cwd=cwd, title=session_title(lines, transcript.messages),
-        messages=len(transcript.messages), size=stat.st_size,
-        last_activity=datetime.fromtimestamp(stat.st_mtime, UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
-        path=str(path),
-    )
+    from .claude_code.export import export_session
+
+    return _info("claude-code", path, export_session)
+
+
+def codex_info(path: Path) -> SessionInfo:
+    from .codex.export import export_rollout
+
+    return _info("codex", path, export_rollout)
+
+
+def gemini_info(path: Path) -> SessionInfo:
+    from .gemini.export import export_gemini
+
+    return _info("gemini", path, export_gemini)
+
+
+def gemini_dir() -> Path:
+    env = os.environ.get("GEMINI_DIR")
+    return Path(env).expanduser() if env else Path.home() / ".gemini"
+
+
+def find_gemini_sessions(root: Path | None = None) -> list[Path]:
+    tmp = (root or gemini_dir()) / "tmp"
+    if not tmp.is_dir():
+        return []
+    found = [p for p in tmp.glob("*/chats/session-*") if p.is_file() and p.name.endswith((".json", ".jsonl"))]
+    found.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+    return found
 
 
 def list_sessions(platform: str | None = None, *, limit: int | None = None) -> list[SessionInfo]:
     infos: list[SessionInfo] = []
     if platform in (None, "claude-code"):
-        for s in cc_paths.find_sessions()[:limit]:
-            infos.append(claude_code_info(s.path))
+        infos.extend(claude_code_info(s.path) for s in cc_paths.find_sessions()[:limit])
+    if platform in (None, "codex"):
+        infos.extend(codex_info(r.path) for r in codex_paths.find_rollouts()[:limit])
+    if platform in (None, "gemini"):
+        infos.extend(gemini_info(p) for p in find_gemini_sessions()[:limit])
     infos.sort(key=lambda i: i.last_activity, reverse=True)
     return infos[:limit] if limit else infos

@@ -22,3 +22,5 @@ THINKING_KINDS = {THINKING, REDACTED_THINKING}
 # Extension URIs declared on messages that carry platform source data for an exact round trip.
 EXT_CLAUDE_CODE = "https://p2pd.dev/a2a-ext/claude-code-source/v1"
 EXT_CODEX = "https://p2pd.dev/a2a-ext/codex-source/v1"
+# A Gemini CLI content part that has no closer mapping (kept verbatim).
+GEMINI_PART = "application/vnd.p2pd.gemini.part+json"

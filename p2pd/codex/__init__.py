@@ -1,0 +1,1 @@
+"""OpenAI Codex CLI rollouts: reading (lossless), restoring, and importing for ``codex resume``."""
