@@ -126,8 +126,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_convert(args: argparse.Namespace) -> int:
     from .atomic import atomic_write_bytes
     from .claude_code.export import export_session
-    from .claude_code.importer import linearize
-    from .claude_code.importer import source_objects
+    from .claude_code.importer import linearize, source_objects
     from .claude_code.restore import has_claude_code_source, to_jsonl
     from .conversation.document_io import read_document, write_document
 

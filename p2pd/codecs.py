@@ -19,8 +19,11 @@ _STEP = 1 << 20
 
 
 class Codec(Protocol):
-    name: str
-    wire_id: int
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def wire_id(self) -> int: ...
 
     def compress(self, data: bytes) -> bytes: ...
 
@@ -90,7 +93,8 @@ class ZstdCodec:
         return bytes(out)
 
 
-CODECS: dict[str, Codec] = {c.name: c for c in (Lz4Codec(), ZstdCodec())}
+_ALL: tuple[Codec, ...] = (Lz4Codec(), ZstdCodec())
+CODECS: dict[str, Codec] = {c.name: c for c in _ALL}
 CODECS_BY_ID: dict[int, Codec] = {c.wire_id: c for c in CODECS.values()}
 
 

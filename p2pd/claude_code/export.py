@@ -119,7 +119,8 @@ def _group_to_message(group: _Group, context_id: str, active: set[int], used_ids
             parts.extend(block_to_part(b) for b in content)
             sources.append({"line": line.n, "content": "blocks", "parts": len(content), "source": envelope})
     first = group.lines[0][1]
-    mid = first.get("uuid") if isinstance(first.get("uuid"), str) else f"line-{group.lines[0][0].n}"
+    uid = first.get("uuid")
+    mid: str = uid if isinstance(uid, str) else f"line-{group.lines[0][0].n}"
     if mid in used_ids:
         mid = f"{mid}#L{group.lines[0][0].n}"
     used_ids.add(mid)

@@ -178,8 +178,8 @@ def linearize(lines: list[SourceLine], session_id: str, cwd: str, *, keep_thinki
 
 
 def _new_line(template: dict[str, Any], ltype: str, message: dict[str, Any]) -> dict[str, Any]:
-    line = {k: template[k] for k in ("isSidechain", "userType", "cwd", "sessionId", "version", "gitBranch")
-            if k in template}
+    keys = ("isSidechain", "userType", "cwd", "sessionId", "version", "gitBranch")
+    line: dict[str, Any] = {k: template[k] for k in keys if k in template}
     line.update({"type": ltype, "message": message, "uuid": "", "parentUuid": None,
                  "timestamp": template.get("timestamp", "")})
     return line

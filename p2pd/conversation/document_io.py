@@ -35,10 +35,7 @@ def dumps(doc: ConversationDocument, *, pretty: bool = True) -> bytes:
 def write_document(doc: ConversationDocument, path: str | os.PathLike[str], *, compressed: bool = False,
                    codec: str = "lz4", overwrite: bool = True) -> int:
     """Write atomically; returns the number of bytes written."""
-    if compressed:
-        data = blob.encode(dumps(doc, pretty=False), codec)
-    else:
-        data = dumps(doc, pretty=True)
+    data = blob.encode(dumps(doc, pretty=False), codec) if compressed else dumps(doc, pretty=True)
     atomic_write_bytes(path, data, overwrite=overwrite)
     return len(data)
 

@@ -20,7 +20,7 @@ class Session:
         self.last: str | None = None
         self.t = 0
 
-    def _base(self, ltype: str, parent: str | None | bool = True) -> dict[str, Any]:
+    def _base(self, ltype: str, parent: str | bool | None = True) -> dict[str, Any]:
         self.t += 1
         u = str(uuid.uuid4())
         par = self.last if parent is True else (None if parent is False else parent)
@@ -34,13 +34,13 @@ class Session:
             self.last = line["uuid"]
         return line
 
-    def user(self, content: Any, parent: str | None | bool = True, **extra: Any) -> dict[str, Any]:
+    def user(self, content: Any, parent: str | bool | None = True, **extra: Any) -> dict[str, Any]:
         line = self._base("user", parent)
         line["message"] = {"role": "user", "content": content}
         line.update(extra)
         return self.add(line)
 
-    def assistant(self, blocks: list[Any], msg_id: str | None = None, parent: str | None | bool = True,
+    def assistant(self, blocks: list[Any], msg_id: str | None = None, parent: str | bool | None = True,
                   **extra: Any) -> dict[str, Any]:
         line = self._base("assistant", parent)
         line["requestId"] = "req_1"

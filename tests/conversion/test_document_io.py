@@ -39,7 +39,7 @@ def test_not_found(tmp_path):
 def test_not_json(tmp_path):
     p = tmp_path / "bad.a2a.json"
     p.write_text('{"format": "p2pd.conversation",\n "messages": [}')
-    with pytest.raises(InvalidInputError, match="not JSON: .* line 2 column"):
+    with pytest.raises(InvalidInputError, match=r"not JSON: .* line 2 column"):
         read_document(p)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from pathlib import Path
@@ -64,7 +65,7 @@ def test_rule3_strictly_linear_chain(home, project, name):
     uuids = [line["uuid"] for line in lines]
     assert len(set(uuids)) == len(uuids)
     assert lines[0]["parentUuid"] is None
-    for prev, line in zip(lines, lines[1:], strict=False):
+    for prev, line in itertools.pairwise(lines):
         if line.get("subtype") == "compact_boundary":
             assert line["parentUuid"] is None and line["logicalParentUuid"] == prev["uuid"]
         else:
