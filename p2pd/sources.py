@@ -1,12 +1,10 @@
 """Which agent wrote a file, and loading any supported session or conversation file into a document.
 
-| file                                                   | platform     |
-|--------------------------------------------------------|--------------|
-| ``*.jsonl.zst``; ``*.jsonl`` whose first line is ``{"type", "payload", …}`` | codex |
-| ``*.jsonl`` whose first line is Gemini's session metadata (``sessionId`` + ``projectHash``/``startTime``, no ``type``) | gemini |
-| ``*.json`` holding ``{"sessionId", "messages": [...]}`` without p2pd's ``format`` | gemini |
-| any other ``*.jsonl``                                  | claude-code  |
-| anything else (``.a2a.json``, ``.a2a.p2pd`` blob)      | document     |
+- ``*.jsonl.zst``, or ``*.jsonl`` whose first line is ``{"type", "payload", …}``: Codex;
+- ``*.jsonl`` whose first line is Gemini's session metadata (``sessionId`` with ``projectHash`` or ``startTime``,
+  no ``type``): Gemini; ``*.json`` holding ``sessionId`` without p2pd's ``format``: Gemini (older format);
+- any other ``*.jsonl``: Claude Code;
+- anything else (``.a2a.json``, an ``.a2a.p2pd`` blob): a conversation document.
 """
 
 from __future__ import annotations

@@ -118,9 +118,11 @@ def export_rollout(path: Path) -> ConversationDocument:
     path = Path(path)
     lines = read_rollout(path)
     meta = _meta(lines)
-    session_id = meta.get("id") if isinstance(meta.get("id"), str) else rollout_id(path)
+    raw_id = meta.get("id")
+    session_id = raw_id if isinstance(raw_id, str) and raw_id else rollout_id(path)
     main = convert_rollout(lines, session_id)
-    git = meta.get("git") if isinstance(meta.get("git"), dict) else {}
+    raw_git = meta.get("git")
+    git: dict[str, Any] = raw_git if isinstance(raw_git, dict) else {}
     doc = ConversationDocument(
         context_id=session_id,
         created_at=datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),

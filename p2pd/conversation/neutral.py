@@ -4,14 +4,16 @@ Parts keep each agent's own shapes (a Claude Code block, a Codex response item, 
 rebuilt exactly; this module is the one place that knows all of them. Summaries, team state, rendering and the
 cross-agent importers read conversations through it.
 
-| media type   | Claude Code                        | Codex                                          | Gemini CLI                      |
-|--------------|------------------------------------|------------------------------------------------|---------------------------------|
-| TOOL_USE     | ``{type:tool_use,id,name,input}``  | ``function_call{call_id,name,arguments:str}``, | ``toolCalls[]`` entry           |
-|              |                                    | ``local_shell_call``, ``custom_tool_call``,    | ``{id,name,args}``, or a        |
-|              |                                    | ``web_search_call``                            | ``{functionCall}`` part         |
-| TOOL_RESULT  | ``{tool_use_id,content,is_error}`` | ``function_call_output{call_id,output}``,      | ``{id,name,status,result}``, or |
-|              |                                    | ``custom_tool_call_output``                    | a ``{functionResponse}`` part   |
-| THINKING     | ``{thinking,signature}``           | ``reasoning{summary,content,encrypted_content}``| ``{subject,description}``      |
+Shapes read:
+
+- TOOL_USE — Claude Code ``{type: tool_use, id, name, input}``; Codex ``function_call {call_id, name, arguments:
+  JSON string}``, ``local_shell_call {call_id, action}``, ``custom_tool_call {call_id, name, input: str}``,
+  ``web_search_call {action}``; Gemini ``toolCalls[]`` entries ``{id, name, args}`` and ``{functionCall}`` parts.
+- TOOL_RESULT — Claude Code ``{tool_use_id, content, is_error}``; Codex ``function_call_output`` and
+  ``custom_tool_call_output {call_id, output: str | content items}``; Gemini ``{id, name, status, result}`` and
+  ``{functionResponse}`` parts.
+- THINKING — Claude Code ``{thinking, signature}`` / ``redacted_thinking``; Codex ``reasoning {summary, content,
+  encrypted_content}``; Gemini thoughts ``{subject, description}`` and ``{text, thought: true}`` parts.
 """
 
 from __future__ import annotations

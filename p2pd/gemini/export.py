@@ -107,7 +107,8 @@ def message_to_a2a(msg: dict[str, Any], where: int, context_id: str) -> Message:
     if isinstance(msg.get("model"), str):
         neutral["model"] = msg["model"]
     source = {k: v for k, v in msg.items() if k not in ("content", "thoughts", "toolCalls")}
-    mid = msg.get("id") if isinstance(msg.get("id"), str) and msg.get("id") else f"gemini-{where}"
+    raw_id = msg.get("id")
+    mid = raw_id if isinstance(raw_id, str) and raw_id else f"gemini-{where}"
     return Message(message_id=mid, context_id=context_id, role=role, parts=parts,
                    metadata={"p2pd": neutral, GEMINI: {"at": where, "source": source}})
 
@@ -158,7 +159,8 @@ def _load(path: Path) -> tuple[dict[str, Any], list[tuple[int, Any]], list[Recor
 def export_gemini(path: Path) -> ConversationDocument:
     path = Path(path)
     meta, entries, records, issues, line_count = _load(path)
-    session_id = meta.get("sessionId") if isinstance(meta.get("sessionId"), str) else path.stem
+    raw_sid = meta.get("sessionId")
+    session_id = raw_sid if isinstance(raw_sid, str) and raw_sid else path.stem
     messages: list[Message] = []
     index: dict[str, int] = {}
     superseded = rewound = 0

@@ -94,7 +94,7 @@ def test_sessions_lists_gemini(tmp_path, monkeypatch):
     monkeypatch.setenv("GEMINI_DIR", str(tmp_path / "gemini"))
     chats = tmp_path / "gemini" / "tmp" / ("ab" * 32) / "chats"
     chats.mkdir(parents=True)
-    (chats / FILES[0].name).write_bytes(FILES[0].read_bytes())
+    (chats / "session-2026-03-24T15-43-aaaaaaaa.json").write_bytes(FILES[0].read_bytes())
     (chats / "session-2026-01-01T00-00-broken.json").write_text("{oops")
     infos = list_sessions("gemini")
     assert len(infos) == 2 and {i.platform for i in infos} == {"gemini"}
