@@ -105,17 +105,25 @@ def _report_issues(doc: Any) -> None:
 
 # ---------------------------------------------------------------- import
 def cmd_import(args: argparse.Namespace) -> int:
-    from .claude_code.importer import import_to_claude_code
-    from .conversation.document_io import read_document
+    from .sources import load_file
 
     with _status(f"Reading {args.file}…"):
-        doc = read_document(args.file)
-    result = import_to_claude_code(doc, cwd=args.cwd, same_account=args.same_account, dry_run=args.dry_run)
+        doc = load_file(args.file)
+    if args.to == "codex":
+        from .codex.importer import import_to_codex
+
+        result: Any = import_to_codex(doc, cwd=args.cwd, same_account=args.same_account, dry_run=args.dry_run)
+        target = "Codex"
+    else:
+        from .crossagent import import_into_claude_code
+
+        result = import_into_claude_code(doc, cwd=args.cwd, same_account=args.same_account, dry_run=args.dry_run)
+        target = "Claude Code"
     for w in result.warnings:
-        err.print(f"[yellow]note[/]: {w}")
+        err.print(f"[yellow]note[/]: {_escape(w)}")
     verb = "Would import" if result.dry_run else "Imported"
-    err.print(f"{verb} [bold]{doc.title or doc.context_id}[/] as Claude Code session {result.session_id} "
-              f"({result.lines} lines, {len(result.subagent_files)} subagent files)")
+    err.print(f"{verb} [bold]{_escape(doc.title or doc.context_id)}[/] ({doc.origin.platform}) as {target} session "
+              f"{result.session_id} ({result.lines} lines)")
     err.print(f"  file: {result.path}")
     err.print("  resume with:")
     print(result.resume_command)
@@ -214,11 +222,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_export)
 
     s = sub.add_parser("import", help="import a conversation document so the agent can resume it here")
-    s.add_argument("file", help="a .a2a.json document or .a2a.p2pd blob")
+    s.add_argument("file", help="a .a2a.json document, .a2a.p2pd blob, or a Claude Code/Codex/Gemini session file")
+    s.add_argument("--to", choices=["claude-code", "codex"], default="claude-code",
+                   help="the agent to resume in (default: claude-code)")
     s.add_argument("--cwd", help="the project folder to resume in (default: the current directory)")
     s.add_argument("--dry-run", action="store_true", help="say what would be written, write nothing")
     s.add_argument("--same-account", action="store_true",
-                   help="keep thinking blocks (only valid when resuming with the account that made them)")
+                   help="keep signed thinking / encrypted reasoning (only valid for the account that made them)")
     s.set_defaults(func=cmd_import)
 
     s = sub.add_parser("convert", help="convert between a Claude Code transcript and an A2A document")

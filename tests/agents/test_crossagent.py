@@ -1,0 +1,130 @@
+"""Cross-agent import in both directions, with what cannot be carried said as warnings."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import pytest
+
+from p2pd.cli import main
+from p2pd.codex.export import export_rollout
+from p2pd.codex.importer import import_to_codex
+from p2pd.codex.paths import find_rollouts
+from p2pd.crossagent import import_into_claude_code
+from p2pd.sources import load_file
+from tests.agents.helpers import every_kind_rollout
+from tests.conversion.helpers import rich_session
+from tests.corpus import CORPUS
+
+
+def _jsonl(path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines()]
+
+
+def _cc_texts(lines) -> str:
+    out = []
+    for line in lines:
+        content = line["message"]["content"]
+        out.append(content if isinstance(content, str) else json.dumps(content))
+    return "\n".join(out)
+
+
+@pytest.fixture
+def project(tmp_path):
+    p = tmp_path / "proj"
+    p.mkdir()
+    return p
+
+
+def test_claude_code_into_codex(tmp_path, project):
+    doc = load_file(rich_session().write(tmp_path / "src"))
+    home = tmp_path / "codex"
+    r = import_to_codex(doc, cwd=project, home=home)
+    assert r.path.parent.parent.parent.parent == home / "sessions"
+    assert r.path.name.startswith("rollout-") and r.path.name.endswith(f"-{r.session_id}.jsonl")
+    lines = _jsonl(r.path)
+    assert lines[0]["type"] == "session_meta" and lines[0]["payload"]["id"] == r.session_id
+    assert lines[0]["payload"]["cwd"] == str(project.resolve())
+    assert all(set(x) == {"timestamp", "type", "payload"} for x in lines)
+    items = [x["payload"] for x in lines if x["type"] == "response_item"]
+    user_text = items[0]["content"][0]["text"]
+    assert "screenshot" in user_text and items[0]["content"][1]["image_url"].startswith("data:image/png;base64,")
+    agent = "\n".join(c["text"] for i in items if i["role"] == "assistant" for c in i["content"])
+    assert "[claude-code tool call: Read" in agent and "/home/dev/proj/app.py" in agent
+    assert "print('hi')" in agent and "[error of Bash" in agent and "Done: the bug is fixed." in agent
+    assert {x["payload"]["type"] for x in lines if x["type"] == "event_msg"} == {"user_message", "agent_message"}
+    # what could not be carried is said, with counts
+    notes = "\n".join(r.warnings)
+    assert "dropped 2 reasoning blocks (2 signed or encrypted" in notes
+    assert "3 tool calls and 3 results were written as text" in notes
+    assert "1 images" in notes  # the screenshot inside a tool result
+    assert "state_5.sqlite" in notes and str(r.path) in notes
+    # Codex (and p2pd) can read the written rollout back
+    back = export_rollout(r.path)
+    assert back.origin.platform == "codex" and back.counts.messages == len(items)
+    assert find_rollouts(home)[0].session_id == r.session_id
+
+
+def test_codex_into_claude_code(tmp_path, project):
+    src = every_kind_rollout().write(tmp_path / "src")
+    doc = load_file(src)
+    config = tmp_path / "claude"
+    r = import_into_claude_code(doc, cwd=project, config=config)
+    lines = _jsonl(r.path)
+    assert lines[0]["parentUuid"] is None
+    assert all(b["parentUuid"] == a["uuid"] for a, b in itertools.pairwise(lines))
+    assert lines[0]["type"] == "user" and lines[-1]["type"] == "assistant"
+    text = _cc_texts(lines)
+    assert "fix the bug in app.py" in text
+    assert "[codex tool call: shell (id call_1)]" in text and "cat app.py" in text
+    assert "[codex tool call: apply_patch" in text and "Success. Updated app.py" in text
+    assert "Fixed: app.py now prints hello." in text and "Summary: fixed app.py" in text
+    assert "environment_context" not in text and "[perms]" not in text
+    assert '"type": "image"' in text  # the user's inline image
+    notes = "\n".join(r.warnings)
+    assert "dropped 1 reasoning blocks (1 signed or encrypted" in notes
+    assert "4 tool calls and 3 results were written as text" in notes
+    assert "2 meta" in notes
+    assert r.resume_command.endswith(f"claude --resume {r.session_id}")
+
+
+def test_codex_corpus_into_claude_code(tmp_path, project):
+    doc = load_file(CORPUS / "codex" / "unleash" / "codex-sample.jsonl")
+    r = import_into_claude_code(doc, cwd=project, config=tmp_path / "claude")
+    text = _cc_texts(_jsonl(r.path))
+    assert "say hello" in text and "exec_command" in text and "Process exited with code 0" in text
+
+
+def test_codex_into_codex_keeps_lines_and_drops_encrypted_reasoning(tmp_path, project):
+    doc = load_file(every_kind_rollout().write(tmp_path / "src"))
+    r = import_to_codex(doc, cwd=project, home=tmp_path / "c1")
+    lines = _jsonl(r.path)
+    assert lines[0]["payload"]["id"] == r.session_id
+    assert not any(x["payload"].get("type") == "reasoning" for x in lines if x["type"] == "response_item")
+    assert r.dropped_reasoning == 1 and any("--same-account" in w for w in r.warnings)
+    assert r.dropped_malformed == 3 and any("3 malformed" in w for w in r.warnings)
+    kept = import_to_codex(doc, cwd=project, home=tmp_path / "c2", same_account=True)
+    assert any(x["payload"].get("encrypted_content") == "gAAAAB-opaque" for x in _jsonl(kept.path)
+               if x["type"] == "response_item")
+
+
+def test_gemini_into_both(tmp_path, project):
+    doc = load_file(CORPUS / "gemini" / "unleash" / "gemini-sample.json")
+    r1 = import_to_codex(doc, cwd=project, home=tmp_path / "codex")
+    agent = json.dumps(_jsonl(r1.path))
+    assert "[gemini tool call: run_shell_command" in agent and "tmux-tool" in agent
+    assert any("1 info" in w for w in r1.warnings)
+    r2 = import_into_claude_code(doc, cwd=project, config=tmp_path / "claude")
+    assert "run_shell_command" in _cc_texts(_jsonl(r2.path))
+
+
+def test_cli_import_to_codex(tmp_path, project, capsys, monkeypatch):
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
+    src = rich_session().write(tmp_path / "src")
+    assert main(["import", str(src), "--to", "codex", "--cwd", str(project)]) == 0
+    out = capsys.readouterr()
+    assert "codex resume" in out.out and "reasoning blocks" in out.err
+    assert len(find_rollouts(tmp_path / "codex")) == 1
+    assert main(["import", str(src), "--to", "codex", "--cwd", str(project), "--dry-run"]) == 0
+    assert len(find_rollouts(tmp_path / "codex")) == 1
