@@ -97,9 +97,55 @@ def render_header(console: Console, doc: ConversationDocument) -> None:
     console.print(table)
 
 
+def render_teams(console: Console, state: dict[str, Any], *, full: bool = False) -> None:
+    """Roster, task board and message timeline of the agent team(s) in ``doc.metadata["teams"]``."""
+    teams = state.get("teams") or {}
+    title = ", ".join(f"{escape(t.get('name', '?'))} ({t.get('status', '?')})" for t in teams.values()) or "team"
+    console.print(f"[bold]Agent team[/]: {title}")
+    members = state.get("members") or {}
+    if members:
+        roster = Table(title="roster", title_justify="left")
+        for col in ("member", "team", "type", "status"):
+            roster.add_column(col)
+        colors = {"active": "green", "idle": "yellow", "shutdown": "dim"}
+        for m in members.values():
+            status = str(m.get("status", "?"))
+            roster.add_row(escape(str(m.get("name"))), escape(str(m.get("team", ""))),
+                           escape(str(m.get("agentType", ""))), f"[{colors.get(status, 'white')}]{status}[/]")
+        console.print(roster)
+    tasks = state.get("tasks") or {}
+    if tasks:
+        board = Table(title="task board", title_justify="left")
+        for col in ("#", "subject", "status", "owner", "blocked by", "blocks"):
+            board.add_column(col)
+        for t in tasks.values():
+            board.add_row(escape(str(t.get("id"))), escape(_one_line(str(t.get("subject", "")), 60)),
+                          escape(str(t.get("status"))), escape(str(t.get("owner") or "—")),
+                          ", ".join(t.get("blockedBy") or []) or "—", ", ".join(t.get("blocks") or []) or "—")
+        console.print(board)
+    timeline = state.get("timeline") or []
+    if timeline:
+        console.print("[bold]messages[/]")
+        limit = None if full else 20
+        for e in timeline[-limit:] if limit else timeline:
+            text = e.get("summary") or e.get("content") or ""
+            console.print(f"  [dim]{escape(str(e.get('at') or ''))}[/dim] {escape(str(e.get('from')))} → "
+                          f"{escape(str(e.get('to') or '*'))} [cyan]{escape(str(e.get('type')))}[/cyan] "
+                          f"{escape(_one_line(str(text), 100))}")
+        if limit and len(timeline) > limit:
+            console.print(f"  [dim]({len(timeline) - limit} earlier messages; --full shows all)[/dim]")
+    ignored = state.get("ignored") or []
+    if ignored:
+        console.print(f"[dim]{len(ignored)} team calls named an unknown task or member and were ignored[/dim]")
+
+
 def render(console: Console, doc: ConversationDocument, *, full: bool = False, all_branches: bool = False) -> int:
     """Print the document; returns the number of messages shown."""
     render_header(console, doc)
+    teams = (doc.metadata or {}).get("teams")
+    if isinstance(teams, dict):
+        console.rule()
+        render_teams(console, teams, full=full)
     console.rule()
     shown = 0
     for m in doc.messages:

@@ -63,11 +63,15 @@ def detect(path: str | os.PathLike[str]) -> str:
 
 
 def load_file(path: str | os.PathLike[str]) -> ConversationDocument:
-    """Any session file or conversation document → ConversationDocument, with its title and summary."""
+    """Any session file or conversation document → ConversationDocument, with its title, summary and (for
+    Claude Code) agent-team state."""
     from .summary import summarize
+    from .teams import attach_team_state
 
     doc = _load(Path(path))
-    if doc.summary is None:
+    if doc.origin.platform == "claude-code" and "teams" not in (doc.metadata or {}):
+        attach_team_state(doc)
+    if doc.summary is None or "teams" in (doc.metadata or {}):
         summarize(doc)
     return doc
 
