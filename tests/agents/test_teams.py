@@ -9,7 +9,7 @@ from rich.console import Console
 from p2pd.claude_code.export import export_session
 from p2pd.render import render
 from p2pd.sources import load_file
-from p2pd.teams import TeamEvent, apply, document_events, empty_state, reduce
+from p2pd.teams import TeamEvent, apply, document_events, reduce
 from tests.conversion.helpers import Session
 
 
