@@ -57,6 +57,9 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         table.add_row(i.session_id[:8], i.platform, i.cwd or "", i.title, str(i.messages), _human(i.size),
                       i.last_activity.replace("T", " ").removesuffix("Z"))
     out.print(table)
+    if args.summary:
+        for i in infos:
+            out.print(f"[bold]{i.session_id[:8]}[/] {_escape(i.summary)}")
     return ExitCode.OK
 
 
@@ -211,6 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--platform", choices=["claude-code", "codex", "gemini"], default=None)
     s.add_argument("--json", action="store_true", help="machine-readable output")
     s.add_argument("--limit", type=int, default=None, help="at most N sessions")
+    s.add_argument("--summary", action="store_true", help="print each session's summary under the table")
     s.set_defaults(func=cmd_sessions)
 
     s = sub.add_parser("export", help="write a session as a conversation document (.a2a.json)")

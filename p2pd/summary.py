@@ -152,3 +152,13 @@ def summarize(doc: ConversationDocument) -> tuple[str, str]:
     doc.summary = clip(" ".join(s if s.endswith((".", "?", "!", "…")) else s + "." for s in sentences),
                        SUMMARY_MAX)
     return doc.title, doc.summary
+
+
+def offer_text(doc: ConversationDocument) -> str:
+    """What the receiving side shows when it is offered a conversation: who, what, and the summary."""
+    if doc.summary is None:
+        summarize(doc)
+    o = doc.origin
+    where = f" in {o.cwd}" if o.cwd else ""
+    head = f"{doc.title or '(untitled)'} — {o.platform} conversation{where}, {doc.counts.messages} messages"
+    return f"{head}\n{doc.summary}"
