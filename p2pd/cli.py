@@ -81,6 +81,14 @@ def cmd_export(args: argparse.Namespace) -> int:
         _report_issues(doc)
         if args.strict:
             raise InvalidInputError("malformed lines found (--strict): nothing written")
+    from .config import redact_default
+
+    if args.redact if args.redact is not None else redact_default():
+        from .redact import redact_document
+
+        with _status("Masking secrets…"):
+            doc, report = redact_document(doc)
+        err.print(f"Redaction: {report.describe()}")
     suffix = ".a2a.p2pd" if args.compressed else ".a2a.json"
     target = Path(args.output) if args.output else Path(f"{doc.context_id}{suffix}")
     with _status(f"Writing {target}…"):
@@ -223,6 +231,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--compressed", action="store_true", help="write the compressed wire blob (.a2a.p2pd)")
     s.add_argument("--codec", choices=["lz4", "zstd"], default="lz4", help="codec for --compressed")
     s.add_argument("--strict", action="store_true", help="fail (writing nothing) if any line is malformed")
+    s.add_argument("--redact", action=argparse.BooleanOptionalAction, default=None,
+                   help="mask secrets (keys, tokens, private keys, passwords) before writing; default from "
+                        "P2PD_REDACT or 'redact' in the p2pd config file")
     s.set_defaults(func=cmd_export)
 
     s = sub.add_parser("import", help="import a conversation document so the agent can resume it here")
