@@ -144,14 +144,13 @@ def cmd_import(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------- convert
 def cmd_convert(args: argparse.Namespace) -> int:
     from .atomic import atomic_write_bytes
-    from .claude_code.export import export_session
     from .claude_code.importer import linearize, source_objects
     from .claude_code.restore import has_claude_code_source, to_jsonl
-    from .conversation.document_io import read_document, write_document
+    from .conversation.document_io import write_document
 
     src, dst = Path(args.input), Path(args.output)
     to = args.to or ("claude-code" if dst.suffix == ".jsonl" else "a2a")
-    doc = export_session(src) if src.suffix == ".jsonl" else read_document(src)
+    doc = load_conversation(str(src))
     if to == "a2a":
         size = write_document(doc, dst, compressed=dst.name.endswith(".p2pd"))
         err.print(f"Wrote A2A conversation {dst} ({_human(size)})")

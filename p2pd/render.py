@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from .conversation import media_types as mt
+from .conversation import neutral
 from .conversation.model import ConversationDocument, Message, Part, Role
 
 FOLD = 100
@@ -52,10 +53,13 @@ def part_summary(part: Part, full: bool = False) -> str:
         return f"[dim]🔗 {escape(part.url)}[/dim]"
     data = part.data_value
     if media == mt.TOOL_USE:
-        return f"[cyan]▸ {escape(_tool_use_line(data))}[/cyan]"
+        call = neutral.tool_call(data)
+        line = _tool_use_line({"name": call.name, "input": call.input} if call else data)
+        return f"[cyan]▸ {escape(line)}[/cyan]"
     if media == mt.TOOL_RESULT:
-        text = _result_text(data)
-        err = isinstance(data, dict) and data.get("is_error")
+        res = neutral.tool_result(data)
+        text = res.text if res else _result_text(data)
+        err = res.is_error if res else isinstance(data, dict) and data.get("is_error")
         lines = text.count("\n") + 1 if text else 0
         body = escape(text) if full else escape(_one_line(text, 120))
         return f"[{'red' if err else 'green'}]◂ result ({lines} lines)[/] [dim]{body}[/dim]"
