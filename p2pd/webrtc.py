@@ -5,8 +5,8 @@ aiortc gathers all ICE candidates before ``setLocalDescription`` returns (no tri
 answer each travel as one message with their candidates inside; both are sealed by the pairing layer, so the
 signaling server can neither read them nor swap in its own DTLS fingerprint.
 
-ICE servers come from configuration only (``P2PD_ICE_SERVERS``, a JSON list of ``{"urls", "username",
-"credential"}``); there are none by default and never a public one silently. ``P2PD_ICE_HOST_ADDRESSES`` (comma
+ICE servers come from configuration only (:mod:`p2pd.config`: ``P2PD_ICE_SERVERS`` or ``ice_servers`` in the
+config file); there are none by default and never a public one silently. ``P2PD_ICE_HOST_ADDRESSES`` (comma
 separated) restricts the host candidates, e.g. ``127.0.0.1`` to keep both peers on loopback — aioice leaves
 127.0.0.1 out of its host candidates otherwise.
 """
@@ -14,7 +14,6 @@ separated) restricts the host candidates, e.g. ``127.0.0.1`` to keep both peers 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import re
 from collections.abc import Awaitable, Callable
@@ -34,16 +33,12 @@ SendSignal = Callable[[dict[str, Any]], Awaitable[None]]
 RecvSignal = Callable[[], Awaitable[dict[str, Any]]]
 
 
-def ice_servers_from_env() -> list[RTCIceServer]:
-    raw = os.environ.get("P2PD_ICE_SERVERS", "").strip()
-    if not raw:
-        return []
-    try:
-        items = json.loads(raw)
-        return [RTCIceServer(urls=i["urls"], username=i.get("username"), credential=i.get("credential"))
-                for i in items]
-    except (ValueError, KeyError, TypeError) as exc:
-        raise TransferFailedError(f"P2PD_ICE_SERVERS is not a JSON list of ICE servers: {exc}") from None
+def configured_ice_servers() -> list[RTCIceServer]:
+    """ICE servers from the user's configuration (see :mod:`p2pd.config`); none by default."""
+    from .config import ice_servers
+
+    return [RTCIceServer(urls=i["urls"], username=i.get("username"), credential=i.get("credential"))
+            for i in ice_servers()]
 
 
 def restrict_host_addresses() -> None:
@@ -78,7 +73,7 @@ async def connect(role: str, send: SendSignal, recv: RecvSignal, *, ice_servers:
                   timeout: float = DEFAULT_CONNECT_TIMEOUT) -> PeerLink:
     """Offer (``role="offer"``) or answer (``role="answer"``) and wait until the data channel is open."""
     restrict_host_addresses()
-    servers = ice_servers if ice_servers is not None else ice_servers_from_env()
+    servers = ice_servers if ice_servers is not None else configured_ice_servers()
     pc = RTCPeerConnection(RTCConfiguration(iceServers=servers))
     channel = pc.createDataChannel(CHANNEL_LABEL, negotiated=True, id=CHANNEL_ID, ordered=True)
     opened = asyncio.get_running_loop().create_future()
