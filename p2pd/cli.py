@@ -120,16 +120,10 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     with _status(f"Reading {args.file}…"):
         doc = load_file(args.file)
-    if args.to == "codex":
-        from .codex.importer import import_to_codex
+    from .importing import import_document, target_name
 
-        result: Any = import_to_codex(doc, cwd=args.cwd, same_account=args.same_account, dry_run=args.dry_run)
-        target = "Codex"
-    else:
-        from .crossagent import import_into_claude_code
-
-        result = import_into_claude_code(doc, cwd=args.cwd, same_account=args.same_account, dry_run=args.dry_run)
-        target = "Claude Code"
+    result = import_document(doc, to=args.to, cwd=args.cwd, same_account=args.same_account, dry_run=args.dry_run)
+    target = target_name(args.to)
     for w in result.warnings:
         err.print(f"[yellow]note[/]: {_escape(w)}")
     verb = "Would import" if result.dry_run else "Imported"
@@ -210,6 +204,151 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+# ---------------------------------------------------------------- send / receive
+class CliUI:
+    """Terminal side of send/receive: the code, the verification string, the offer prompt, a progress bar."""
+
+    def __init__(self, *, yes: bool = False, receiving: bool = False) -> None:
+        self.yes = yes
+        self.receiving = receiving
+        self._progress: Any = None
+        self._task: Any = None
+
+    def code_ready(self, code: str) -> None:
+        if self.receiving:
+            err.print(f"Waiting for the sender. Code: [bold]{_escape(code)}[/]")
+            err.print(f"  on the sending machine run: [bold]p2pd send SESSION --code {_escape(code)}[/]")
+        else:
+            err.print(f"Code: [bold]{_escape(code)}[/]")
+            err.print(f"  on the receiving machine run: [bold]p2pd receive {_escape(code)}[/]")
+
+    def paired(self, verification: str) -> None:
+        err.print(f"Paired. Verification string (the same on both sides): [bold]{_escape(verification)}[/]")
+
+    def status(self, text: str) -> None:
+        err.print(f"[dim]{_escape(text)}[/dim]")
+
+    def progress(self, done: int, total: int) -> None:
+        if not err.is_terminal:
+            return
+        if self._progress is None:
+            from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+
+            self._progress = Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
+                                      TransferSpeedColumn(), console=err, transient=True)
+            self._progress.start()
+            self._task = self._progress.add_task("acknowledged", total=total)
+        self._progress.update(self._task, completed=done, total=total)
+        if done >= total:
+            self.stop()
+
+    def stop(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+
+    async def decide(self, offer: Any) -> bool:
+        info = offer.info
+        err.print(f"Offered: [bold]{_escape(info.title)}[/]")
+        err.print(f"  from {_escape(info.platform)} session {_escape(info.session_id)}, {info.message_count} messages,"
+                  f" {_human(offer.raw_size)} ({_human(offer.compressed_size)} on the wire)")
+        if self.yes:
+            return True
+        if not sys.stdin.isatty():
+            err.print("[yellow]declining: no terminal to ask on (pass --yes to accept)[/]")
+            return False
+        import asyncio
+
+        answer = await asyncio.to_thread(input, "Accept? [y/N] ")
+        return answer.strip().lower() in ("y", "yes")
+
+
+def _run_async(coro: Any) -> Any:
+    import asyncio
+
+    try:
+        import uvloop
+
+        return uvloop.run(coro)
+    except ImportError:  # pragma: no cover - uvloop is a dependency on Linux/macOS
+        return asyncio.run(coro)
+
+
+def cmd_send(args: argparse.Namespace) -> int:
+    from .config import redact_default, signal_url
+    from .exchange import send_document
+    from .pairing.codes import read_code
+    from .sources import load_conversation
+
+    with _status(f"Reading {args.session}…"):
+        doc = load_conversation(args.session)
+    if args.redact if args.redact is not None else redact_default():
+        from .redact import redact_document
+
+        doc, report = redact_document(doc)
+        err.print(f"Redacted: {_escape(report.describe())}")
+    code = read_code(args.code)
+    ui = CliUI()
+    url = args.signal or signal_url()
+    try:
+        outcome = _run_async(send_document(doc, signal_url=url, code=str(code) if code else None, ui=ui,
+                                           peer_timeout=args.timeout, fallback_dir=Path(args.fallback_dir)))
+    finally:
+        ui.stop()
+    if outcome.sent:
+        r = outcome.result
+        resumed = f", {_human(r.resumed_bytes)} already there" if r.resumed_bytes else ""
+        err.print(f"Sent [bold]{_escape(doc.title or doc.context_id)}[/]: {_human(r.bytes_sent)} in {r.elapsed:.1f}s"
+                  f"{resumed}; the receiver verified SHA-256 {r.sha256.hex()[:16]}…")
+        return ExitCode.OK
+    path = outcome.fallback_path
+    err.print(f"[yellow]No peer connection[/] ({_escape(outcome.fallback_reason or 'unknown reason')}).")
+    err.print(f"The conversation was written to {path}; copy it to the other machine and run:")
+    print(f"p2pd import {path.name if path else ''}")
+    return ExitCode.FALLBACK_WRITTEN
+
+
+def cmd_receive(args: argparse.Namespace) -> int:
+    from .config import signal_url
+    from .exchange import receive_document
+    from .pairing.codes import read_code
+
+    out_dir = Path(args.output)
+    if args.file:
+        from .exchange import fallback_file
+        from .sources import load_file
+
+        doc = load_file(args.file)
+        path = Path(args.file)
+        if path.resolve().parent != out_dir.resolve():
+            path = fallback_file(doc, out_dir)
+        err.print(f"Read [bold]{_escape(doc.title or doc.context_id)}[/] ({doc.counts.messages} messages) → {path}")
+    else:
+        code = read_code(args.code)
+        ui = CliUI(yes=args.yes, receiving=True)
+        url = args.signal or signal_url()
+        try:
+            outcome = _run_async(receive_document(signal_url=url, code=str(code) if code else None, ui=ui,
+                                                  out_dir=out_dir, peer_timeout=args.timeout))
+        finally:
+            ui.stop()
+        doc, path = outcome.document, outcome.path
+        err.print(f"Received [bold]{_escape(doc.title or doc.context_id)}[/] ({doc.counts.messages} messages), "
+                  f"SHA-256 verified → {path}")
+    if args.do_import:
+        from .importing import import_document, target_name
+
+        result = import_document(doc, to=args.to, cwd=args.cwd, same_account=args.same_account)
+        for w in result.warnings:
+            err.print(f"[yellow]note[/]: {_escape(w)}")
+        err.print(f"Imported into {target_name(args.to)} as session {result.session_id}: {result.path}")
+        err.print("  resume with:")
+        print(result.resume_command)
+    else:
+        print(path)
+    return ExitCode.OK
+
+
 # ---------------------------------------------------------------- main
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="p2pd", description="Hand an AI agent conversation to another machine.")
@@ -257,6 +396,30 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--full", action="store_true", help="unfold tool results and long texts")
     s.add_argument("--all", action="store_true", help="include side branches")
     s.set_defaults(func=cmd_show)
+
+    s = sub.add_parser("send", help="send a conversation to another machine (pairing code, peer to peer)")
+    s.add_argument("session", help="session id, unique prefix, 'latest', transcript path, or .a2a.json file")
+    s.add_argument("--code", help="use this code (else one is made); '-' reads it from stdin; or $P2PD_CODE")
+    s.add_argument("--signal", help="signaling server URL (default: $P2PD_SIGNAL, config, ws://127.0.0.1:8765)")
+    s.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the receiver (default 300)")
+    s.add_argument("--redact", action=argparse.BooleanOptionalAction, default=None,
+                   help="mask secrets before sending (default: $P2PD_REDACT or the config file)")
+    s.add_argument("--fallback-dir", default=".", help="where to write the .a2a.json when no peer connects")
+    s.set_defaults(func=cmd_send)
+
+    s = sub.add_parser("receive", help="receive a conversation sent with 'p2pd send'")
+    s.add_argument("code", nargs="?", help="the sender's code ('-' reads stdin; default $P2PD_CODE; none: make "
+                   "a code for the sender to use)")
+    s.add_argument("-o", "--output", default=".", help="folder for the received .a2a.json (default: here)")
+    s.add_argument("--file", help="take a .a2a.json handed over as a file instead (the sender's fallback)")
+    s.add_argument("--import", dest="do_import", action="store_true", help="import it for resume right away")
+    s.add_argument("--to", choices=["claude-code", "codex"], default="claude-code", help="agent to import into")
+    s.add_argument("--cwd", help="project folder to resume in (with --import; default: the current directory)")
+    s.add_argument("--same-account", action="store_true", help="keep thinking blocks on import")
+    s.add_argument("--yes", action="store_true", help="accept the offer without asking")
+    s.add_argument("--signal", help="signaling server URL (default: $P2PD_SIGNAL, config, ws://127.0.0.1:8765)")
+    s.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the sender (default 300)")
+    s.set_defaults(func=cmd_receive)
 
     s = sub.add_parser("demo", help="run the main job locally end to end on a transcript")
     s.add_argument("session", help="a Claude Code transcript (.jsonl)")
