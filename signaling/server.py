@@ -100,7 +100,7 @@ class SignalServer:
             compression=None,  # no permessage-deflate: ~100 KiB less memory per connection
             ping_interval=self.options.ping_interval,
             ping_timeout=self.options.ping_timeout,
-            close_timeout=5,
+            close_timeout=max(0.5, min(5.0, self.options.ping_timeout)),
             # Frames up to 4x the limit are read and refused with an error message; larger ones close 1009.
             max_size=4 * self.limits.max_message_bytes,
             max_queue=8,
