@@ -82,20 +82,20 @@ def parse_code(text: str) -> Code:
     """
     normalized = unicodedata.normalize("NFKC", text).strip().casefold()
     if not normalized:
-        raise InvalidCodeError("the pairing code is empty (expected something like 7-guitar-meadow)")
+        raise InvalidCodeError("the pairing code is empty (expected something like 4-amber-river)")
     parts = [part for part in _SEPARATORS.split(normalized) if part]
     if not parts:
-        raise InvalidCodeError("the pairing code has no number and no words (expected e.g. 7-guitar-meadow)")
+        raise InvalidCodeError("the pairing code has no number and no words (expected e.g. 4-amber-river)")
     plate, words = parts[0], parts[1:]
     if not plate.isascii() or not plate.isdigit():
         raise InvalidCodeError(
-            "a pairing code starts with a number (the nameplate), as in 7-guitar-meadow"
+            "a pairing code starts with a number (the nameplate), as in 4-amber-river"
         )
     plate = _normalize_nameplate(plate)
     if len(words) < 2:
         raise InvalidCodeError(
             f"the pairing code needs at least 2 words after the number, it has {len(words)}"
-            " (expected e.g. 7-guitar-meadow)"
+            " (expected e.g. 4-amber-river)"
         )
     if len(words) > MAX_WORDS:
         raise InvalidCodeError(f"the pairing code has {len(words)} words; at most {MAX_WORDS} are allowed")
