@@ -105,9 +105,12 @@ async def test_unknown_nameplate_and_full_room(shared_server: SignalProcess):
     with pytest.raises(NotFoundError, match="no one is waiting on nameplate 987654"):
         await Rendezvous.open(shared_server.url, role="receiver", code="987654-amber-river")
     async with await Rendezvous.open(shared_server.url, role="sender") as sender:
-        async with await Rendezvous.open(shared_server.url, role="receiver", code=str(sender.code)):
+        second = await Rendezvous.open(shared_server.url, role="receiver", code=str(sender.code))
+        try:
             with pytest.raises(TransferFailedError, match="already in use"):
                 await Rendezvous.open(shared_server.url, role="receiver", code=str(sender.code))
+        finally:
+            await second.close()
 
 
 async def test_peer_leaving_is_reported(shared_server: SignalProcess):
@@ -162,9 +165,13 @@ async def test_the_mitm_double_is_real_it_wins_only_with_the_right_code(shared_s
     attacker, so the WrongCodeError above is the PAKE's doing), and only the verification strings differ."""
     code = "515151-amber-river"
     async with hostile_relay(shared_server.url, "mitm", guess=code) as (url, relay):
-        async with await Rendezvous.open(url, role="sender", code=code) as sender:
-            async with await Rendezvous.open(url, role="receiver", code=code) as receiver:
-                verifications = await asyncio.gather(sender.pair(timeout=10), receiver.pair(timeout=10))
+        sender = await Rendezvous.open(url, role="sender", code=code)
+        receiver = await Rendezvous.open(url, role="receiver", code=code)
+        try:
+            verifications = await asyncio.gather(sender.pair(timeout=10), receiver.pair(timeout=10))
+        finally:
+            await sender.close()
+            await receiver.close()
         assert relay.fake_sender is not None and relay.fake_sender.state == "paired"
         assert relay.fake_receiver is not None and relay.fake_receiver.state == "paired"
         assert verifications[0] != verifications[1]
