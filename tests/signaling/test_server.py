@@ -216,3 +216,26 @@ def test_bad_options_exit_with_usage_error():
     result = subprocess.run([sys.executable, "-m", "signaling", "--room-capacity", "0"], cwd=ROOT,
                             capture_output=True, text=True, timeout=30)
     assert result.returncode == 2 and "room_capacity" in result.stderr
+
+
+async def test_a_client_that_does_not_read_is_disconnected_not_waited_for():
+    with signal_server("--messages-per-second", "1000", "--message-burst", "1000", "--ping-timeout", "2") as server:
+        sock = socket.create_connection(("127.0.0.1", server.port))
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        slow = await connect(server.url, subprotocols=[SUBPROTOCOL], sock=sock,  # type: ignore[list-item]
+                             max_queue=1, ping_interval=None)
+        await recv(slow)
+        fast = await client(server)
+        joined = await ask(fast, {"type": "allocate"})
+        joined_slow = await ask(slow, {"type": "join", "room": joined["room"]})
+        await recv(fast)  # peer_joined
+        payload = json.dumps({"type": "relay", "to": joined_slow["peer_id"], "data": "x" * 60_000})
+        started = time.monotonic()
+        for _ in range(150):  # 9 MB towards a client that reads nothing
+            await fast.send(payload)
+        assert await recv(fast, timeout=15) == {"type": "peer_left", "room": joined["room"],
+                                                "peer_id": joined_slow["peer_id"]}
+        assert time.monotonic() - started < 15
+        assert await ask(fast, {"type": "ping"}) == {"type": "pong"}  # the sender was never blocked
+        await fast.close()
+        slow.transport.abort()
