@@ -417,6 +417,10 @@ class Registry:
                 name = str(self._rng.randint(low, high))
                 if name not in self.rooms:
                     return name
+            if high - low < 1000:  # small ranges: do not skip a free name because random picks missed it
+                free = [str(n) for n in range(low, high + 1) if str(n) not in self.rooms]
+                if free:
+                    return self._rng.choice(free)
         return None
 
     def _too_many_rooms(self, state: ConnectionState, msg_id: p.MessageId | None) -> Action:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 from typing import Any
 
 import pytest
@@ -328,12 +329,14 @@ def test_capacity_configuration():
     assert error_code(one(reg, d, {"type": "join", "room": room["room"]})) == "room-full"
 
 
-def test_nameplates_are_distinct_and_run_out_cleanly():
-    reg, _ = make(max_nameplate_digits=1, joins_per_minute=1000)
-    names = set()
-    for _ in range(9):
-        names.add(one(reg, connect(reg), {"type": "allocate"})["room"])
-    assert names == {str(n) for n in range(1, 10)}
+@pytest.mark.parametrize("seed", range(20))
+def test_nameplates_are_distinct_shortest_first_and_run_out_cleanly(seed: int):
+    clock = Clock()
+    reg = Registry(ServerLimits(max_nameplate_digits=2, joins_per_minute=1000), clock=clock,
+                   rng=random.Random(seed))
+    names = [one(reg, connect(reg), {"type": "allocate"})["room"] for _ in range(99)]
+    assert names[:9] and sorted(names[:9]) == [str(n) for n in range(1, 10)]  # every 1-digit one first
+    assert sorted(names, key=int) == [str(n) for n in range(1, 100)]
     assert error_code(one(reg, connect(reg), {"type": "allocate"})) == "no-free-nameplate"
 
 
