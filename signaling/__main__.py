@@ -1,13 +1,129 @@
-"""``p2pd-signal`` / ``python -m signaling`` entry point (filled in by the signaling issue)."""
+"""``p2pd-signal`` / ``python -m signaling``: run the signaling server.
+
+Prints one line, ``p2pd-signal listening on ws://HOST:PORT/``, once it accepts connections (with
+``--port 0`` the actual port), then serves until SIGINT/SIGTERM.
+"""
 
 from __future__ import annotations
 
+import argparse
+import asyncio
+import contextlib
+import logging
+import resource
+import signal
 import sys
+from pathlib import Path
+
+from signaling.rooms import ServerLimits
+from signaling.server import ServerOptions, SignalServer
+
+_DEFAULTS = ServerLimits()
+_OPTIONS = ServerOptions()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="p2pd-signal",
+        description="p2pd signaling server: pairs peers in rooms and relays their sealed offers/answers.",
+    )
+    parser.add_argument("--host", default=_OPTIONS.host, help="address to listen on (default %(default)s)")
+    parser.add_argument("--port", type=int, default=_OPTIONS.port,
+                        help="port to listen on; 0 picks a free one (default %(default)s)")
+    parser.add_argument("--room-capacity", type=int, default=_DEFAULTS.room_capacity,
+                        help="members per room unless the creator asks for another (default %(default)s)")
+    parser.add_argument("--max-room-capacity", type=int, default=None,
+                        help="largest capacity a room creator may ask for (default: --room-capacity)")
+    parser.add_argument("--max-rooms", type=int, default=_DEFAULTS.max_rooms, help="default %(default)s")
+    parser.add_argument("--max-connections", type=int, default=_DEFAULTS.max_connections,
+                        help="default %(default)s")
+    parser.add_argument("--room-ttl", type=float, default=_DEFAULTS.room_ttl,
+                        help="seconds a room lives at most (default %(default)s)")
+    parser.add_argument("--max-message-bytes", type=int, default=_DEFAULTS.max_message_bytes,
+                        help="default %(default)s")
+    parser.add_argument("--messages-per-second", type=float, default=_DEFAULTS.messages_per_second,
+                        help="per connection (default %(default)s)")
+    parser.add_argument("--message-burst", type=int, default=_DEFAULTS.message_burst,
+                        help="messages a connection may send at once (default %(default)s)")
+    parser.add_argument("--joins-per-minute", type=int, default=_DEFAULTS.joins_per_minute,
+                        help="joins and allocations per client address (default %(default)s)")
+    parser.add_argument("--ping-interval", type=float, default=_OPTIONS.ping_interval,
+                        help="heartbeat ping every N seconds (default %(default)s)")
+    parser.add_argument("--ping-timeout", type=float, default=_OPTIONS.ping_timeout,
+                        help="drop a connection whose pong is N seconds late (default %(default)s)")
+    parser.add_argument("--gc-interval", type=float, default=300.0,
+                        help="seconds between full garbage collections, which pause the server for ~45 µs per "
+                             "connection; 0 leaves Python's automatic collection on (default %(default)s)")
+    parser.add_argument("--static-dir", type=Path, default=None,
+                        help="serve the files of this directory over HTTP (the browser client)")
+    parser.add_argument("--no-uvloop", action="store_true", help="use asyncio's default event loop")
+    parser.add_argument("--log-level", default="WARNING", help="default %(default)s")
+    return parser
+
+
+def raise_fd_limit() -> int:
+    """Raise the soft open-files limit to the hard one (each connection is a file descriptor)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY:
+        hard = max(soft, 1 << 20)
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        return hard
+    return soft
+
+
+async def run(limits: ServerLimits, options: ServerOptions) -> None:
+    server = SignalServer(limits, options)
+    await server.start()
+    print(f"p2pd-signal listening on {server.url}", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        await server.close()
 
 
 def main(argv: list[str] | None = None) -> int:
-    print("the signaling server is not built yet", file=sys.stderr)
-    return 1
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        limits = ServerLimits(
+            max_message_bytes=args.max_message_bytes,
+            messages_per_second=args.messages_per_second,
+            message_burst=args.message_burst,
+            joins_per_minute=args.joins_per_minute,
+            max_rooms=args.max_rooms,
+            max_connections=args.max_connections,
+            room_capacity=args.room_capacity,
+            max_room_capacity=max(args.room_capacity, args.max_room_capacity or args.room_capacity),
+            room_ttl=args.room_ttl,
+        )
+    except ValueError as exc:
+        print(f"p2pd-signal: {exc}", file=sys.stderr)
+        return 2
+    if args.static_dir is not None and not args.static_dir.is_dir():
+        print(f"p2pd-signal: --static-dir {args.static_dir} is not a directory", file=sys.stderr)
+        return 2
+    options = ServerOptions(host=args.host, port=args.port, ping_interval=args.ping_interval,
+                            ping_timeout=args.ping_timeout, static_dir=args.static_dir,
+                            gc_interval=args.gc_interval)
+    raise_fd_limit()
+    if not args.no_uvloop:
+        with contextlib.suppress(ImportError):
+            import uvloop
+
+            asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+    try:
+        asyncio.run(run(limits, options))
+    except OSError as exc:
+        print(f"p2pd-signal: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        pass
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,461 @@
+"""The room registry and every limit of the signaling server, as a sans-I/O state machine.
+
+The server adapter feeds it events — a connection opened (with its client address), a text/binary message
+arrived, a connection closed, time passed — and performs the :class:`Send` / :class:`Close` actions it
+returns. Nothing here does I/O or reads the clock except through the injected ``clock``, so every message
+and every limit is testable without sockets.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import secrets
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from heapq import heapify, heappop, heappush
+
+from pydantic import ValidationError
+
+from signaling import protocol as p
+from signaling.protocol import ErrorCode
+
+SERVER_NAME = "p2pd-signal/0.1"
+
+
+@dataclass(frozen=True, slots=True)
+class ServerLimits:
+    """Every limit the server enforces; all are command-line options of ``p2pd-signal``."""
+
+    max_message_bytes: int = 64 * 1024
+    messages_per_second: float = 20.0
+    message_burst: int = 60
+    rate_limit_strikes: int = 200  # refused messages in a row before the connection is closed
+    joins_per_minute: int = 60  # joins + allocations per client address
+    max_rooms: int = 10_000
+    max_connections: int = 20_000
+    room_capacity: int = 2
+    max_room_capacity: int = 2
+    room_ttl: float = 600.0
+    max_nameplate_digits: int = 6
+
+    def __post_init__(self) -> None:
+        if self.room_capacity < 1 or self.max_room_capacity < self.room_capacity:
+            raise ValueError("need 1 <= room_capacity <= max_room_capacity")
+        if self.max_message_bytes < 256:
+            raise ValueError("max_message_bytes must be at least 256")
+        if min(self.messages_per_second, self.message_burst, self.joins_per_minute) <= 0:
+            raise ValueError("rates must be positive")
+        if min(self.max_rooms, self.max_connections, self.rate_limit_strikes) < 1:
+            raise ValueError("counts must be positive")
+        if self.room_ttl <= 0:
+            raise ValueError("room_ttl must be positive")
+        if not 1 <= self.max_nameplate_digits <= 9:
+            raise ValueError("max_nameplate_digits must be 1..9")
+
+    def wire(self) -> p.Limits:
+        return p.Limits(
+            max_message_bytes=self.max_message_bytes,
+            messages_per_second=self.messages_per_second,
+            message_burst=self.message_burst,
+            joins_per_minute=self.joins_per_minute,
+            room_capacity=self.room_capacity,
+            max_room_capacity=self.max_room_capacity,
+            room_ttl=self.room_ttl,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    conn: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Close:
+    conn: int
+    code: int
+    reason: str
+
+
+Action = Send | Close
+
+
+class TokenBucket:
+    """``rate`` tokens per second, at most ``burst`` stored; starts full."""
+
+    __slots__ = ("burst", "rate", "stamp", "tokens")
+
+    def __init__(self, rate: float, burst: float, now: float) -> None:
+        self.rate = rate
+        self.burst = burst
+        self.tokens = burst
+        self.stamp = now
+
+    def refill(self, now: float) -> None:
+        if now > self.stamp:
+            self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate)
+            self.stamp = now
+
+    def take(self, now: float) -> bool:
+        self.refill(now)
+        if self.tokens >= 1.0:
+            self.tokens -= 1.0
+            return True
+        return False
+
+    def full(self, now: float) -> bool:
+        self.refill(now)
+        return self.tokens >= self.burst
+
+
+@dataclass(slots=True)
+class Room:
+    name: str
+    capacity: int
+    expires_at: float
+    members: dict[str, int] = field(default_factory=dict)  # peer id -> connection id
+    generation: int = 0
+
+
+@dataclass(slots=True)
+class ConnectionState:
+    conn: int
+    address: str
+    bucket: TokenBucket
+    room: Room | None = None
+    peer_id: str = ""
+    strikes: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectResult:
+    conn: int
+    accepted: bool
+    actions: list[Action]
+
+
+class Registry:
+    """All rooms and connections of one server process."""
+
+    def __init__(self, limits: ServerLimits | None = None, *, clock: Callable[[], float] = time.monotonic,
+                 rng: random.Random | None = None) -> None:
+        self.limits = limits or ServerLimits()
+        self._clock = clock
+        self._rng = rng or random.SystemRandom()
+        self._next_conn = 0
+        self._generation = 0
+        self.connections: dict[int, ConnectionState] = {}
+        self.rooms: dict[str, Room] = {}
+        self._join_buckets: dict[str, TokenBucket] = {}
+        self._expiry: list[tuple[float, int, str]] = []
+        self.counters: Counter[str] = Counter()
+        self.errors: Counter[str] = Counter()
+        self._welcome = p.encode(p.Welcome(server=SERVER_NAME, limits=self.limits.wire()))
+
+    # ---- events ------------------------------------------------------------------------------------------
+
+    def connect(self, address: str) -> ConnectResult:
+        """A WebSocket connection was opened from ``address`` (used only for the join rate limit)."""
+        self._next_conn += 1
+        conn = self._next_conn
+        if len(self.connections) >= self.limits.max_connections:
+            self.counters["connections_refused"] += 1
+            self.errors[ErrorCode.SERVER_FULL] += 1
+            reason = f"the server holds its maximum of {self.limits.max_connections} connections; try later"
+            error = p.encode(p.Error(code=ErrorCode.SERVER_FULL, reason=reason, fatal=True))
+            return ConnectResult(conn, False, [Send(conn, error), Close(conn, p.CLOSE_SERVER_FULL, "server full")])
+        now = self._clock()
+        self.connections[conn] = ConnectionState(
+            conn, address, TokenBucket(self.limits.messages_per_second, self.limits.message_burst, now)
+        )
+        self.counters["connections_accepted"] += 1
+        return ConnectResult(conn, True, [Send(conn, self._welcome)])
+
+    def disconnect(self, conn: int) -> list[Action]:
+        """The connection is gone (closed by either side or dropped by the heartbeat)."""
+        state = self.connections.pop(conn, None)
+        if state is None or state.room is None:
+            return []
+        return self._detach(state)
+
+    def receive(self, conn: int, raw: str | bytes) -> list[Action]:
+        """One WebSocket message from ``conn``. Never raises on any input."""
+        state = self.connections.get(conn)
+        if state is None:
+            return []
+        size = len(raw.encode("utf-8", "surrogatepass")) if isinstance(raw, str) else len(raw)
+        now = self._clock()
+        if not state.bucket.take(now):
+            state.strikes += 1
+            self.errors[ErrorCode.RATE_LIMITED] += 1
+            if state.strikes >= self.limits.rate_limit_strikes:
+                self.counters["connections_closed_rate_limit"] += 1
+                return [Close(conn, p.CLOSE_RATE_LIMIT, "rate limit exceeded")]
+            if state.strikes == 1:  # one error per run of refused messages: no amplification
+                reason = (f"more than {self.limits.messages_per_second:g} messages per second"
+                          f" (burst {self.limits.message_burst}); message dropped")
+                return [self._error(conn, ErrorCode.RATE_LIMITED, reason)]
+            return []
+        state.strikes = 0
+        self.counters["messages_received"] += 1
+        if size > self.limits.max_message_bytes:
+            reason = f"message of {size} bytes is over the limit of {self.limits.max_message_bytes} bytes"
+            return [self._error(conn, ErrorCode.MESSAGE_TOO_LARGE, reason)]
+        try:
+            message = p.CLIENT_MESSAGE.validate_json(raw)
+        except ValidationError as exc:
+            return [self._error(conn, ErrorCode.BAD_MESSAGE, _describe(exc), msg_id=_sniff_id(raw))]
+        except Exception:  # pragma: no cover - defensive: pydantic reports everything as ValidationError
+            return [self._error(conn, ErrorCode.BAD_MESSAGE, "malformed message")]
+        if isinstance(message, p.Relay):
+            return self._relay(state, message)
+        if isinstance(message, p.Join):
+            return self._join(state, message, now)
+        if isinstance(message, p.Allocate):
+            return self._allocate(state, message, now)
+        if isinstance(message, p.Leave):
+            return self._leave(state, message)
+        if isinstance(message, p.CloseRoom):
+            return self._close_room(state, message)
+        return [Send(conn, p.encode(p.Pong(id=message.id)))]
+
+    def expire(self) -> list[Action]:
+        """Close every room whose TTL has run out; prune idle join-rate buckets. Call about once a second."""
+        now = self._clock()
+        actions: list[Action] = []
+        while self._expiry and self._expiry[0][0] <= now:
+            _, generation, name = heappop(self._expiry)
+            room = self.rooms.get(name)
+            if room is None or room.generation != generation:
+                continue
+            self.counters["rooms_expired"] += 1
+            actions.extend(self._shut(room, reason="expired", by=None))
+        if len(self._expiry) > 4 * len(self.rooms) + 1024:  # drop entries of rooms that closed early
+            self._expiry = [(r.expires_at, r.generation, r.name) for r in self.rooms.values()]
+            heapify(self._expiry)
+        if len(self._join_buckets) > 1024 or not self.connections:
+            for address in [a for a, b in self._join_buckets.items() if b.full(now)]:
+                del self._join_buckets[address]
+        return actions
+
+    # ---- metrics -----------------------------------------------------------------------------------------
+
+    def metrics(self) -> str:
+        """Prometheus text exposition: counts only, never addresses, room names or peer ids."""
+        lines = [
+            "# HELP p2pd_signal_connections Open WebSocket connections.",
+            "# TYPE p2pd_signal_connections gauge",
+            f"p2pd_signal_connections {len(self.connections)}",
+            "# HELP p2pd_signal_rooms Open rooms.",
+            "# TYPE p2pd_signal_rooms gauge",
+            f"p2pd_signal_rooms {len(self.rooms)}",
+        ]
+        for name, help_text in (
+            ("connections_accepted", "Connections accepted."),
+            ("connections_refused", "Connections refused because the server was full."),
+            ("connections_closed_rate_limit", "Connections closed for exceeding the message rate."),
+            ("messages_received", "Client messages within the rate limit."),
+            ("messages_relayed", "Messages relayed to a peer."),
+            ("rooms_created", "Rooms created."),
+            ("rooms_expired", "Rooms closed by their TTL."),
+            ("rooms_closed", "Rooms closed by a member."),
+            ("pairings", "Rooms that reached two members."),
+        ):
+            lines += [f"# HELP p2pd_signal_{name}_total {help_text}", f"# TYPE p2pd_signal_{name}_total counter",
+                      f"p2pd_signal_{name}_total {self.counters[name]}"]
+        lines += ["# HELP p2pd_signal_errors_total Error replies by code.", "# TYPE p2pd_signal_errors_total counter"]
+        lines += [f'p2pd_signal_errors_total{{code="{code.value}"}} {self.errors[code]}' for code in ErrorCode]
+        return "\n".join(lines) + "\n"
+
+    # ---- message handlers --------------------------------------------------------------------------------
+
+    def _relay(self, state: ConnectionState, message: p.Relay) -> list[Action]:
+        room = state.room
+        if room is None:
+            return [self._error(state.conn, ErrorCode.NOT_IN_ROOM, "join a room before relaying", message.id)]
+        target = room.members.get(message.to)
+        if target is None or message.to == state.peer_id:
+            return [self._error(state.conn, ErrorCode.NO_SUCH_PEER,
+                                f"no other member {message.to!r} in this room", message.id)]
+        self.counters["messages_relayed"] += 1
+        text = json.dumps({"type": "relay", "from": state.peer_id, "data": message.data},
+                          separators=(",", ":"), ensure_ascii=False)
+        return [Send(target, text)]
+
+    def _check_join_rate(self, state: ConnectionState, msg_id: p.MessageId | None, now: float) -> Action | None:
+        bucket = self._join_buckets.get(state.address)
+        if bucket is None:
+            bucket = self._join_buckets[state.address] = TokenBucket(
+                self.limits.joins_per_minute / 60.0, self.limits.joins_per_minute, now)
+        if bucket.take(now):
+            return None
+        return self._error(state.conn, ErrorCode.JOIN_RATE_LIMITED,
+                           f"more than {self.limits.joins_per_minute} joins per minute from your address", msg_id)
+
+    def _capacity(self, state: ConnectionState, requested: int | None,
+                  msg_id: p.MessageId | None) -> int | Action:
+        if requested is None:
+            return self.limits.room_capacity
+        if not 1 <= requested <= self.limits.max_room_capacity:
+            return self._error(state.conn, ErrorCode.BAD_CAPACITY,
+                               f"capacity must be between 1 and {self.limits.max_room_capacity}", msg_id)
+        return requested
+
+    def _join(self, state: ConnectionState, message: p.Join, now: float) -> list[Action]:
+        if state.room is not None:
+            return [self._error(state.conn, ErrorCode.ALREADY_IN_ROOM,
+                                "leave your room before joining another", message.id)]
+        capacity = self._capacity(state, message.capacity, message.id)
+        if not isinstance(capacity, int):
+            return [capacity]
+        refused = self._check_join_rate(state, message.id, now)
+        if refused is not None:
+            return [refused]
+        room = self.rooms.get(message.room)
+        created = False
+        if room is None:
+            if not message.create:
+                return [self._error(state.conn, ErrorCode.NO_SUCH_ROOM,
+                                    f"no room named {message.room!r}", message.id)]
+            if len(self.rooms) >= self.limits.max_rooms:
+                return [self._too_many_rooms(state, message.id)]
+            room = self._create(message.room, capacity, now)
+            created = True
+        elif len(room.members) >= room.capacity:
+            return [self._error(state.conn, ErrorCode.ROOM_FULL,
+                                f"room {message.room!r} already has {room.capacity} members", message.id)]
+        return self._attach(state, room, message.id, created, now)
+
+    def _allocate(self, state: ConnectionState, message: p.Allocate, now: float) -> list[Action]:
+        if state.room is not None:
+            return [self._error(state.conn, ErrorCode.ALREADY_IN_ROOM,
+                                "leave your room before allocating another", message.id)]
+        capacity = self._capacity(state, message.capacity, message.id)
+        if not isinstance(capacity, int):
+            return [capacity]
+        refused = self._check_join_rate(state, message.id, now)
+        if refused is not None:
+            return [refused]
+        if len(self.rooms) >= self.limits.max_rooms:
+            return [self._too_many_rooms(state, message.id)]
+        name = self._free_nameplate()
+        if name is None:
+            return [self._error(state.conn, ErrorCode.NO_FREE_NAMEPLATE, "no free nameplate", message.id)]
+        return self._attach(state, self._create(name, capacity, now), message.id, True, now)
+
+    def _leave(self, state: ConnectionState, message: p.Leave) -> list[Action]:
+        room = state.room
+        if room is None:
+            return [self._error(state.conn, ErrorCode.NOT_IN_ROOM, "you are not in a room", message.id)]
+        actions = self._detach(state)
+        actions.append(Send(state.conn, p.encode(p.Left(id=message.id, room=room.name))))
+        return actions
+
+    def _close_room(self, state: ConnectionState, message: p.CloseRoom) -> list[Action]:
+        room = state.room
+        if room is None:
+            return [self._error(state.conn, ErrorCode.NOT_IN_ROOM, "you are not in a room", message.id)]
+        self.counters["rooms_closed"] += 1
+        return self._shut(room, reason="closed", by=state.peer_id)
+
+    # ---- helpers -----------------------------------------------------------------------------------------
+
+    def _create(self, name: str, capacity: int, now: float) -> Room:
+        self._generation += 1
+        room = Room(name, capacity, now + self.limits.room_ttl, generation=self._generation)
+        self.rooms[name] = room
+        heappush(self._expiry, (room.expires_at, room.generation, name))
+        self.counters["rooms_created"] += 1
+        return room
+
+    def _attach(self, state: ConnectionState, room: Room, msg_id: p.MessageId | None, created: bool,
+                now: float) -> list[Action]:
+        peer_id = secrets.token_hex(4)
+        while peer_id in room.members:  # pragma: no cover - 2**-32 collision
+            peer_id = secrets.token_hex(4)
+        others = list(room.members.items())
+        room.members[peer_id] = state.conn
+        state.room, state.peer_id = room, peer_id
+        if len(room.members) == 2:
+            self.counters["pairings"] += 1
+        joined = p.Joined(id=msg_id, room=room.name, peer_id=peer_id, peers=[pid for pid, _ in others],
+                          capacity=room.capacity, expires_in=round(max(0.0, room.expires_at - now), 3),
+                          created=created)
+        notice = p.encode(p.PeerJoined(room=room.name, peer_id=peer_id))
+        return [Send(state.conn, p.encode(joined)), *(Send(conn, notice) for _, conn in others)]
+
+    def _detach(self, state: ConnectionState) -> list[Action]:
+        room, peer_id = state.room, state.peer_id
+        assert room is not None
+        room.members.pop(peer_id, None)
+        state.room, state.peer_id = None, ""
+        if not room.members:
+            self.rooms.pop(room.name, None)
+            return []
+        notice = p.encode(p.PeerLeft(room=room.name, peer_id=peer_id))
+        return [Send(conn, notice) for conn in room.members.values()]
+
+    def _shut(self, room: Room, *, reason: str, by: str | None) -> list[Action]:
+        notice = p.encode(p.RoomClosed(room=room.name, reason=reason, by=by))  # type: ignore[arg-type]
+        actions: list[Action] = []
+        for conn in room.members.values():
+            member = self.connections.get(conn)
+            if member is not None:
+                member.room, member.peer_id = None, ""
+            actions.append(Send(conn, notice))
+        room.members.clear()
+        self.rooms.pop(room.name, None)
+        return actions
+
+    def _free_nameplate(self) -> str | None:
+        for digits in range(1, self.limits.max_nameplate_digits + 1):
+            low, high = (1 if digits == 1 else 10 ** (digits - 1)), 10**digits - 1
+            for _ in range(8):
+                name = str(self._rng.randint(low, high))
+                if name not in self.rooms:
+                    return name
+            if high - low < 1000:  # small ranges: do not skip a free name because random picks missed it
+                free = [str(n) for n in range(low, high + 1) if str(n) not in self.rooms]
+                if free:
+                    return self._rng.choice(free)
+        return None
+
+    def _too_many_rooms(self, state: ConnectionState, msg_id: p.MessageId | None) -> Action:
+        return self._error(state.conn, ErrorCode.TOO_MANY_ROOMS,
+                           f"the server holds its maximum of {self.limits.max_rooms} rooms; try later", msg_id)
+
+    def _error(self, conn: int, code: ErrorCode, reason: str, msg_id: p.MessageId | None = None) -> Send:
+        self.errors[code] += 1
+        return Send(conn, p.encode(p.Error(id=msg_id, code=code, reason=reason)))
+
+
+def _describe(exc: ValidationError) -> str:
+    """A short, safe description of the first validation problem (never echoes the input)."""
+    errors = exc.errors(include_url=False, include_input=False, include_context=False)
+    if not errors:
+        return "malformed message"
+    first = errors[0]
+    where = ".".join(str(part) for part in first.get("loc", ()) if not isinstance(part, int))
+    text = str(first.get("msg", "invalid"))[:160]
+    return f"{where}: {text}" if where else text
+
+
+def _sniff_id(raw: str | bytes) -> p.MessageId | None:
+    """The ``id`` of a message that failed validation, when it is a valid id, so the client can correlate."""
+    try:
+        value = json.loads(raw)
+    except Exception:
+        return None
+    if isinstance(value, dict):
+        msg_id = value.get("id")
+        if isinstance(msg_id, int) and not isinstance(msg_id, bool) and abs(msg_id) < 2**53:
+            return msg_id
+        if isinstance(msg_id, str) and len(msg_id) <= 64:
+            return msg_id
+    return None
+
+
+__all__ = ["Action", "Close", "ConnectResult", "Registry", "Send", "ServerLimits", "TokenBucket"]

@@ -1,0 +1,250 @@
+"""The thin asyncio/websockets adapter around :class:`signaling.rooms.Registry`.
+
+One process, in-memory rooms. HTTP on the same port: ``GET /healthz``, ``GET /metrics`` (Prometheus text,
+counts only) and, when ``static_dir`` is given, static files (the browser client); WebSocket upgrades on
+``/`` with the subprotocol ``p2pd-signal.v1``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import http
+import logging
+import mimetypes
+import posixpath
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from websockets.asyncio.server import Server, ServerConnection, broadcast, serve
+from websockets.datastructures import Headers
+from websockets.exceptions import ConnectionClosed
+from websockets.http11 import Request, Response
+from websockets.typing import Subprotocol
+
+from signaling import protocol as p
+from signaling.rooms import Close, Registry, Send, ServerLimits
+
+log = logging.getLogger("p2pd.signaling")
+
+WEBSOCKET_PATH = "/"
+
+
+@dataclass(frozen=True, slots=True)
+class ServerOptions:
+    host: str = "127.0.0.1"
+    port: int = 8765
+    ping_interval: float = 20.0  # heartbeat: a WebSocket ping this often …
+    ping_timeout: float = 20.0  # … and the connection is dropped when the pong is this late
+    slow_consumer_bytes: int = 1 << 20  # a peer whose unsent output exceeds this is disconnected
+    expiry_interval: float = 1.0
+    static_dir: Path | None = None
+    # Full (generation 2) garbage collections pause the loop for ~45 µs per open connection (~0.5 s at 10,000),
+    # and Python starts one whenever the long-lived objects grew by 25 %. With gc_interval > 0 automatic full
+    # collections are off and one runs every gc_interval seconds or after gc_after_closes closed connections
+    # (each leaves ~1 KiB of cyclic garbage); young generations stay automatic. 0 (the default for in-process
+    # use, since the GC is process-wide) keeps Python's behaviour; the p2pd-signal command uses 300.
+    gc_interval: float = 0.0
+    gc_after_closes: int = 20_000
+    backlog: int = 2048
+
+
+class StaticFiles:
+    """Serves files below ``root`` read-only; nothing outside it, no directory listings."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root.resolve()
+
+    def response(self, path: str) -> Response:
+        relative = posixpath.normpath(unquote(urlsplit(path).path)).lstrip("/")
+        if relative in ("", "."):
+            relative = "index.html"
+        if "\x00" in relative or any(part in ("..", "") for part in relative.split("/")):
+            return _text_response(http.HTTPStatus.NOT_FOUND, "not found\n")
+        target = (self.root / relative).resolve()
+        if target.is_dir():
+            target = target / "index.html"
+        if not target.is_relative_to(self.root) or not target.is_file():
+            return _text_response(http.HTTPStatus.NOT_FOUND, "not found\n")
+        body = target.read_bytes()
+        content_type = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
+        if content_type.startswith("text/") or content_type in ("application/javascript", "application/json"):
+            content_type += "; charset=utf-8"
+        headers = Headers([("Content-Type", content_type), ("Content-Length", str(len(body))),
+                           ("X-Content-Type-Options", "nosniff"), ("Cache-Control", "no-cache")])
+        return Response(200, "OK", headers, body)
+
+
+def _text_response(status: http.HTTPStatus, text: str, content_type: str = "text/plain; charset=utf-8") -> Response:
+    body = text.encode("utf-8")
+    headers = Headers([("Content-Type", content_type), ("Content-Length", str(len(body))),
+                       ("X-Content-Type-Options", "nosniff"), ("Cache-Control", "no-store")])
+    return Response(status.value, status.phrase, headers, body)
+
+
+class SignalServer:
+    """``async with SignalServer(limits, options) as server: …`` or ``await server.start()`` / ``close()``."""
+
+    def __init__(self, limits: ServerLimits | None = None, options: ServerOptions | None = None) -> None:
+        self.limits = limits or ServerLimits()
+        self.options = options or ServerOptions()
+        self.registry = Registry(self.limits)
+        self.static = StaticFiles(self.options.static_dir) if self.options.static_dir else None
+        self._sockets: dict[int, ServerConnection] = {}
+        self._server: Server | None = None
+        self._expiry_task: asyncio.Task[None] | None = None
+        self._gc_task: asyncio.Task[None] | None = None
+        self._closed_since_gc = 0
+        self._gc_thresholds = gc.get_threshold()
+        self._closing: set[asyncio.Task[None]] = set()
+
+    # ---- lifecycle ---------------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self._server = await serve(
+            self._handle,
+            self.options.host,
+            self.options.port,
+            subprotocols=[Subprotocol(p.SUBPROTOCOL)],
+            process_request=self._process_request,
+            compression=None,  # no permessage-deflate: ~100 KiB less memory per connection
+            ping_interval=self.options.ping_interval,
+            ping_timeout=self.options.ping_timeout,
+            close_timeout=max(0.5, min(5.0, self.options.ping_timeout)),
+            # Frames up to 4x the limit are read and refused with an error message; larger ones close 1009.
+            max_size=4 * self.limits.max_message_bytes,
+            max_queue=8,
+            backlog=self.options.backlog,
+        )
+        self._expiry_task = asyncio.get_running_loop().create_task(self._expire_forever())
+        if self.options.gc_interval > 0:
+            self._gc_thresholds = gc.get_threshold()
+            gc.collect()
+            gc.freeze()  # everything alive at start-up (modules, classes) is never scanned again
+            gen0, gen1, _ = self._gc_thresholds
+            gc.set_threshold(gen0, gen1, 1_000_000_000)  # no automatic full collections
+            self._gc_task = asyncio.get_running_loop().create_task(self._collect_forever())
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None, "start() first"
+        return int(self._server.sockets[0].getsockname()[1])
+
+    @property
+    def url(self) -> str:
+        host = self.options.host
+        if ":" in host:
+            host = f"[{host}]"
+        return f"ws://{host}:{self.port}{WEBSOCKET_PATH}"
+
+    async def serve_forever(self) -> None:
+        assert self._server is not None, "start() first"
+        await self._server.serve_forever()
+
+    async def close(self) -> None:
+        if self._gc_task is not None:
+            self._gc_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._gc_task
+            gc.set_threshold(*self._gc_thresholds)
+            gc.unfreeze()
+        if self._expiry_task is not None:
+            self._expiry_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._expiry_task
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+
+    async def __aenter__(self) -> SignalServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # ---- HTTP ----------------------------------------------------------------------------------------------
+
+    def _process_request(self, connection: ServerConnection, request: Request) -> Response | None:
+        path = urlsplit(request.path).path
+        if path == "/healthz":
+            return _text_response(http.HTTPStatus.OK, "ok\n")
+        if path == "/metrics":
+            return _text_response(http.HTTPStatus.OK, self.registry.metrics(),
+                                  "text/plain; version=0.0.4; charset=utf-8")
+        if "websocket" in request.headers.get("Upgrade", "").lower():
+            if path != WEBSOCKET_PATH:
+                return _text_response(http.HTTPStatus.NOT_FOUND, f"the WebSocket endpoint is {WEBSOCKET_PATH}\n")
+            return None
+        if self.static is not None:
+            return self.static.response(request.path)
+        return _text_response(
+            http.HTTPStatus.UPGRADE_REQUIRED,
+            f"p2pd signaling server: connect with a WebSocket to {WEBSOCKET_PATH} "
+            f"using the subprotocol {p.SUBPROTOCOL}\n",
+        )
+
+    # ---- WebSocket -----------------------------------------------------------------------------------------
+
+    async def _handle(self, ws: ServerConnection) -> None:
+        address = ws.remote_address[0] if ws.remote_address else "unknown"
+        result = self.registry.connect(str(address))
+        conn = result.conn
+        self._sockets[conn] = ws
+        try:
+            if not result.accepted:
+                for action in result.actions:
+                    if isinstance(action, Send):
+                        await ws.send(action.text)
+                    else:
+                        await ws.close(action.code, action.reason)
+                return
+            self._perform(result.actions)
+            async for message in ws:
+                self._perform(self.registry.receive(conn, message))
+        except ConnectionClosed:
+            pass
+        finally:
+            self._closed_since_gc += 1
+            self._sockets.pop(conn, None)
+            if result.accepted:
+                self._perform(self.registry.disconnect(conn))
+
+    def _perform(self, actions: list[Send | Close]) -> None:
+        for action in actions:
+            ws = self._sockets.get(action.conn)
+            if ws is None:
+                continue
+            if isinstance(action, Close):
+                self._close_later(ws, action.code, action.reason)
+                continue
+            transport = ws.transport
+            if transport is not None and transport.get_write_buffer_size() > self.options.slow_consumer_bytes:
+                self._close_later(ws, p.CLOSE_SLOW_CONSUMER, "not reading its messages")
+                continue
+            broadcast([ws], action.text)
+
+    def _close_later(self, ws: ServerConnection, code: int, reason: str) -> None:
+        task = asyncio.get_running_loop().create_task(ws.close(code, reason))
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
+    async def _collect_forever(self) -> None:
+        loop = asyncio.get_running_loop()
+        last = loop.time()
+        while True:
+            await asyncio.sleep(min(1.0, self.options.gc_interval))
+            if self._closed_since_gc >= self.options.gc_after_closes or loop.time() - last >= self.options.gc_interval:
+                gc.collect()
+                self._closed_since_gc = 0
+                last = loop.time()
+
+    async def _expire_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.options.expiry_interval)
+            try:
+                self._perform(self.registry.expire())
+            except Exception:  # pragma: no cover - never let the sweeper die
+                log.exception("room expiry failed")

@@ -1,0 +1,68 @@
+"""Start the real signaling server (``python -m signaling --port 0``) as a subprocess for tests."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+_LISTENING = re.compile(r"listening on (ws://\S+)")
+
+
+@dataclass
+class SignalProcess:
+    url: str
+    process: subprocess.Popen[str]
+
+    @property
+    def http(self) -> str:
+        return "http://" + self.url.removeprefix("ws://").rstrip("/")
+
+    @property
+    def port(self) -> int:
+        return int(self.url.rstrip("/").rsplit(":", 1)[1])
+
+
+@contextlib.contextmanager
+def signal_server(*args: str, timeout: float = 15.0) -> Iterator[SignalProcess]:
+    """Run ``python -m signaling --port 0 *args`` and yield once it printed its URL; stop it afterwards."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "signaling", "--port", "0", *args],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    found: list[str] = []
+    output: list[str] = []
+
+    def read() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            output.append(line)
+            match = _LISTENING.search(line)
+            if match and not found:
+                found.append(match.group(1))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        deadline = timeout
+        while not found and deadline > 0 and process.poll() is None:
+            reader.join(0.05)
+            deadline -= 0.05
+        if not found:
+            raise RuntimeError("signaling server did not start: " + "".join(output))
+        yield SignalProcess(found[0], process)
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:  # pragma: no cover
+            process.kill()
+            process.wait()
