@@ -160,3 +160,27 @@ def test_any_mismatch_gives_different_keys(change: str):
     same_a = c.CPace(base["prs"], role="initiator", ci=base["ci"], sid=base["sid"], ad=b"A")
     same_b = c.CPace(base["prs"], role="responder", ci=base["ci"], sid=base["sid"], ad=b"B")
     assert same_a.finish(same_b.share, b"B") == same_b.finish(same_a.share, b"A")
+
+
+def test_published_draft_vector():
+    """The draft's own X25519 test vector, every printed intermediate value."""
+    from p2pd.pairing import cpace
+
+    v = VECTORS["published"]
+    h = bytes.fromhex
+    prs, ci, sid = h(v["PRS"]), h(v["CI"]), h(v["sid"])
+    assert cpace.generator_string(prs, ci, sid).hex() == v["generator_string"]
+    assert cpace.calculate_generator(prs, ci, sid).hex() == v["g"]
+    g = h(v["g"])
+    ya_share = cpace.scalar_mult(h(v["ya"]), g)
+    yb_share = cpace.scalar_mult(h(v["yb"]), g)
+    assert (ya_share.hex(), yb_share.hex()) == (v["Ya"], v["Yb"])
+    k = cpace.scalar_mult(h(v["ya"]), yb_share)
+    assert k.hex() == v["K"] == cpace.scalar_mult(h(v["yb"]), ya_share).hex()
+    transcript = cpace.transcript_ir(ya_share, h(v["ADa"]), yb_share, h(v["ADb"]))
+    assert transcript.hex() == v["transcript_ir"]
+    assert cpace.derive_isk(sid, k, transcript).hex() == v["ISK_IR"]
+    # and through the protocol object, both roles
+    a = cpace.CPace(prs, role="initiator", ci=ci, sid=sid, ad=h(v["ADa"]), scalar=h(v["ya"]))
+    b = cpace.CPace(prs, role="responder", ci=ci, sid=sid, ad=h(v["ADb"]), scalar=h(v["yb"]))
+    assert a.finish(b.share, h(v["ADb"])).hex() == v["ISK_IR"] == b.finish(a.share, h(v["ADa"])).hex()
