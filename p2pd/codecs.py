@@ -19,8 +19,11 @@ _STEP = 1 << 20
 
 
 class Codec(Protocol):
-    name: str
-    wire_id: int
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def wire_id(self) -> int: ...
 
     def compress(self, data: bytes) -> bytes: ...
 
