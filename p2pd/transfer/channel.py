@@ -165,7 +165,7 @@ class ChannelTap:
         self.wake.set()
 
     def _on_close(self) -> None:
-        self.events.append(("closed", "the peer closed the data channel"))
+        self.events.append(("closed", "the data channel was closed"))
         self.wake.set()
 
     def _state_watcher(self, name: str, transport: Any) -> Callable[[], None]:
@@ -377,22 +377,30 @@ class _Run:
 # --- sending ---------------------------------------------------------------------------------------------
 
 
-def _read_blob_header(path: Path) -> BlobHeader:
+def _open_blob(path: Path) -> tuple[int, BlobHeader]:
+    """Open a blob file and check its header against its size; the caller closes the descriptor."""
     try:
-        with path.open("rb") as fh:
-            head = fh.read(HEADER_SIZE)
-            header = BlobHeader.unpack(head, max_raw_size=1 << 62)
-            size = os.fstat(fh.fileno()).st_size
+        fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
         raise NotFoundError(f"blob file not found: {path}") from None
-    except IsADirectoryError:
-        raise InvalidInputError(f"is a directory, not a blob: {path}") from None
-    if size != HEADER_SIZE + header.compressed_size:
-        raise InvalidInputError(f"blob file {path} holds {size - HEADER_SIZE} payload bytes, its header says "
-                                f"{header.compressed_size}")
-    if header.compressed_size == 0:
-        raise InvalidInputError(f"blob file {path} has an empty payload")
-    return header
+    except OSError as exc:
+        raise InvalidInputError(f"cannot read the blob file {path}: {exc.strerror}") from None
+    try:
+        try:
+            head = os.pread(fd, HEADER_SIZE, 0)
+            size = os.fstat(fd).st_size
+        except IsADirectoryError:
+            raise InvalidInputError(f"is a directory, not a blob: {path}") from None
+        header = BlobHeader.unpack(head, max_raw_size=1 << 62)
+        if size != HEADER_SIZE + header.compressed_size:
+            raise InvalidInputError(f"blob file {path} holds {size - HEADER_SIZE} payload bytes, its header "
+                                    f"says {header.compressed_size}")
+        if header.compressed_size == 0:
+            raise InvalidInputError(f"blob file {path} has an empty payload")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, header
 
 
 def _read_span(fd: int, offset: int, length: int) -> bytes:
@@ -405,12 +413,11 @@ def _read_span(fd: int, offset: int, length: int) -> bytes:
 class _SendRun(_Run):
     machine: Sender
 
-    def __init__(self, channel: Any, blob_path: Path, header: BlobHeader, info: OfferInfo, *,
+    def __init__(self, channel: Any, fd: int, header: BlobHeader, info: OfferInfo, *,
                  max_message_size: int, idle_timeout: float, decision_timeout: float | None,
                  on_progress: ProgressCallback | None, control: TransferControl | None,
                  high_water: int, low_water: int) -> None:
         super().__init__(channel, idle_timeout=idle_timeout, on_progress=on_progress, control=control)
-        self.blob_path = blob_path
         self.header = header
         self.decision_timeout = decision_timeout
         self.high_water = high_water
@@ -418,7 +425,7 @@ class _SendRun(_Run):
         self.machine = Sender(transfer_id=os.urandom(16), codec=header.codec, raw_size=header.raw_size,
                               compressed_size=header.compressed_size, sha256=header.sha256, info=info,
                               max_message_size=max_message_size, transport_limit=transport_limit(channel))
-        self.fd: int | None = None
+        self.fd = fd
         self.ready: deque[tuple[int, bytes]] = deque()
         self.ready_bytes = 0
         self.read_pos = 0  # plan position of the next chunk to read
@@ -426,7 +433,6 @@ class _SendRun(_Run):
     async def run(self) -> TransferResult:
         try:
             await self.wait_open()
-            self.fd = await asyncio.to_thread(os.open, self.blob_path, os.O_RDONLY)
             try:
                 await self.loop_until_finished()
             except asyncio.CancelledError:
@@ -435,10 +441,10 @@ class _SendRun(_Run):
                 raise
             finally:
                 await self.settle_job()
-                os.close(self.fd)
             await self.flush()
             self.close_channel()  # the sender closes the channel once the transfer is over (SPEC.md)
         finally:
+            os.close(self.fd)
             self.tap.detach()
         if not self.completed:
             self.raise_failure()
@@ -499,7 +505,7 @@ class _SendRun(_Run):
     def read_ahead(self) -> None:
         m = self.machine
         plan, offer = m.plan, m.offer
-        if self.job is not None or plan is None or offer is None or self.fd is None or m.finished:
+        if self.job is not None or plan is None or offer is None or m.finished:
             return
         if self.read_pos >= plan.total or self.ready_bytes >= READ_AHEAD:
             return
@@ -539,11 +545,15 @@ async def send_blob(channel: Any, blob_path: Path, offer: OfferInfo, *,
     ``on_progress(done, total)`` reports payload bytes the receiver acknowledged.
     Raises DeclinedError (refused), TransferCancelledError (cancelled, either side), TransferFailedError.
     """
-    header = await asyncio.to_thread(_read_blob_header, Path(blob_path))
     info = OfferInfo.normalized(offer.title, offer.platform, offer.session_id, offer.message_count)
-    run = _SendRun(channel, Path(blob_path), header, info, max_message_size=max_message_size,
-                   idle_timeout=idle_timeout, decision_timeout=decision_timeout, on_progress=on_progress,
-                   control=control, high_water=high_water, low_water=low_water)
+    fd, header = await asyncio.to_thread(_open_blob, Path(blob_path))
+    try:
+        run = _SendRun(channel, fd, header, info, max_message_size=max_message_size,
+                       idle_timeout=idle_timeout, decision_timeout=decision_timeout, on_progress=on_progress,
+                       control=control, high_water=high_water, low_water=low_water)
+    except BaseException:
+        os.close(fd)
+        raise
     return await run.run()
 
 

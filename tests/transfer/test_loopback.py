@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from p2pd import blob
-from p2pd.errors import DeclinedError, TooLargeError, TransferFailedError
+from p2pd.errors import DeclinedError, InvalidInputError, NotFoundError, TooLargeError, TransferFailedError
 from p2pd.transfer.channel import HIGH_WATER, TransferControl, attach, receive_blob, send_blob
 from p2pd.transfer.events import TransferCancelledError
 from p2pd.transfer.frames import (
@@ -335,3 +335,16 @@ async def test_a_second_transfer_of_the_same_blob_into_one_folder_is_refused(tmp
         assert isinstance(second[0], DeclinedError) and "busy" in str(second[0])
         _, got = await first
     assert got.path.read_bytes() == sent
+
+
+async def test_a_bad_blob_file_is_refused_before_the_channel_is_touched(tmp_path: Path) -> None:
+    untouchable = object()  # any use of the channel would raise AttributeError
+    with pytest.raises(NotFoundError):
+        await send_blob(untouchable, tmp_path / "missing.blob", INFO)
+    data = blob.encode(b"{}" * 1000)
+    (tmp_path / "short.blob").write_bytes(data[:-1])
+    with pytest.raises(InvalidInputError, match=r"holds \d+ payload bytes, its header says"):
+        await send_blob(untouchable, tmp_path / "short.blob", INFO)
+    (tmp_path / "other.bin").write_bytes(b"not a blob at all" * 10)
+    with pytest.raises(InvalidInputError, match="not a p2pd blob"):
+        await send_blob(untouchable, tmp_path / "other.bin", INFO)
