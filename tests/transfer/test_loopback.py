@@ -348,3 +348,23 @@ async def test_a_bad_blob_file_is_refused_before_the_channel_is_touched(tmp_path
     (tmp_path / "other.bin").write_bytes(b"not a blob at all" * 10)
     with pytest.raises(InvalidInputError, match="not a p2pd blob"):
         await send_blob(untouchable, tmp_path / "other.bin", INFO)
+
+
+async def test_ice_transport_going_down_fails_the_transfer_with_that_reason(tmp_path: Path) -> None:
+    write_blob(tmp_path / "x.blob", os.urandom(12_000_000))
+    async with connected_pair() as (a, b):
+        ca, cb = await open_channels(a, b)
+        stopping: list[asyncio.Future[None]] = []
+
+        def on_progress(done: int, total: int) -> None:
+            if done > total // 5 and not stopping:
+                stopping.append(asyncio.ensure_future(ca.transport.transport.transport.stop()))
+
+        sender, receiver = await asyncio.gather(
+            send_blob(ca, tmp_path / "x.blob", INFO, on_progress=on_progress,
+                      max_message_size=MAX_MESSAGE_SIZE),
+            receive_blob(cb, tmp_path / "in", decide=accept_all, idle_timeout=1), return_exceptions=True)
+    assert isinstance(sender, TransferFailedError)
+    assert str(sender) == "transfer failed (peer_gone): the connection to the peer closed (ICE)"
+    assert isinstance(receiver, TransferFailedError) and "no data from the peer for 1 s" in str(receiver)
+    assert (tmp_path / "in" / PARTIAL_DIR).is_dir()
