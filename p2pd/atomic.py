@@ -13,7 +13,8 @@ from .errors import ConflictError
 
 
 @contextlib.contextmanager
-def atomic_writer(path: str | os.PathLike[str], *, overwrite: bool = True, mode: int = 0o644) -> Iterator[BinaryIO]:
+def atomic_writer(path: str | os.PathLike[str], *, overwrite: bool = True,
+                  mode: int = 0o644) -> Iterator[BinaryIO]:
     """Yield a binary file; on clean exit it becomes ``path`` atomically, on error it is removed.
 
     With ``overwrite=False`` an existing target raises :class:`ConflictError` (checked before writing and

@@ -51,7 +51,8 @@ class BlobHeader:
     @classmethod
     def unpack(cls, data: bytes, *, max_raw_size: int = DEFAULT_MAX_RAW_SIZE) -> BlobHeader:
         if len(data) < HEADER_SIZE:
-            raise InvalidInputError(f"not a p2pd blob: {len(data)} bytes is shorter than the {HEADER_SIZE}-byte header")
+            raise InvalidInputError(
+                f"not a p2pd blob: {len(data)} bytes is shorter than the {HEADER_SIZE}-byte header")
         magic, version, codec_id, _reserved, raw_size, comp_size, digest = HEADER.unpack_from(data)
         if magic != MAGIC:
             raise InvalidInputError("not a p2pd blob: bad magic bytes")
@@ -61,10 +62,13 @@ class BlobHeader:
         if codec is None:
             raise CodecError(f"unknown codec id {codec_id} in blob header")
         if raw_size > max_raw_size:
-            raise TooLargeError(f"blob claims {raw_size} bytes of conversation, over the {max_raw_size}-byte limit")
+            raise TooLargeError(
+                f"blob claims {raw_size} bytes of conversation, over the {max_raw_size}-byte limit")
         if comp_size > max_raw_size * _MAX_EXPANSION + 1024:
-            raise TooLargeError(f"blob claims {comp_size} compressed bytes, over the {max_raw_size}-byte limit")
-        return cls(codec=codec.name, raw_size=raw_size, compressed_size=comp_size, sha256=digest, version=version)
+            raise TooLargeError(
+                f"blob claims {comp_size} compressed bytes, over the {max_raw_size}-byte limit")
+        return cls(codec=codec.name, raw_size=raw_size, compressed_size=comp_size, sha256=digest,
+                   version=version)
 
 
 def encode(document_json: bytes, codec: str = DEFAULT_CODEC) -> bytes:
@@ -117,8 +121,8 @@ def read(path: str | os.PathLike[str], *, max_raw_size: int = DEFAULT_MAX_RAW_SI
             size = os.fstat(fh.fileno()).st_size
             if size - HEADER_SIZE != header.compressed_size:
                 what = "truncated" if size - HEADER_SIZE < header.compressed_size else "has trailing bytes"
-                raise InvalidInputError(f"blob {what}: header says {header.compressed_size} compressed bytes, "
-                                        f"file holds {size - HEADER_SIZE}")
+                raise InvalidInputError(f"blob {what}: header says {header.compressed_size} compressed "
+                                        f"bytes, file holds {size - HEADER_SIZE}")
             rest = fh.read()
     except FileNotFoundError:
         raise NotFoundError(f"file not found: {p}") from None

@@ -1,6 +1,7 @@
 """Errors every p2pd command can raise, each with the exit code the CLI returns for it.
 
-The CLI prints ``str(error)`` as one line (no traceback unless ``--debug``) and exits with ``error.exit_code``.
+The CLI prints ``str(error)`` as one line (no traceback unless ``--debug``) and exits with
+``error.exit_code``.
 Messages never contain secrets or pairing codes' words.
 """
 

@@ -1,0 +1,13 @@
+"""Conversation blobs over a WebRTC data channel: chunked, flow-controlled, SHA-256 verified, resumable,
+cancellable (protocol: ``SPEC.md``).
+
+``frames``, ``sender``, ``receiver`` and ``plan`` are sans-I/O; ``channel`` runs them over aiortc and
+``partial`` keeps the receiver's resumable state on disk.
+"""
+
+from .channel import ReceivedBlob, TransferControl, TransferResult, attach, receive_blob, send_blob
+from .events import TransferCancelledError
+from .frames import Offer, OfferInfo
+
+__all__ = ["Offer", "OfferInfo", "ReceivedBlob", "TransferCancelledError", "TransferControl",
+           "TransferResult", "attach", "receive_blob", "send_blob"]

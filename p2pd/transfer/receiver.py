@@ -1,0 +1,299 @@
+"""The receiving side of the transfer protocol as a sans-I/O state machine (spec: ``SPEC.md``).
+
+Feed it every message from the channel (:meth:`Receiver.receive`), the user's decision (:meth:`accept`,
+:meth:`reject`) and the adapter's progress (:meth:`chunks_durable`, :meth:`verified`, :meth:`finalized`); it
+returns actions to perform in order. It never writes, hashes or renames itself: it asks for it
+(:class:`WriteChunk`, :class:`VerifyPayload`, :class:`FinalizeBlob`). Peer input never raises: a bad frame
+becomes an ERROR frame to send plus a terminal :class:`Failed`.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from enum import Enum
+
+from ..blob import DEFAULT_MAX_RAW_SIZE
+from ..codecs import CODECS
+from .events import (
+    Action,
+    Completed,
+    Failed,
+    Failure,
+    FinalizeBlob,
+    OfferReceived,
+    Progress,
+    SendFrame,
+    VerifyPayload,
+    WriteChunk,
+)
+from .frames import (
+    CHUNK_OVERHEAD,
+    MAX_MESSAGE_SIZE,
+    MAX_RANGES,
+    MAX_WINDOW,
+    MIN_WINDOW,
+    ZERO_ID,
+    Accept,
+    Ack,
+    Cancel,
+    Chunk,
+    Code,
+    Done,
+    End,
+    Error,
+    Frame,
+    FrameError,
+    Hello,
+    Offer,
+    Reject,
+    Role,
+    decode,
+    encode,
+    reason_text,
+)
+from .plan import Plan, check_ranges
+
+DEFAULT_WINDOW = 8 * 1024 * 1024
+# lz4/zstd never expand incompressible input by more than ~0.4% plus a few bytes (the same bound as blob.py).
+_MAX_EXPANSION = 1.01
+
+
+class ReceiverState(Enum):
+    IDLE = "idle"
+    AWAIT_HELLO = "await-hello"
+    AWAIT_OFFER = "await-offer"
+    DECIDING = "deciding"
+    RECEIVING = "receiving"
+    FINISHING = "finishing"  # END received, waiting for the last writes to become durable
+    VERIFYING = "verifying"
+    FINALIZING = "finalizing"
+    COMPLETED = "completed"
+    FAILED = "failed"
+
+
+_TERMINAL = (ReceiverState.COMPLETED, ReceiverState.FAILED)
+
+
+class Receiver:
+    """One incoming transfer. ``max_message_size`` is advertised to the sender; ``window`` caps the bytes
+    the sender may have in flight beyond the last ACK (and so the memory that chunks waiting to be written can
+    take)."""
+
+    def __init__(self, *, max_message_size: int = MAX_MESSAGE_SIZE, max_raw_size: int = DEFAULT_MAX_RAW_SIZE,
+                 codecs: Sequence[str] = tuple(CODECS), window: int = DEFAULT_WINDOW) -> None:
+        if not MIN_WINDOW <= window <= MAX_WINDOW:
+            raise ValueError(f"window must be within {MIN_WINDOW}..{MAX_WINDOW}")
+        self.max_message_size = max_message_size
+        self.max_raw_size = max_raw_size
+        self._codec_ids = tuple(CODECS[name].wire_id for name in codecs)
+        self.window = window
+        self.state = ReceiverState.IDLE
+        self.offer: Offer | None = None
+        self.plan: Plan | None = None
+        self.failure: Failure | None = None
+        self._received = 0  # planned chunks received (WriteChunk actions issued)
+        self._durable = 0  # planned chunks reported durable
+        self._pending: deque[int] = deque()  # lengths of chunks received, not yet durable
+        self._unacked_bytes = 0
+        self._durable_bytes = 0
+        self.bytes_received = 0
+
+    @property
+    def transfer_id(self) -> bytes:
+        return self.offer.transfer_id if self.offer else ZERO_ID
+
+    @property
+    def finished(self) -> bool:
+        return self.state in _TERMINAL
+
+    @property
+    def awaiting_peer(self) -> bool:
+        """True while only the peer can move the transfer on (so an idle timeout applies)."""
+        return self.state in (ReceiverState.AWAIT_HELLO, ReceiverState.AWAIT_OFFER, ReceiverState.RECEIVING)
+
+    # --- local events -------------------------------------------------------------------------------------
+
+    def start(self) -> list[Action]:
+        if self.state is not ReceiverState.IDLE:
+            raise RuntimeError("start() called twice")
+        self.state = ReceiverState.AWAIT_HELLO
+        return [SendFrame(encode(Hello(role=Role.RECEIVER, max_message_size=self.max_message_size,
+                                       codecs=self._codec_ids)))]
+
+    def accept(self, have: Sequence[tuple[int, int]] = ()) -> list[Action]:
+        """The user accepted; ``have``: chunk ranges (in this OFFER's chunk size) already held durably."""
+        if self.state is not ReceiverState.DECIDING or self.offer is None:
+            return []  # the transfer ended meanwhile (cancelled by the peer, or failed)
+        have = tuple(have)
+        check_ranges(have, self.offer.nchunks)
+        if len(have) > MAX_RANGES:  # keep the longest prefix that fits; the rest is simply sent again
+            have = have[:MAX_RANGES]
+        self.plan = Plan(self.offer, have)
+        self.state = ReceiverState.RECEIVING
+        frame = encode(Accept(self.transfer_id, window=self.window, have=have))
+        return [SendFrame(frame), Progress(self.plan.held_bytes, self.offer.compressed_size)]
+
+    def reject(self, reason: str = "declined", code: Code = Code.DECLINED) -> list[Action]:
+        if self.state is not ReceiverState.DECIDING:
+            return []
+        return [SendFrame(encode(Reject(self.transfer_id, code, reason_text(reason)))),
+                *self._fail(code, reason, by_peer=False)]
+
+    def chunks_durable(self, count: int) -> list[Action]:
+        """The first ``count`` chunks asked for by WriteChunk are durably stored (cumulative)."""
+        if self.finished or self.plan is None or self.offer is None:
+            return []
+        if not self._durable <= count <= self._received:
+            raise ValueError(f"chunks_durable({count}) outside {self._durable}..{self._received}")
+        if count == self._durable:
+            return []
+        while self._durable < count:
+            length = self._pending.popleft()
+            self._unacked_bytes -= length
+            self._durable_bytes += length
+            self._durable += 1
+        upto = self.plan.upto_after(self._durable)
+        done = self.plan.held_bytes + self._durable_bytes
+        actions: list[Action] = [SendFrame(encode(Ack(self.transfer_id, upto))),
+                                 Progress(done, self.offer.compressed_size)]
+        if self.state is ReceiverState.FINISHING and self._durable == self.plan.total:
+            self.state = ReceiverState.VERIFYING
+            actions.append(VerifyPayload())
+        return actions
+
+    def verified(self, digest: bytes) -> list[Action]:
+        """The SHA-256 of the whole payload as stored."""
+        if self.state is not ReceiverState.VERIFYING or self.offer is None:
+            return []
+        if digest != self.offer.sha256:
+            return self.fail(Code.CHECKSUM, f"the received payload hashes to sha256 {digest.hex()[:16]}…, "
+                                            f"the offer said {self.offer.sha256.hex()[:16]}…")
+        self.state = ReceiverState.FINALIZING
+        return [FinalizeBlob()]
+
+    def finalized(self) -> list[Action]:
+        """The blob is in place: confirm to the sender."""
+        if self.state is not ReceiverState.FINALIZING or self.offer is None:
+            return []
+        self.state = ReceiverState.COMPLETED
+        return [SendFrame(encode(Done(self.transfer_id, self.offer.sha256))), Completed()]
+
+    def cancel(self, reason: str = "cancelled") -> list[Action]:
+        if self.finished:
+            return []
+        if self.state is ReceiverState.IDLE:
+            return self._fail(Code.CANCELLED, reason, by_peer=False)
+        frame = encode(Cancel(self.transfer_id, Code.CANCELLED, reason_text(reason)))
+        return [SendFrame(frame), *self._fail(Code.CANCELLED, reason, by_peer=False)]
+
+    def fail(self, code: Code, reason: str) -> list[Action]:
+        if self.finished:
+            return []
+        if self.state is ReceiverState.IDLE:
+            return self._fail(code, reason, by_peer=False)
+        return [SendFrame(encode(Error(self.transfer_id, code, reason_text(reason)))),
+                *self._fail(code, reason, by_peer=False)]
+
+    def timeout(self, seconds: float) -> list[Action]:
+        return self.fail(Code.TIMEOUT, f"no data from the peer for {seconds:g} s")
+
+    def connection_lost(self, reason: str) -> list[Action]:
+        if self.finished:
+            return []
+        return self._fail(Code.PEER_GONE, reason, by_peer=False)
+
+    # --- frames from the peer -----------------------------------------------------------------------------
+
+    def receive(self, data: bytes | bytearray | memoryview | str) -> list[Action]:
+        if self.finished:
+            return []
+        if self.state is ReceiverState.IDLE:
+            return self._protocol_error("a frame arrived before the transfer started")
+        try:
+            frame = decode(data, max_size=self.max_message_size)
+        except FrameError as exc:
+            return self._protocol_error(str(exc))
+        other = self.offer is not None and frame.transfer_id != self.offer.transfer_id
+        if other and not isinstance(frame, Hello):
+            return self._protocol_error(f"{frame.type.name} for another transfer")
+        if isinstance(frame, Cancel | Error):
+            return self._fail(frame.code, frame.text, by_peer=True)
+        try:
+            return self._dispatch(frame)
+        except FrameError as exc:
+            return self._protocol_error(str(exc))
+
+    def _dispatch(self, frame: Frame) -> list[Action]:
+        state = self.state
+        if state is ReceiverState.RECEIVING and isinstance(frame, Chunk):
+            return self._on_chunk(frame)
+        if state is ReceiverState.RECEIVING and isinstance(frame, End):
+            return self._on_end(frame)
+        if state is ReceiverState.AWAIT_HELLO and isinstance(frame, Hello):
+            if frame.role is not Role.SENDER:
+                raise FrameError("the peer is a receiver too (HELLO role)")
+            self.state = ReceiverState.AWAIT_OFFER
+            return []
+        if state is ReceiverState.AWAIT_OFFER and isinstance(frame, Offer):
+            return self._on_offer(frame)
+        raise FrameError(f"unexpected {frame.type.name} while {state.value}")
+
+    def _on_offer(self, offer: Offer) -> list[Action]:
+        if offer.chunk_size + CHUNK_OVERHEAD > self.max_message_size:
+            raise FrameError(f"OFFER chunk size {offer.chunk_size} makes frames over the "
+                             f"{self.max_message_size}-byte limit this receiver advertised")
+        self.offer = offer
+        self.state = ReceiverState.DECIDING
+        if offer.codec_id not in self._codec_ids:
+            name = offer.codec or "unknown"
+            return self.reject(f"codec id {offer.codec_id} ({name}) is not supported here",
+                               Code.UNSUPPORTED_CODEC)
+        if offer.raw_size > self.max_raw_size:
+            return self.reject(f"the conversation is {offer.raw_size} bytes, over this receiver's limit of "
+                               f"{self.max_raw_size} bytes", Code.TOO_LARGE)
+        if offer.compressed_size > self.max_raw_size * _MAX_EXPANSION + 1024:
+            return self.reject(f"the payload is {offer.compressed_size} bytes, more than any conversation "
+                               f"within this receiver's limit of {self.max_raw_size} bytes compresses to",
+                               Code.TOO_LARGE)
+        return [OfferReceived(offer)]
+
+    def _on_chunk(self, chunk: Chunk) -> list[Action]:
+        assert self.plan is not None and self.offer is not None
+        if self._received >= self.plan.total:
+            raise FrameError(f"CHUNK {chunk.index} after all {self.plan.total} planned chunks")
+        expected = self.plan.index_at(self._received)
+        if chunk.index != expected:
+            raise FrameError(f"CHUNK {chunk.index} out of order (expected {expected})")
+        offset, length = self.offer.chunk_span(chunk.index)
+        if len(chunk.payload) != length:
+            raise FrameError(f"CHUNK {chunk.index} carries {len(chunk.payload)} bytes, expected {length}")
+        if self._unacked_bytes + length > self.window:
+            raise FrameError(f"the sender exceeded the {self.window}-byte flow-control window")
+        self._received += 1
+        self._pending.append(length)
+        self._unacked_bytes += length
+        self.bytes_received += length
+        return [WriteChunk(chunk.index, offset, chunk.payload)]
+
+    def _on_end(self, end: End) -> list[Action]:
+        assert self.plan is not None and self.offer is not None
+        if self._received != self.plan.total:
+            raise FrameError(f"END after {self._received} of {self.plan.total} chunks")
+        if end.nchunks != self.offer.nchunks:
+            raise FrameError(f"END says {end.nchunks} chunks, the OFFER implies {self.offer.nchunks}")
+        if self._durable == self.plan.total:
+            self.state = ReceiverState.VERIFYING
+            return [VerifyPayload()]
+        self.state = ReceiverState.FINISHING
+        return []
+
+    # --- endings ------------------------------------------------------------------------------------------
+
+    def _protocol_error(self, reason: str) -> list[Action]:
+        return self.fail(Code.PROTOCOL, reason)
+
+    def _fail(self, code: int, reason: str, *, by_peer: bool) -> list[Action]:
+        self.state = ReceiverState.FAILED
+        self.failure = Failure(code=code, reason=reason, by_peer=by_peer)
+        return [Failed(self.failure)]

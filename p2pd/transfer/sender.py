@@ -1,0 +1,273 @@
+"""The sending side of the transfer protocol as a sans-I/O state machine (spec: ``SPEC.md``).
+
+Feed it every message from the channel (:meth:`Sender.receive`) and local events (:meth:`cancel`,
+:meth:`timeout`, :meth:`connection_lost`); it returns actions to perform in order. Chunks are pulled by the
+adapter: :meth:`next_chunk` says which chunk may go now (flow-control window permitting) and
+:meth:`send_chunk` turns its bytes into a frame. Nothing here does I/O, and nothing here raises on peer input:
+a bad frame becomes an ERROR frame to send plus a terminal :class:`Failed`.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from enum import Enum
+
+from ..codecs import CODECS, get_codec
+from .events import Action, Completed, Failed, Failure, Progress, SendFrame
+from .frames import (
+    BASE_MESSAGE_SIZE,
+    CHUNK_OVERHEAD,
+    MAX_MESSAGE_SIZE,
+    ZERO_ID,
+    Accept,
+    Ack,
+    Cancel,
+    Code,
+    Done,
+    End,
+    Error,
+    Frame,
+    FrameError,
+    Hello,
+    Offer,
+    OfferInfo,
+    Reject,
+    Role,
+    decode,
+    encode,
+    encode_chunk,
+    reason_text,
+)
+from .plan import Plan
+
+DEFAULT_WINDOW = 8 * 1024 * 1024
+
+
+class SenderState(Enum):
+    IDLE = "idle"
+    AWAIT_HELLO = "await-hello"
+    AWAIT_DECISION = "await-decision"
+    SENDING = "sending"
+    AWAIT_DONE = "await-done"
+    COMPLETED = "completed"
+    FAILED = "failed"
+
+
+_TERMINAL = (SenderState.COMPLETED, SenderState.FAILED)
+
+
+class Sender:
+    """One outgoing transfer of one blob payload.
+
+    ``max_message_size`` is the largest message this side takes and advertises; ``transport_limit`` is what
+    the transport lets us send (aiortc: the remote SDP's max-message-size), when known. CHUNK frames are sized
+    to the smallest of both sides' advertised limits, the transport's and :data:`MAX_MESSAGE_SIZE`.
+    """
+
+    def __init__(self, *, transfer_id: bytes, codec: str, raw_size: int, compressed_size: int, sha256: bytes,
+                 info: OfferInfo, max_message_size: int = BASE_MESSAGE_SIZE,
+                 transport_limit: int | None = None, window: int = DEFAULT_WINDOW) -> None:
+        if len(transfer_id) != 16 or transfer_id == ZERO_ID:
+            raise ValueError("transfer id must be 16 bytes, not all zero")
+        if max_message_size < BASE_MESSAGE_SIZE:
+            raise ValueError(f"max_message_size must be at least {BASE_MESSAGE_SIZE}")
+        self.transfer_id = transfer_id
+        self._codec_id = get_codec(codec).wire_id
+        self._raw_size = raw_size
+        self._compressed_size = compressed_size
+        self._sha256 = sha256
+        self._info = info
+        self.max_message_size = max_message_size
+        self._transport_limit = transport_limit
+        self._window = window
+        self.state = SenderState.IDLE
+        self.offer: Offer | None = None
+        self.plan: Plan | None = None
+        self.failure: Failure | None = None
+        self._sent = 0  # planned chunks sent
+        self._unacked: deque[tuple[int, int]] = deque()  # (index, length) sent, not yet acknowledged
+        self._unacked_bytes = 0
+        self._acked_upto = 0
+        self._acked_bytes = 0  # bytes sent by this transfer and acknowledged
+        self.bytes_sent = 0
+
+    # --- local events -------------------------------------------------------------------------------------
+
+    def start(self) -> list[Action]:
+        if self.state is not SenderState.IDLE:
+            raise RuntimeError("start() called twice")
+        self.state = SenderState.AWAIT_HELLO
+        codecs = tuple(c.wire_id for c in CODECS.values())
+        return [SendFrame(encode(Hello(role=Role.SENDER, max_message_size=self.max_message_size,
+                                       codecs=codecs)))]
+
+    def cancel(self, reason: str = "cancelled") -> list[Action]:
+        """This side gives up: tell the peer (CANCEL) and stop."""
+        if self.finished:
+            return []
+        if self.state is SenderState.IDLE:
+            return self._fail(Code.CANCELLED, reason, by_peer=False)
+        frame = encode(Cancel(self.transfer_id, Code.CANCELLED, reason_text(reason)))
+        return [SendFrame(frame), *self._fail(Code.CANCELLED, reason, by_peer=False)]
+
+    def fail(self, code: Code, reason: str) -> list[Action]:
+        """A local failure (storage, bug): tell the peer (ERROR) and stop."""
+        if self.finished:
+            return []
+        if self.state is SenderState.IDLE:
+            return self._fail(code, reason, by_peer=False)
+        return [SendFrame(encode(Error(self.transfer_id, code, reason_text(reason)))),
+                *self._fail(code, reason, by_peer=False)]
+
+    def timeout(self, seconds: float) -> list[Action]:
+        """Nothing arrived from the peer for ``seconds`` while it was expected to."""
+        return self.fail(Code.TIMEOUT, f"no response from the peer for {seconds:g} s")
+
+    def connection_lost(self, reason: str) -> list[Action]:
+        """The channel is gone: nothing can be sent any more."""
+        if self.finished:
+            return []
+        return self._fail(Code.PEER_GONE, reason, by_peer=False)
+
+    @property
+    def finished(self) -> bool:
+        return self.state in _TERMINAL
+
+    @property
+    def awaiting_decision(self) -> bool:
+        """True while the receiving user decides: the peer may legitimately stay silent (no idle timeout)."""
+        return self.state is SenderState.AWAIT_DECISION
+
+    # --- chunks -------------------------------------------------------------------------------------------
+
+    def next_chunk(self) -> tuple[int, int, int] | None:
+        """(index, offset, length) of the chunk that may go now; None: window full, all sent, or not yet."""
+        if self.state is not SenderState.SENDING or self.plan is None or self.offer is None:
+            return None
+        if self._sent >= self.plan.total:
+            return None
+        index = self.plan.index_at(self._sent)
+        offset, length = self.offer.chunk_span(index)
+        if self._unacked_bytes and self._unacked_bytes + length > self._window:
+            return None
+        return index, offset, length
+
+    def send_chunk(self, index: int, payload: bytes) -> list[Action]:
+        """The frame for the chunk :meth:`next_chunk` named (and END after the last one)."""
+        expected = self.next_chunk()
+        if expected is None or expected[0] != index or expected[2] != len(payload):
+            raise ValueError(f"send_chunk({index}, {len(payload)} bytes) does not match next_chunk() "
+                             f"{expected}")
+        assert self.plan is not None
+        self._sent += 1
+        self._unacked.append((index, len(payload)))
+        self._unacked_bytes += len(payload)
+        self.bytes_sent += len(payload)
+        actions: list[Action] = [SendFrame(encode_chunk(self.transfer_id, index, payload))]
+        if self._sent == self.plan.total:
+            actions.extend(self._end())
+        return actions
+
+    @property
+    def chunks_sent(self) -> int:
+        return self._sent
+
+    @property
+    def window(self) -> int:
+        return self._window
+
+    def _end(self) -> list[Action]:
+        assert self.offer is not None
+        self.state = SenderState.AWAIT_DONE
+        return [SendFrame(encode(End(self.transfer_id, self.offer.nchunks)))]
+
+    # --- frames from the peer -----------------------------------------------------------------------------
+
+    def receive(self, data: bytes | bytearray | memoryview | str) -> list[Action]:
+        if self.finished:
+            return []
+        if self.state is SenderState.IDLE:
+            return self._protocol_error("a frame arrived before the transfer started")
+        try:
+            frame = decode(data, max_size=self.max_message_size)
+        except FrameError as exc:
+            return self._protocol_error(str(exc))
+        if isinstance(frame, Cancel | Error):
+            if frame.transfer_id not in (ZERO_ID, self.transfer_id):
+                return self._protocol_error(f"{frame.type.name} for another transfer")
+            return self._fail(frame.code, frame.text, by_peer=True)
+        if not isinstance(frame, Hello) and frame.transfer_id != self.transfer_id:
+            return self._protocol_error(f"{frame.type.name} for another transfer")
+        try:
+            return self._dispatch(frame)
+        except FrameError as exc:
+            return self._protocol_error(str(exc))
+
+    def _dispatch(self, frame: Frame) -> list[Action]:
+        state = self.state
+        if state is SenderState.AWAIT_HELLO and isinstance(frame, Hello):
+            return self._on_hello(frame)
+        if state is SenderState.AWAIT_DECISION and isinstance(frame, Accept):
+            return self._on_accept(frame)
+        if state is SenderState.AWAIT_DECISION and isinstance(frame, Reject):
+            return self._fail(frame.code, frame.text, by_peer=True)
+        if state in (SenderState.SENDING, SenderState.AWAIT_DONE) and isinstance(frame, Ack):
+            return self._on_ack(frame)
+        if state is SenderState.AWAIT_DONE and isinstance(frame, Done):
+            return self._on_done(frame)
+        raise FrameError(f"unexpected {frame.type.name} while {state.value}")
+
+    def _on_hello(self, hello: Hello) -> list[Action]:
+        if hello.role is not Role.RECEIVER:
+            raise FrameError("the peer is a sender too (HELLO role)")
+        limit = min(self.max_message_size, hello.max_message_size, MAX_MESSAGE_SIZE,
+                    self._transport_limit or MAX_MESSAGE_SIZE)
+        limit = max(limit, BASE_MESSAGE_SIZE)
+        self.offer = Offer(transfer_id=self.transfer_id, codec_id=self._codec_id, raw_size=self._raw_size,
+                           compressed_size=self._compressed_size, sha256=self._sha256,
+                           chunk_size=limit - CHUNK_OVERHEAD, info=self._info)
+        self.state = SenderState.AWAIT_DECISION
+        return [SendFrame(encode(self.offer))]
+
+    def _on_accept(self, accept: Accept) -> list[Action]:
+        assert self.offer is not None
+        self.plan = Plan(self.offer, accept.have)
+        self._window = min(self._window, accept.window)
+        self.state = SenderState.SENDING
+        actions: list[Action] = [Progress(self.plan.held_bytes, self.offer.compressed_size)]
+        if self.plan.total == 0:
+            actions.extend(self._end())
+        return actions
+
+    def _on_ack(self, ack: Ack) -> list[Action]:
+        assert self.plan is not None and self.offer is not None
+        if ack.upto <= self._acked_upto:
+            raise FrameError(f"ACK {ack.upto} does not advance past {self._acked_upto} "
+                             "(duplicate or reordered)")
+        bound = self.plan.upto_after(self._sent)
+        if ack.upto > bound:
+            raise FrameError(f"ACK {ack.upto} acknowledges chunks that were never sent (at most {bound})")
+        self._acked_upto = ack.upto
+        while self._unacked and self._unacked[0][0] < ack.upto:
+            _, length = self._unacked.popleft()
+            self._unacked_bytes -= length
+            self._acked_bytes += length
+        return [Progress(self.plan.held_bytes + self._acked_bytes, self.offer.compressed_size)]
+
+    def _on_done(self, done: Done) -> list[Action]:
+        assert self.offer is not None
+        if done.sha256 != self.offer.sha256:
+            raise FrameError("DONE confirms a SHA-256 different from the one offered")
+        self.state = SenderState.COMPLETED
+        total = self.offer.compressed_size
+        return [Progress(total, total), Completed()]
+
+    # --- endings ------------------------------------------------------------------------------------------
+
+    def _protocol_error(self, reason: str) -> list[Action]:
+        return self.fail(Code.PROTOCOL, reason)
+
+    def _fail(self, code: int, reason: str, *, by_peer: bool) -> list[Action]:
+        self.state = SenderState.FAILED
+        self.failure = Failure(code=code, reason=reason, by_peer=by_peer)
+        return [Failed(self.failure)]

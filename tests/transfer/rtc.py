@@ -1,0 +1,77 @@
+"""Real aiortc peers on loopback for tests and benchmarks: in one process, or across processes via pipes.
+
+aioice leaves 127.0.0.1 out of its host candidates; :func:`force_loopback` makes it offer only that address,
+so the peers never touch another interface. No STUN/TURN servers are configured (``iceServers=[]``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aioice.ice
+from aiortc import RTCConfiguration, RTCDataChannel, RTCPeerConnection, RTCSessionDescription
+
+CHANNEL_LABEL = "p2pd-transfer"
+
+
+def force_loopback() -> None:
+    aioice.ice.get_host_addresses = lambda use_ipv4, use_ipv6: ["127.0.0.1"]  # type: ignore[assignment]
+
+
+def new_peer() -> RTCPeerConnection:
+    force_loopback()
+    return RTCPeerConnection(RTCConfiguration(iceServers=[]))
+
+
+def channel(pc: RTCPeerConnection, channel_id: int = 0) -> RTCDataChannel:
+    """A pre-negotiated, reliable, ordered channel (both peers create it with the same id)."""
+    return pc.createDataChannel(f"{CHANNEL_LABEL}-{channel_id}", negotiated=True, id=channel_id, ordered=True)
+
+
+def description_to_json(desc: RTCSessionDescription) -> str:
+    return json.dumps({"type": desc.type, "sdp": desc.sdp})
+
+
+def description_from_json(text: str) -> RTCSessionDescription:
+    obj = json.loads(text)
+    return RTCSessionDescription(sdp=obj["sdp"], type=obj["type"])
+
+
+async def make_offer(pc: RTCPeerConnection) -> str:
+    await pc.setLocalDescription(await pc.createOffer())
+    return description_to_json(pc.localDescription)
+
+
+async def make_answer(pc: RTCPeerConnection, offer_json: str) -> str:
+    await pc.setRemoteDescription(description_from_json(offer_json))
+    await pc.setLocalDescription(await pc.createAnswer())
+    return description_to_json(pc.localDescription)
+
+
+async def wait_open(ch: RTCDataChannel, timeout: float = 10.0) -> None:
+    import asyncio
+
+    async with asyncio.timeout(timeout):
+        while ch.readyState != "open":
+            await asyncio.sleep(0.01)
+
+
+@contextlib.asynccontextmanager
+async def connected_pair() -> AsyncIterator[tuple[RTCPeerConnection, RTCPeerConnection]]:
+    """Two connected peers in this process. Create channels with :func:`channel` on both (same id)."""
+    a, b = new_peer(), new_peer()
+    try:
+        channel(a, 0), channel(b, 0)  # an SCTP m-line in the SDP needs a channel before the offer
+        answer = await make_answer(b, await make_offer(a))
+        await a.setRemoteDescription(description_from_json(answer))
+        yield a, b
+    finally:
+        await a.close()
+        await b.close()
+
+
+def channel_pair(a: RTCPeerConnection, b: RTCPeerConnection, channel_id: int) -> tuple[Any, Any]:
+    return channel(a, channel_id), channel(b, channel_id)

@@ -1,0 +1,113 @@
+"""The receiver's partial-blob store: durable ranges, resume across chunk sizes, locking, atomic finish."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from p2pd import blob
+from p2pd.transfer.frames import Offer, OfferInfo
+from p2pd.transfer.partial import PARTIAL_DIR, BusyError, PartialBlob, bytes_to_chunks, final_name, merge
+
+TID = bytes(range(1, 17))
+
+
+def make_offer(payload: bytes, chunk: int = 1024, raw_size: int = 12345) -> Offer:
+    return Offer(TID, 1, raw_size, len(payload), hashlib.sha256(payload).digest(), chunk,
+                 OfferInfo("t", "claude-code", "s", 1))
+
+
+def test_merge_and_chunk_rounding() -> None:
+    assert merge([(5, 7), (0, 2), (2, 3), (6, 9), (4, 4)]) == [(0, 3), (5, 9)]
+    # chunk size 10, payload 35 bytes (4 chunks, the last one 5 bytes)
+    assert bytes_to_chunks([(0, 20)], 10, 35) == [(0, 2)]
+    assert bytes_to_chunks([(5, 25)], 10, 35) == [(1, 2)]  # partly held chunks are sent again
+    assert bytes_to_chunks([(30, 35)], 10, 35) == [(3, 4)]  # the short last chunk counts when complete
+    assert bytes_to_chunks([(0, 9)], 10, 35) == []
+
+
+def test_committed_ranges_survive_and_resume_in_another_chunk_size(tmp_path: Path) -> None:
+    payload = os.urandom(10_000)
+    offer = make_offer(payload)
+    part = PartialBlob.open(tmp_path, offer)
+    assert part.held_chunks() == [] and part.resumed_bytes == 0
+    part.write(0, payload[:3072])
+    part.write(5120, payload[5120:6144])
+    part.commit()
+    part.write(3072, payload[3072:4096])  # written but never committed: not claimed
+    part.close()
+    state = json.loads((tmp_path / PARTIAL_DIR / offer.sha256.hex() / "state.json").read_text())
+    assert state["have"] == [[0, 3072], [5120, 6144]]
+    again = PartialBlob.open(tmp_path, offer)
+    assert again.held_chunks() == [(0, 3), (5, 6)] and again.resumed_bytes == 4096
+    again.close()
+    bigger = PartialBlob.open(tmp_path, make_offer(payload, chunk=2048))
+    assert bigger.held_chunks() == [(0, 1)]  # 2048-byte chunks wholly inside the held bytes
+    bigger.close()
+
+
+def test_a_record_claiming_more_than_the_file_holds_is_dropped(tmp_path: Path) -> None:
+    payload = os.urandom(4096)
+    offer = make_offer(payload)
+    part = PartialBlob.open(tmp_path, offer)
+    part.write(0, payload)
+    part.commit()
+    part.close()
+    os.truncate(part.part_path, 100)  # the data vanished (say, a restored backup)
+    again = PartialBlob.open(tmp_path, offer)
+    assert again.held_chunks() == []
+    again.close()
+
+
+@pytest.mark.parametrize("content", [b"not json", b'{"version": 99}',
+                                     b'{"version": 1, "sha256": "00", "have": []}', b'[1, 2]'])
+def test_a_broken_record_starts_over(tmp_path: Path, content: bytes) -> None:
+    payload = os.urandom(4096)
+    offer = make_offer(payload)
+    PartialBlob.open(tmp_path, offer).close()
+    (tmp_path / PARTIAL_DIR / offer.sha256.hex() / "state.json").write_bytes(content)
+    part = PartialBlob.open(tmp_path, offer)
+    assert part.held_chunks() == []
+    part.close()
+
+
+def test_a_second_transfer_of_the_same_blob_is_refused_while_the_first_writes(tmp_path: Path) -> None:
+    offer = make_offer(b"x" * 100)
+    first = PartialBlob.open(tmp_path, offer)
+    with pytest.raises(BusyError):
+        PartialBlob.open(tmp_path, offer)
+    first.close()
+    PartialBlob.open(tmp_path, offer).close()
+
+
+def test_finalize_writes_a_complete_blob_atomically_and_cleans_up(tmp_path: Path) -> None:
+    document = b'{"conversation": "' + b"hello " * 2000 + b'"}'
+    data = blob.encode(document)
+    header, payload = blob.split(data)
+    offer = Offer(TID, 1, header.raw_size, header.compressed_size, header.sha256, 1024,
+                  OfferInfo("t", "claude-code", "s", 1))
+    part = PartialBlob.open(tmp_path, offer)
+    for off in range(0, len(payload), 1024):
+        part.write(off, payload[off:off + 1024])
+    part.commit()
+    assert part.digest() == header.sha256
+    path = part.finalize()
+    assert path == tmp_path / final_name(header.sha256) and path.read_bytes() == data
+    assert blob.read(path) == document
+    assert not (tmp_path / PARTIAL_DIR).exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]  # nothing half-written left behind
+
+
+def test_discard_forgets_bad_bytes(tmp_path: Path) -> None:
+    payload = os.urandom(2048)
+    offer = make_offer(payload)
+    part = PartialBlob.open(tmp_path, offer)
+    part.write(0, bytes(2048))
+    part.commit()
+    assert part.digest() != offer.sha256
+    part.discard()
+    assert not (tmp_path / PARTIAL_DIR).exists()
