@@ -76,6 +76,11 @@ async def connect(role: str, send: SendSignal, recv: RecvSignal, *, ice_servers:
     servers = ice_servers if ice_servers is not None else configured_ice_servers()
     pc = RTCPeerConnection(RTCConfiguration(iceServers=servers))
     channel = pc.createDataChannel(CHANNEL_LABEL, negotiated=True, id=CHANNEL_ID, ordered=True)
+    # Queue what arrives from the first moment: the peer may send its first frame as soon as the channel opens,
+    # before our side has started its transfer.
+    from .transfer.channel import attach
+
+    attach(channel)
     opened = asyncio.get_running_loop().create_future()
     failed = asyncio.get_running_loop().create_future()
 
