@@ -1,0 +1,149 @@
+"""p2pd send / receive end to end: a real signaling server process, a sender process and a receiver process
+on loopback, real aiortc peers."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from p2pd.errors import ExitCode
+from tests.corpus import claude_code_files
+
+SESSION = next(f for f in claude_code_files(include_subagents=False) if f.name.startswith("4d5611e5"))
+SMALL = next(f for f in claude_code_files(include_subagents=False) if f.name == "short.jsonl")
+
+
+@pytest.fixture
+def server():
+    proc = subprocess.Popen([sys.executable, "-m", "signaling", "--port", "0"], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    line = proc.stdout.readline()
+    m = re.search(r"ws://127\.0\.0\.1:(\d+)", line)
+    assert m, line
+    yield proc, f"ws://127.0.0.1:{m.group(1)}/"
+    proc.kill()
+    proc.wait()
+
+
+def _env(url: str, **extra: str) -> dict[str, str]:
+    return {**os.environ, "P2PD_SIGNAL": url, "P2PD_ICE_HOST_ADDRESSES": "127.0.0.1", **extra}
+
+
+def p2pd(*args: str, env: dict, cwd: Path | None = None) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "p2pd", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env, cwd=cwd, stdin=subprocess.DEVNULL)
+
+
+def wait_for_code(proc: subprocess.Popen) -> None:
+    """Read the sender's stderr until it shows its code (the room exists from then on)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if "Code:" in line:
+            return
+        if not line and proc.poll() is not None:
+            break
+    raise AssertionError("the sender never showed its code")
+
+
+def finish(proc: subprocess.Popen, timeout: float = 90) -> tuple[int, str, str]:
+    out, err = proc.communicate(timeout=timeout)
+    return proc.returncode, out, err
+
+
+def test_corpus_session_crosses_and_imports(server, tmp_path):
+    _, url = server
+    home, project, out = tmp_path / "home", tmp_path / "project", tmp_path / "inbox"
+    project.mkdir()
+    sender = p2pd("send", str(SESSION), "--code", "4242-apple-river", "--timeout", "60", env=_env(url),
+                  cwd=tmp_path)
+    wait_for_code(sender)
+    receiver = p2pd("receive", "4242-apple-river", "--yes", "-o", str(out), "--import", "--cwd", str(project),
+                    env=_env(url, CLAUDE_CONFIG_DIR=str(home)))
+    rc, rout, rerr = finish(receiver)
+    src, sout, serr = finish(sender)
+    assert (rc, src) == (0, 0), rerr + serr
+    assert "SHA-256 verified" in rerr and "the receiver verified SHA-256" in serr
+    # both sides showed the same verification string
+    vs = re.findall(r"Verification string .*: (\d{3} \d{3})", rerr + serr)
+    assert len(vs) == 2 and vs[0] == vs[1]
+    received = json.loads(next(out.glob("*.a2a.json")).read_text())
+    from p2pd.claude_code.export import export_session
+
+    expected = export_session(SESSION).to_json_dict()
+    assert received["messages"] == expected["messages"]
+    assert received["subagents"] == expected["subagents"]
+    session_file = next((home / "projects").rglob("*.jsonl"))
+    assert rout.strip().endswith(f"claude --resume {session_file.stem}")
+    assert not (tmp_path / f"{SESSION.stem}.a2a.json").exists(), "no fallback file when the transfer worked"
+
+
+def test_wrong_code_fails_on_both_sides(server, tmp_path):
+    _, url = server
+    sender = p2pd("send", str(SMALL), "--code", "4243-apple-river", "--timeout", "30", env=_env(url), cwd=tmp_path)
+    wait_for_code(sender)
+    receiver = p2pd("receive", "4243-apple-pear", "--yes", "-o", str(tmp_path / "inbox"), env=_env(url))
+    rc, _, rerr = finish(receiver)
+    src, _, serr = finish(sender)
+    assert rc == ExitCode.WRONG_CODE and "wrong code" in rerr.lower()
+    assert src == ExitCode.WRONG_CODE and "wrong code" in serr.lower()
+    assert not list((tmp_path / "inbox").glob("*")) if (tmp_path / "inbox").exists() else True
+    assert not list(tmp_path.glob("*.a2a.json"))
+
+
+def test_declined_offer_transfers_nothing(server, tmp_path):
+    _, url = server
+    sender = p2pd("send", str(SMALL), "--code", "4244-apple-river", "--timeout", "30", env=_env(url), cwd=tmp_path)
+    wait_for_code(sender)
+    inbox = tmp_path / "inbox"
+    receiver = p2pd("receive", "4244-apple-river", "-o", str(inbox), env=_env(url))  # no --yes, no terminal
+    rc, _, rerr = finish(receiver)
+    src, _, serr = finish(sender)
+    assert rc == ExitCode.DECLINED and src == ExitCode.DECLINED, rerr + serr
+    assert "declin" in serr.lower()
+    assert not list(inbox.glob("*.a2a.json"))
+
+
+def test_no_peer_falls_back_to_a_file_that_imports(server, tmp_path):
+    _, url = server
+    sender = p2pd("send", str(SMALL), "--timeout", "2", env=_env(url), cwd=tmp_path)
+    rc, out, err = finish(sender)
+    assert rc == ExitCode.FALLBACK_WRITTEN, err
+    assert "no peer joined within 2 s" in err
+    name = out.strip().split()[-1]
+    assert out.strip() == f"p2pd import {name}"
+    fallback = tmp_path / name
+    assert fallback.is_file()
+    home = tmp_path / "home"
+    r = subprocess.run([sys.executable, "-m", "p2pd", "import", str(fallback), "--cwd", str(tmp_path)],
+                       capture_output=True, text=True, env={**os.environ, "CLAUDE_CONFIG_DIR": str(home)})
+    assert r.returncode == 0 and "claude --resume" in r.stdout
+    r = subprocess.run([sys.executable, "-m", "p2pd", "receive", "--file", str(fallback), "-o", str(tmp_path / "in")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and Path(r.stdout.strip()).is_file()
+
+
+def test_unreachable_signaling_falls_back(tmp_path):
+    sender = p2pd("send", str(SMALL), "--timeout", "5", env=_env("ws://127.0.0.1:9/"), cwd=tmp_path)
+    rc, _, err = finish(sender)
+    assert rc == ExitCode.FALLBACK_WRITTEN and "unreachable" in err
+    assert list(tmp_path.glob("*.a2a.json"))
+
+
+def test_signaling_killed_mid_pairing_then_fallback(server, tmp_path):
+    proc, url = server
+    sender = p2pd("send", str(SMALL), "--timeout", "60", env=_env(url), cwd=tmp_path)
+    wait_for_code(sender)
+    proc.send_signal(signal.SIGKILL)
+    rc, _, err = finish(sender, timeout=60)
+    assert rc == ExitCode.FALLBACK_WRITTEN, err
+    assert "signaling" in err.lower() or "server" in err.lower()
+    assert list(tmp_path.glob("*.a2a.json"))
