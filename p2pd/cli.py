@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from . import __version__
-from .errors import ExitCode, InvalidInputError, P2pdError
+from .errors import ExitCode, InvalidInputError, NotFoundError, P2pdError
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -176,31 +176,57 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------- demo
 def cmd_demo(args: argparse.Namespace) -> int:
-    """Export a session and import it into a throwaway Claude home: the main job on one machine."""
-    from .claude_code.export import export_session
-    from .claude_code.importer import import_to_claude_code
-    from .conversation.document_io import read_document, write_document
+    """The main job on one machine: a signaling server, a receiver and a sender — three processes on loopback —
+    hand a session across peer to peer, and the receiver imports it into a throwaway Claude home."""
+    import re
+    import subprocess
 
-    src = Path(args.session)
+    src = Path(args.session).resolve()
+    if not src.is_file():
+        raise NotFoundError(f"transcript not found: {src}")
     work = Path(tempfile.mkdtemp(prefix="p2pd-demo-"))
-    home = work / "claude-home"
-    cwd = work / "project"
-    cwd.mkdir()
-    doc = export_session(src)
-    doc_path = work / f"{doc.context_id}.a2a.json"
-    size = write_document(doc, doc_path)
-    blob_path = work / f"{doc.context_id}.a2a.p2pd"
-    bsize = write_document(doc, blob_path, compressed=True)
-    err.print(f"1. exported {src.name}: {doc.counts.messages} messages → {doc_path} ({_human(size)}); "
-              f"wire blob {_human(bsize)} ({100 * bsize / max(1, src.stat().st_size):.0f}% of the transcript)")
-    received = read_document(blob_path)
-    result = import_to_claude_code(received, cwd=cwd, config=home)
-    err.print(f"2. imported into a throwaway Claude home {home}")
-    err.print(f"   session file: {result.path}")
-    for w in result.warnings:
-        err.print(f"   note: {w}")
-    err.print(f"3. resume it with: cd {result.cwd} && CLAUDE_CONFIG_DIR={home} claude --resume {result.session_id}")
-    print(result.path)
+    home, project, inbox = work / "claude-home", work / "project", work / "inbox"
+    project.mkdir()
+    py = sys.executable
+    server = subprocess.Popen([py, "-m", "signaling", "--port", "0"], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
+    try:
+        assert server.stdout is not None
+        line = server.stdout.readline()
+        m = re.search(r"ws://[^\s]+", line)
+        if not m:
+            raise P2pdError(f"the signaling server did not start: {line.strip()}")
+        url = m.group(0)
+        err.print(f"1. signaling server: {url} (pid {server.pid})")
+        env = {**os.environ, "P2PD_SIGNAL": url, "P2PD_ICE_HOST_ADDRESSES": "127.0.0.1",
+               "CLAUDE_CONFIG_DIR": str(home)}
+        code = f"{os.getpid() % 9000 + 1000}-demo-run"
+        sender = subprocess.Popen([py, "-m", "p2pd", "send", str(src), "--code", code, "--timeout", "60"],
+                                  env=env, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert sender.stderr is not None
+        early: list[str] = []
+        for sline in sender.stderr:
+            early.append(sline)
+            if "Code:" in sline:
+                break
+        else:
+            raise P2pdError("the sender stopped before pairing: " + " ".join(early).strip())
+        err.print(f"2. sender: p2pd send {src.name} --code {code} (pid {sender.pid})")
+        err.print(f"3. receiver: p2pd receive {code} --yes --import --cwd {project}")
+        receiver = subprocess.run([py, "-m", "p2pd", "receive", code, "--yes", "-o", str(inbox), "--import",
+                                   "--cwd", str(project)], env=env, capture_output=True, text=True, timeout=300)
+        _, s_err = sender.communicate(timeout=60)
+        for text in (receiver.stderr, s_err):
+            for ln in text.strip().splitlines():
+                err.print(f"   {_escape(ln)}")
+        if receiver.returncode != 0 or sender.returncode != 0:
+            raise P2pdError(f"the demo transfer failed (sender exit {sender.returncode}, "
+                            f"receiver exit {receiver.returncode})")
+    finally:
+        server.kill()
+        server.wait()
+    err.print(f"4. done. Resume it with: CLAUDE_CONFIG_DIR={home} and")
+    print(receiver.stdout.strip())
     return ExitCode.OK
 
 
@@ -421,7 +447,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the sender (default 300)")
     s.set_defaults(func=cmd_receive)
 
-    s = sub.add_parser("demo", help="run the main job locally end to end on a transcript")
+    s = sub.add_parser("demo", help="run the main job on this machine: signaling server, sender and receiver")
     s.add_argument("session", help="a Claude Code transcript (.jsonl)")
     s.set_defaults(func=cmd_demo)
     return p

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -116,5 +117,7 @@ def test_debug_shows_traceback(tmp_path):
 def test_demo_runs_the_main_job(tmp_path):
     r = run("demo", str(SHORT))
     assert r.returncode == 0, r.stderr
-    landed = Path(r.stdout.strip())
-    assert landed.is_file() and "claude --resume" in r.stderr
+    assert "SHA-256 verified" in r.stderr and "signaling server: ws://127.0.0.1:" in r.stderr
+    cwd, session_id = re.fullmatch(r"cd (\S+) && claude --resume (\S+)", r.stdout.strip()).groups()
+    home = Path(cwd).parent / "claude-home"
+    assert list(home.rglob(f"{session_id}.jsonl"))
