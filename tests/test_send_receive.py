@@ -69,7 +69,7 @@ def test_corpus_session_crosses_and_imports(server, tmp_path):
     receiver = p2pd("receive", "4242-apple-river", "--yes", "-o", str(out), "--import", "--cwd", str(project),
                     env=_env(url, CLAUDE_CONFIG_DIR=str(home)))
     rc, rout, rerr = finish(receiver)
-    src, sout, serr = finish(sender)
+    src, _sout, serr = finish(sender)
     assert (rc, src) == (0, 0), rerr + serr
     assert "SHA-256 verified" in rerr and "the receiver verified SHA-256" in serr
     # both sides showed the same verification string
