@@ -54,8 +54,8 @@ log = logging.getLogger(__name__)
 
 HIGH_WATER = 1024 * 1024
 LOW_WATER = 256 * 1024
-READ_BATCH = 512 * 1024
-READ_AHEAD = 1024 * 1024
+READ_BATCH = 1024 * 1024
+READ_AHEAD = 2 * 1024 * 1024
 COMMIT_BYTES = 1024 * 1024
 COMMIT_INTERVAL = 0.25
 FLUSH_TIMEOUT = 1.0
@@ -247,9 +247,15 @@ class _Run:
             self.channel.send(data)
             self._sent_tail = True
         except Exception as exc:  # InvalidStateError (closed) or ValueError (over the SDP limit)
-            if not self.machine.finished:
-                reason = "the data channel closed" if self.channel.readyState != "open" else str(exc)
-                self.perform(self.machine.connection_lost(reason))
+            if self.machine.finished:
+                return
+            if self.channel.readyState == "open":
+                self.perform(self.machine.fail(Code.INTERNAL, f"cannot send a frame: {exc}"))
+            else:
+                # Queue the loss behind what already arrived: the peer's CANCEL or ERROR, read first,
+                # says why the channel closed.
+                self.tap.events.append(("closed", "the data channel was closed"))
+                self.tap.wake.set()
 
     def handle(self, action: Action) -> None:  # pragma: no cover - overridden
         raise NotImplementedError(action)

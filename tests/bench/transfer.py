@@ -1,6 +1,6 @@
 """Transfer benchmark: sender and receiver in separate processes, real aiortc on loopback, uvloop.
 
-    .venv/bin/python tests/bench/transfer.py [--size-mb 50] [--message 65536] [--repeat 2]
+    .venv/bin/python tests/bench/transfer.py [--size-mb 50] [--message 65536] [--repeat 3]
 
 Prints, in one run:
   * the bare aiortc data channel's ceiling: random bytes in messages of the protocol's frame size, the same
@@ -144,7 +144,7 @@ def parse() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--size-mb", type=float, default=50)
     p.add_argument("--message", type=int, default=65536, help="frame/message size (16384: browser peers)")
-    p.add_argument("--repeat", type=int, default=2)
+    p.add_argument("--repeat", type=int, default=3)
     return p.parse_args()
 
 

@@ -368,3 +368,17 @@ async def test_ice_transport_going_down_fails_the_transfer_with_that_reason(tmp_
     assert str(sender) == "transfer failed (peer_gone): the connection to the peer closed (ICE)"
     assert isinstance(receiver, TransferFailedError) and "no data from the peer for 1 s" in str(receiver)
     assert (tmp_path / "in" / PARTIAL_DIR).is_dir()
+
+
+async def test_a_storage_failure_on_the_receiver_stops_both_with_the_reason(tmp_path: Path) -> None:
+    write_blob(tmp_path / "x.blob", os.urandom(10_000))
+    (tmp_path / "not-a-folder").write_bytes(b"a file where the destination folder should be")
+    async with connected_pair() as (a, b):
+        ca, cb = await open_channels(a, b)
+        sender, receiver = await asyncio.gather(
+            send_blob(ca, tmp_path / "x.blob", INFO),
+            receive_blob(cb, tmp_path / "not-a-folder", decide=accept_all), return_exceptions=True)
+    assert isinstance(receiver, TransferFailedError)
+    assert "transfer failed (io): cannot store the blob" in str(receiver)
+    assert isinstance(sender, TransferFailedError)
+    assert "the peer stopped the transfer (io): cannot store the blob" in str(sender)
