@@ -15,10 +15,10 @@ from enum import Enum
 
 from ..blob import DEFAULT_MAX_RAW_SIZE
 from ..codecs import CODECS
+from .endings import Endings
 from .events import (
     Action,
     Completed,
-    Failed,
     Failure,
     FinalizeBlob,
     OfferReceived,
@@ -75,10 +75,14 @@ class ReceiverState(Enum):
 _TERMINAL = (ReceiverState.COMPLETED, ReceiverState.FAILED)
 
 
-class Receiver:
+class Receiver(Endings):
     """One incoming transfer. ``max_message_size`` is advertised to the sender; ``window`` caps the bytes
     the sender may have in flight beyond the last ACK (and so the memory that chunks waiting to be written can
     take)."""
+
+    IDLE = ReceiverState.IDLE
+    FAILED = ReceiverState.FAILED
+    SILENCE = "no data from the peer"
 
     def __init__(self, *, max_message_size: int = MAX_MESSAGE_SIZE, max_raw_size: int = DEFAULT_MAX_RAW_SIZE,
                  codecs: Sequence[str] = tuple(CODECS), window: int = DEFAULT_WINDOW) -> None:
@@ -102,6 +106,9 @@ class Receiver:
     @property
     def transfer_id(self) -> bytes:
         return self.offer.transfer_id if self.offer else ZERO_ID
+
+    def _frame_id(self) -> bytes:
+        return self.transfer_id
 
     @property
     def finished(self) -> bool:
@@ -179,29 +186,6 @@ class Receiver:
         self.state = ReceiverState.COMPLETED
         return [SendFrame(encode(Done(self.transfer_id, self.offer.sha256))), Completed()]
 
-    def cancel(self, reason: str = "cancelled") -> list[Action]:
-        if self.finished:
-            return []
-        if self.state is ReceiverState.IDLE:
-            return self._fail(Code.CANCELLED, reason, by_peer=False)
-        frame = encode(Cancel(self.transfer_id, Code.CANCELLED, reason_text(reason)))
-        return [SendFrame(frame), *self._fail(Code.CANCELLED, reason, by_peer=False)]
-
-    def fail(self, code: Code, reason: str) -> list[Action]:
-        if self.finished:
-            return []
-        if self.state is ReceiverState.IDLE:
-            return self._fail(code, reason, by_peer=False)
-        return [SendFrame(encode(Error(self.transfer_id, code, reason_text(reason)))),
-                *self._fail(code, reason, by_peer=False)]
-
-    def timeout(self, seconds: float) -> list[Action]:
-        return self.fail(Code.TIMEOUT, f"no data from the peer for {seconds:g} s")
-
-    def connection_lost(self, reason: str) -> list[Action]:
-        if self.finished:
-            return []
-        return self._fail(Code.PEER_GONE, reason, by_peer=False)
 
     # --- frames from the peer -----------------------------------------------------------------------------
 
@@ -290,10 +274,3 @@ class Receiver:
 
     # --- endings ------------------------------------------------------------------------------------------
 
-    def _protocol_error(self, reason: str) -> list[Action]:
-        return self.fail(Code.PROTOCOL, reason)
-
-    def _fail(self, code: int, reason: str, *, by_peer: bool) -> list[Action]:
-        self.state = ReceiverState.FAILED
-        self.failure = Failure(code=code, reason=reason, by_peer=by_peer)
-        return [Failed(self.failure)]

@@ -13,7 +13,8 @@ from collections import deque
 from enum import Enum
 
 from ..codecs import CODECS, get_codec
-from .events import Action, Completed, Failed, Failure, Progress, SendFrame
+from .endings import Endings
+from .events import Action, Completed, Failure, Progress, SendFrame
 from .frames import (
     BASE_MESSAGE_SIZE,
     CHUNK_OVERHEAD,
@@ -22,7 +23,6 @@ from .frames import (
     Accept,
     Ack,
     Cancel,
-    Code,
     Done,
     End,
     Error,
@@ -36,7 +36,6 @@ from .frames import (
     decode,
     encode,
     encode_chunk,
-    reason_text,
 )
 from .plan import Plan
 
@@ -56,13 +55,17 @@ class SenderState(Enum):
 _TERMINAL = (SenderState.COMPLETED, SenderState.FAILED)
 
 
-class Sender:
+class Sender(Endings):
     """One outgoing transfer of one blob payload.
 
     ``max_message_size`` is the largest message this side takes and advertises; ``transport_limit`` is what
     the transport lets us send (aiortc: the remote SDP's max-message-size), when known. CHUNK frames are sized
     to the smallest of both sides' advertised limits, the transport's and :data:`MAX_MESSAGE_SIZE`.
     """
+
+    IDLE = SenderState.IDLE
+    FAILED = SenderState.FAILED
+    SILENCE = "no response from the peer"
 
     def __init__(self, *, transfer_id: bytes, codec: str, raw_size: int, compressed_size: int, sha256: bytes,
                  info: OfferInfo, max_message_size: int = BASE_MESSAGE_SIZE,
@@ -101,33 +104,9 @@ class Sender:
         return [SendFrame(encode(Hello(role=Role.SENDER, max_message_size=self.max_message_size,
                                        codecs=codecs)))]
 
-    def cancel(self, reason: str = "cancelled") -> list[Action]:
-        """This side gives up: tell the peer (CANCEL) and stop."""
-        if self.finished:
-            return []
-        if self.state is SenderState.IDLE:
-            return self._fail(Code.CANCELLED, reason, by_peer=False)
-        frame = encode(Cancel(self.transfer_id, Code.CANCELLED, reason_text(reason)))
-        return [SendFrame(frame), *self._fail(Code.CANCELLED, reason, by_peer=False)]
 
-    def fail(self, code: Code, reason: str) -> list[Action]:
-        """A local failure (storage, bug): tell the peer (ERROR) and stop."""
-        if self.finished:
-            return []
-        if self.state is SenderState.IDLE:
-            return self._fail(code, reason, by_peer=False)
-        return [SendFrame(encode(Error(self.transfer_id, code, reason_text(reason)))),
-                *self._fail(code, reason, by_peer=False)]
-
-    def timeout(self, seconds: float) -> list[Action]:
-        """Nothing arrived from the peer for ``seconds`` while it was expected to."""
-        return self.fail(Code.TIMEOUT, f"no response from the peer for {seconds:g} s")
-
-    def connection_lost(self, reason: str) -> list[Action]:
-        """The channel is gone: nothing can be sent any more."""
-        if self.finished:
-            return []
-        return self._fail(Code.PEER_GONE, reason, by_peer=False)
+    def _frame_id(self) -> bytes:
+        return self.transfer_id
 
     @property
     def finished(self) -> bool:
@@ -264,10 +243,3 @@ class Sender:
 
     # --- endings ------------------------------------------------------------------------------------------
 
-    def _protocol_error(self, reason: str) -> list[Action]:
-        return self.fail(Code.PROTOCOL, reason)
-
-    def _fail(self, code: int, reason: str, *, by_peer: bool) -> list[Action]:
-        self.state = SenderState.FAILED
-        self.failure = Failure(code=code, reason=reason, by_peer=by_peer)
-        return [Failed(self.failure)]
