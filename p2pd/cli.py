@@ -19,6 +19,7 @@ from rich.table import Table
 
 from . import __version__
 from .errors import ExitCode, InvalidInputError, NotFoundError, P2pdError
+from .eventloop import run as run_async
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -71,6 +72,20 @@ def load_conversation(ref: str) -> Any:
     return load(ref)
 
 
+def _redacted(doc: Any, flag: bool | None) -> Any:
+    """``doc`` with secrets masked when ``--redact`` (or the configured default) asks for it; prints the counts."""
+    from .config import redact_default
+
+    if not (flag if flag is not None else redact_default()):
+        return doc
+    from .redact import redact_document
+
+    with _status("Masking secrets…"):
+        doc, report = redact_document(doc)
+    err.print(f"Redaction: {_escape(report.describe())}")
+    return doc
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     from .conversation.document_io import write_document
 
@@ -81,14 +96,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         _report_issues(doc)
         if args.strict:
             raise InvalidInputError("malformed lines found (--strict): nothing written")
-    from .config import redact_default
-
-    if args.redact if args.redact is not None else redact_default():
-        from .redact import redact_document
-
-        with _status("Masking secrets…"):
-            doc, report = redact_document(doc)
-        err.print(f"Redaction: {report.describe()}")
+    doc = _redacted(doc, args.redact)
     suffix = ".a2a.p2pd" if args.compressed else ".a2a.json"
     target = Path(args.output) if args.output else Path(f"{doc.context_id}{suffix}")
     with _status(f"Writing {target}…"):
@@ -289,35 +297,19 @@ class CliUI:
         return answer.strip().lower() in ("y", "yes")
 
 
-def _run_async(coro: Any) -> Any:
-    import asyncio
-
-    try:
-        import uvloop
-
-        return uvloop.run(coro)
-    except ImportError:  # pragma: no cover - uvloop is a dependency on Linux/macOS
-        return asyncio.run(coro)
-
-
 def cmd_send(args: argparse.Namespace) -> int:
-    from .config import redact_default, signal_url
+    from .config import signal_url
     from .exchange import send_document
     from .pairing.codes import read_code
-    from .sources import load_conversation
 
     with _status(f"Reading {args.session}…"):
         doc = load_conversation(args.session)
-    if args.redact if args.redact is not None else redact_default():
-        from .redact import redact_document
-
-        doc, report = redact_document(doc)
-        err.print(f"Redacted: {_escape(report.describe())}")
+    doc = _redacted(doc, args.redact)
     code = read_code(args.code)
     ui = CliUI()
     url = args.signal or signal_url()
     try:
-        outcome = _run_async(send_document(doc, signal_url=url, code=str(code) if code else None, ui=ui,
+        outcome = run_async(send_document(doc, signal_url=url, code=str(code) if code else None, ui=ui,
                                            peer_timeout=args.timeout, fallback_dir=Path(args.fallback_dir)))
     finally:
         ui.stop()
@@ -354,7 +346,7 @@ def cmd_receive(args: argparse.Namespace) -> int:
         ui = CliUI(yes=args.yes, receiving=True)
         url = args.signal or signal_url()
         try:
-            outcome = _run_async(receive_document(signal_url=url, code=str(code) if code else None, ui=ui,
+            outcome = run_async(receive_document(signal_url=url, code=str(code) if code else None, ui=ui,
                                                   out_dir=out_dir, peer_timeout=args.timeout))
         finally:
             ui.stop()

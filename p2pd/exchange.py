@@ -28,7 +28,7 @@ from typing import Any, Protocol
 from . import blob
 from .conversation.document_io import dumps, parse_document, write_document
 from .conversation.model import ConversationDocument
-from .errors import ConflictError, DeclinedError, P2pdError, TransferFailedError, WrongCodeError
+from .errors import ConflictError, TransferFailedError
 
 DAEMON_MESSAGE_SIZE = 65536
 
@@ -141,23 +141,17 @@ async def send_document(doc: ConversationDocument, *, signal_url: str, code: str
         ui.status(f"conversation packed: {blob_path.stat().st_size} bytes compressed")
         try:
             rv = await Rendezvous.open(signal_url, role="sender", code=code, connect_timeout=min(10.0, connect_timeout))
-        except WrongCodeError:
-            raise
         except (TransferFailedError, OSError) as exc:
             return await fall_back(f"signaling server unreachable: {exc}")
         outcome.code = str(rv.code)
         ui.code_ready(outcome.code)
         try:
             outcome.verification = await rv.pair(timeout=peer_timeout)
-        except WrongCodeError:
-            raise
         except TransferFailedError as exc:
             return await fall_back(str(exc))
         ui.paired(outcome.verification)
         try:
             link = await connect("offer", rv.send_sealed, _recv(rv, connect_timeout), timeout=connect_timeout)
-        except WrongCodeError:
-            raise
         except TransferFailedError as exc:
             return await fall_back(str(exc))
         ui.status("connected peer to peer")
@@ -224,5 +218,4 @@ def _document_from_blob(path: Path) -> ConversationDocument:
     return parse_document(blob.read(path), source="the received conversation")
 
 
-__all__ = ["UI", "DeclinedError", "P2pdError", "QuietUI", "ReceiveOutcome", "SendOutcome", "fallback_file",
-           "receive_document", "send_document"]
+__all__ = ["UI", "QuietUI", "ReceiveOutcome", "SendOutcome", "fallback_file", "receive_document", "send_document"]

@@ -304,16 +304,22 @@ class Registry:
                                f"capacity must be between 1 and {self.limits.max_room_capacity}", msg_id)
         return requested
 
-    def _join(self, state: ConnectionState, message: p.Join, now: float) -> list[Action]:
+    def _admit(self, state: ConnectionState, message: p.Join | p.Allocate, verb: str, now: float) -> int | Action:
+        """The checks a join and an allocation share: not already in a room, a valid capacity, the join rate.
+        Returns the room capacity to use, or the error to send."""
         if state.room is not None:
-            return [self._error(state.conn, ErrorCode.ALREADY_IN_ROOM,
-                                "leave your room before joining another", message.id)]
+            return self._error(state.conn, ErrorCode.ALREADY_IN_ROOM,
+                               f"leave your room before {verb} another", message.id)
         capacity = self._capacity(state, message.capacity, message.id)
         if not isinstance(capacity, int):
-            return [capacity]
+            return capacity
         refused = self._check_join_rate(state, message.id, now)
-        if refused is not None:
-            return [refused]
+        return refused if refused is not None else capacity
+
+    def _join(self, state: ConnectionState, message: p.Join, now: float) -> list[Action]:
+        capacity = self._admit(state, message, "joining", now)
+        if not isinstance(capacity, int):
+            return [capacity]
         room = self.rooms.get(message.room)
         created = False
         if room is None:
@@ -330,15 +336,9 @@ class Registry:
         return self._attach(state, room, message.id, created, now)
 
     def _allocate(self, state: ConnectionState, message: p.Allocate, now: float) -> list[Action]:
-        if state.room is not None:
-            return [self._error(state.conn, ErrorCode.ALREADY_IN_ROOM,
-                                "leave your room before allocating another", message.id)]
-        capacity = self._capacity(state, message.capacity, message.id)
+        capacity = self._admit(state, message, "allocating", now)
         if not isinstance(capacity, int):
             return [capacity]
-        refused = self._check_join_rate(state, message.id, now)
-        if refused is not None:
-            return [refused]
         if len(self.rooms) >= self.limits.max_rooms:
             return [self._too_many_rooms(state, message.id)]
         name = self._free_nameplate()

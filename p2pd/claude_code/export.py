@@ -12,6 +12,7 @@ Each message keeps, per source line, the line's JSON minus ``message.content`` (
 from __future__ import annotations
 
 import base64
+import json
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -167,8 +168,6 @@ def read_subagents(transcript: Path, context_id: str) -> list[Subagent]:
         meta_path = path.with_name(path.stem + ".meta.json")
         meta = None
         if meta_path.is_file():
-            import json
-
             try:
                 loaded = json.loads(meta_path.read_text(encoding="utf-8"))
                 meta = loaded if isinstance(loaded, dict) else {"value": loaded}
