@@ -24,6 +24,7 @@ class ExitCode(IntEnum):
     DECLINED = 8  # the other side declined the offer
     WRONG_CODE = 9  # the pairing code did not match on both sides
     CONFLICT = 10  # refusing to overwrite something that exists
+    KEY_CHANGED = 11  # a paired device presented another key than the one pinned when it paired
     INTERRUPTED = 130
 
 
@@ -72,3 +73,9 @@ class DeclinedError(P2pdError):
 
 class WrongCodeError(P2pdError):
     exit_code = ExitCode.WRONG_CODE
+
+
+class DeviceKeyChangedError(P2pdError):
+    """A paired device could not prove the key pinned at pairing: refused, never trusted silently."""
+
+    exit_code = ExitCode.KEY_CHANGED

@@ -283,6 +283,13 @@ class Rendezvous:
     def paired(self) -> bool:
         return self._pairing.state == "paired"
 
+    @property
+    def exporter(self) -> bytes:
+        """A secret unique to this paired session, for protocols built on top (device proofs)."""
+        if self._pairing.keys is None or not self.paired:
+            raise RuntimeError("pair() first")
+        return self._pairing.keys.exporter
+
     async def pair(self, timeout: float = 60.0) -> str:
         """Wait for the peer, run the PAKE and key confirmation; returns the verification string.
 

@@ -4,7 +4,8 @@ All keys come from ``HKDF-SHA256(ikm=ISK, salt=b"", info=lv_cat(b"p2pd-pairing-v
 
 * ``confirm sender`` / ``confirm receiver``: ``tag = HMAC-SHA256(key, b"p2pd key confirmation")``;
 * ``seal sender->receiver`` / ``seal receiver->sender``: AES-256-GCM keys, one per direction;
-* ``sas``: the short authentication string both users may compare.
+* ``sas``: the short authentication string both users may compare;
+* ``exporter``: a secret unique to this session for protocols built on top (device proofs, pair secrets).
 
 Sealed messages carry a sequence number; the nonce is ``4 zero bytes || seq (8 bytes, big-endian)`` and the AAD
 ``lv_cat(b"p2pd-seal-v1", room, direction, seq)``. The receiver accepts exactly the next sequence number, so a
@@ -59,6 +60,7 @@ class SessionKeys:
     confirm: dict[Role, bytes]
     seal: dict[Role, bytes]  # keyed by the role that seals with it
     sas: bytes
+    exporter: bytes = b""
 
     def __repr__(self) -> str:
         return "SessionKeys(<hidden>)"
@@ -69,6 +71,7 @@ def derive_keys(isk: bytes, room: str) -> SessionKeys:
         confirm={role: _hkdf(isk, room, f"confirm {role}") for role in ROLES},
         seal={role: _hkdf(isk, room, f"seal {role}->{other_role(role)}") for role in ROLES},
         sas=_hkdf(isk, room, "sas"),
+        exporter=_hkdf(isk, room, "exporter"),
     )
 
 

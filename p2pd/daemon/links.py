@@ -1,0 +1,110 @@
+"""Links: a named group of paired devices that a conversation can be sent to at once (fan-out).
+
+A link is made by one member and told to the others over their control channels. Any member can close it for
+everyone; a member can leave it. Closing and leaving only ever grow (a closed link never reopens, a member that
+left never comes back), so updates from several members merge in any order. Sending to a link sends to every
+member except the sender and those that left; a closed link sends nothing, and a receiver refuses a transfer
+tagged with a link it knows is closed or that it left.
+
+Kept in ``links.json`` in the daemon's folder.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from pathlib import Path
+
+from p2pd.atomic import atomic_write_bytes
+from p2pd.daemon.peer_protocol import LinkMember, LinkView
+from p2pd.errors import ConflictError, InvalidInputError, NotFoundError
+
+LINKS_FILE = "links.json"
+
+
+class LinkBook:
+    def __init__(self, folder: Path, own_id: str) -> None:
+        self.path = folder / LINKS_FILE
+        self.own_id = own_id
+        self.links: dict[str, LinkView] = {}
+        if self.path.exists():
+            try:
+                body = json.loads(self.path.read_text(encoding="utf-8"))
+                self.links = {item["id"]: LinkView.model_validate(item) for item in body["links"]}
+            except (ValueError, KeyError, TypeError) as exc:
+                raise InvalidInputError(f"{self.path} is damaged ({exc}); fix or remove it") from None
+
+    def create(self, name: str, members: list[LinkMember]) -> LinkView:
+        if not members:
+            raise InvalidInputError("a link needs at least one other device")
+        own = [m for m in members if m.id == self.own_id]
+        others = [m for m in members if m.id != self.own_id]
+        view = LinkView(id="link-" + secrets.token_hex(8), name=name[:64], created_by=self.own_id,
+                        members=(own or [LinkMember(id=self.own_id)]) + others)
+        self.links[view.id] = view
+        self._save()
+        return view
+
+    def get(self, link_id: str) -> LinkView:
+        try:
+            return self.links[link_id]
+        except KeyError:
+            raise NotFoundError(f"no link {link_id!r} (known: {', '.join(self.links) or 'none'})") from None
+
+    def merge(self, incoming: LinkView, from_device: str) -> LinkView | None:
+        """Take a member's view of a link; returns the merged view, or None when it is not for us or not
+        from a member."""
+        member_ids = {m.id for m in incoming.members}
+        if self.own_id not in member_ids or from_device not in member_ids:
+            return None
+        current = self.links.get(incoming.id)
+        if current is None:
+            merged = incoming
+        else:
+            closed = current.closed or incoming.closed
+            merged = current.model_copy(update={
+                "left": sorted(set(current.left) | set(incoming.left)),
+                "closed": closed,
+                "closed_by": (current.closed_by or incoming.closed_by) if closed else None,
+            })
+        if merged != current:
+            self.links[merged.id] = merged
+            self._save()
+        return merged
+
+    def close(self, link_id: str) -> LinkView:
+        view = self.get(link_id)
+        if not view.closed:
+            view = view.model_copy(update={"closed": True, "closed_by": self.own_id})
+            self.links[link_id] = view
+            self._save()
+        return view
+
+    def leave(self, link_id: str) -> LinkView:
+        view = self.get(link_id)
+        if self.own_id not in view.left:
+            view = view.model_copy(update={"left": sorted({*view.left, self.own_id})})
+            self.links[link_id] = view
+            self._save()
+        return view
+
+    def targets(self, link_id: str) -> list[str]:
+        """The devices a send to this link goes to now."""
+        view = self.get(link_id)
+        if view.closed:
+            raise ConflictError(f"link {view.name or view.id} was closed; it delivers nothing more")
+        if self.own_id in view.left:
+            raise ConflictError(f"this device left link {view.name or view.id}")
+        return [m.id for m in view.members if m.id != self.own_id and m.id not in view.left]
+
+    def accepts(self, link_id: str, from_device: str) -> bool:
+        """Whether a transfer tagged with this link, from ``from_device``, may be delivered here."""
+        view = self.links.get(link_id)
+        if view is None or view.closed or self.own_id in view.left:
+            return False
+        return from_device in {m.id for m in view.members} and from_device not in view.left
+
+    def _save(self) -> None:
+        body = {"links": [v.model_dump() for v in self.links.values()]}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(self.path, json.dumps(body, indent=2).encode("utf-8"))

@@ -1,0 +1,648 @@
+"""The daemon's device network: one control channel per paired device, transfers and handoffs over them.
+
+For every paired device the daemon keeps a connection to the signaling server in the pair's room (see
+DEVICES.md). When both devices are there they run CPace with the pair secret, prove their pinned Ed25519 keys and
+keep the room as a sealed control channel. Conversations themselves go over a WebRTC data channel opened per
+transfer (its SDP travels sealed on the control channel), with the transfer protocol of ``p2pd.transfer``.
+
+Outgoing transfers are rows in the store (``queued`` → ``running`` → ``done`` | ``failed`` | ``cancelled``); a
+device that is away keeps them queued, a transfer cut off (peer gone, daemon restarted) becomes ``interrupted``
+and is sent again when the device is back — the receiver keeps what it had, so the transfer resumes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from p2pd import blob
+from p2pd.conversation.document_io import dumps
+from p2pd.conversation.model import ConversationDocument
+from p2pd.daemon.devices import Device, DeviceBook
+from p2pd.daemon.identity import Identity
+from p2pd.daemon.links import LinkBook
+from p2pd.daemon.peer_protocol import (
+    Control,
+    HandoffClaim,
+    HandoffClaimResult,
+    HandoffOffer,
+    HandoffState,
+    LinkMember,
+    LinkUpdate,
+    LinkView,
+    Rtc,
+    TransferStart,
+    check_pinned_proof,
+    make_proof,
+    parse_control,
+    session_role,
+)
+from p2pd.errors import (
+    ConflictError,
+    DeclinedError,
+    DeviceKeyChangedError,
+    NotFoundError,
+    P2pdError,
+    TransferFailedError,
+    WrongCodeError,
+)
+from p2pd.pairing.codes import Code
+from p2pd.pairing.rendezvous import Rendezvous
+from p2pd.pairing.seal import Role, other_role
+from p2pd.transfer.channel import TransferControl, receive_blob, send_blob
+from p2pd.transfer.frames import Offer, OfferInfo
+
+log = logging.getLogger("p2pd.network")
+
+MESSAGE_SIZE = 65536
+ROOM_WAIT = 240.0  # re-join the pair room this often while the other device is away (rooms expire after 600 s)
+BACKOFF_FIRST = 0.5
+BACKOFF_MAX = 30.0
+REFUSED_RETRY = 60.0
+PROGRESS_EVERY = 0.5
+BOOK_POLL = 1.0
+
+
+class NetworkHost(Protocol):
+    """What the network needs from the rest of the daemon."""
+
+    store: Any
+
+    async def accept_conversation(self, device: Device, blob_path: Path, *, transfer_id: str,
+                                  handoff_id: str | None, link_id: str | None) -> str:
+        """Put a received, verified blob in the inbox (and, for a handoff, import it). Returns the output to
+        report for a handoff (the resume command)."""
+        ...
+
+    def should_claim(self, device: Device, offer: HandoffOffer) -> bool:
+        """Whether this daemon claims a handoff a paired device offers."""
+        ...
+
+
+# ---- outbox blobs ------------------------------------------------------------------------------------------
+
+
+def pack_outbox(doc: ConversationDocument, outbox: Path) -> tuple[Path, OfferInfo, str]:
+    """Write ``doc`` as a blob named by its SHA-256 in ``outbox`` (kept for resume), with its offer
+    description beside it. Returns (blob path, offer info, sha256 hex). Call in a thread."""
+    data = blob.encode(dumps(doc, pretty=False))
+    sha = blob.BlobHeader.unpack(data).sha256.hex()
+    outbox.mkdir(parents=True, exist_ok=True)
+    path = outbox / f"{sha}.p2pd"
+    info = OfferInfo.normalized(doc.title or doc.context_id, doc.origin.platform,
+                                doc.origin.session_id or doc.context_id, doc.counts.messages)
+    if not path.exists():
+        tmp = path.with_suffix(".tmp")
+        tmp.write_bytes(data)
+        tmp.replace(path)
+    path.with_suffix(".json").write_bytes(info.to_json())
+    return path, info, sha
+
+
+def outbox_info(blob_path: Path) -> OfferInfo:
+    return OfferInfo.from_json(blob_path.with_suffix(".json").read_bytes())
+
+
+# ---- one paired device ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class DeviceSession:
+    """The control channel to one paired device, kept up (with jittered backoff) while the daemon runs."""
+
+    net: DeviceNetwork
+    device: Device
+    state: str = "offline"  # offline | connecting | online | refused
+    error: str | None = None
+    since: float = field(default_factory=time.time)
+    rv: Rendezvous | None = None
+    rtc: dict[str, asyncio.Queue[dict[str, Any]]] = field(default_factory=dict)
+    online_event: asyncio.Event = field(default_factory=asyncio.Event)
+    kick: asyncio.Event = field(default_factory=asyncio.Event)
+    reports: list[Control] = field(default_factory=list)  # handoff states to deliver when online
+    tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+    runner: asyncio.Task[None] | None = None
+    worker: asyncio.Task[None] | None = None
+
+    @property
+    def role(self) -> Role:
+        return session_role(self.net.identity.device_id, self.device.device_id)
+
+    def start(self) -> None:
+        self.runner = asyncio.create_task(self._run(), name=f"p2pd-device-{self.device.device_id}")
+        self.worker = asyncio.create_task(self._outbox(), name=f"p2pd-outbox-{self.device.device_id}")
+
+    async def stop(self) -> None:
+        for task in [self.runner, self.worker, *self.tasks]:
+            if task is not None:
+                task.cancel()
+        for task in [self.runner, self.worker, *self.tasks]:
+            if task is not None:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+
+    def view(self) -> dict[str, Any]:
+        return {**self.device.public_view(), "online": self.state == "online", "state": self.state,
+                "error": self.error, "since": self.since}
+
+    def _set(self, state: str, error: str | None = None) -> None:
+        if state != self.state:
+            self.since = time.time()
+        self.state, self.error = state, error
+        if state == "online":
+            self.online_event.set()
+        else:
+            self.online_event.clear()
+
+    # ---- connection loop ------------------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        failures = 0
+        code = Code(nameplate=self.device.room, words=(self.device.secret_bytes.hex(),))
+        while True:
+            self._set("connecting" if self.state != "refused" else "refused", self.error)
+            try:
+                rv = await Rendezvous.open(self.net.signal_url, role=self.role,
+                                           code=code, create=True, connect_timeout=10.0)
+            except (P2pdError, OSError) as exc:
+                failures += 1
+                self._set("offline", str(exc))
+                await asyncio.sleep(_backoff(failures))
+                continue
+            wait = ROOM_WAIT
+            try:
+                await rv.pair(timeout=ROOM_WAIT)
+                await rv.send_sealed(make_proof(self.net.identity, rv.exporter, self.role))
+                check_pinned_proof(await rv.recv_sealed(timeout=20.0), rv.exporter, other_role(self.role),
+                                   self.device)
+                self.rv = rv
+                failures = 0
+                self._set("online")
+                log.info("device %s (%s) is online", self.device.name, self.device.device_id)
+                await self._serve(rv)
+            except DeviceKeyChangedError as exc:
+                log.warning("%s", exc)
+                self._set("refused", str(exc))
+                wait = REFUSED_RETRY
+            except WrongCodeError:
+                msg = (f"device {self.device.name!r} no longer shares this pairing (it removed this device or "
+                       "paired again): run `p2pd pair` on both")
+                log.warning("%s", msg)
+                self._set("refused", msg)
+                wait = REFUSED_RETRY
+            except P2pdError as exc:
+                was_online = self.state == "online"
+                self._set("offline", str(exc))
+                failures += 0 if was_online else 1
+                wait = 0.0 if "no peer joined" in str(exc) else _backoff(max(failures, 1))
+            finally:
+                self.rv = None
+                if self.state == "online":
+                    self._set("offline", "connection ended")
+                for queue in self.rtc.values():
+                    queue.put_nowait({"type": "gone"})
+                await rv.close()
+            await asyncio.sleep(wait)
+
+    async def _serve(self, rv: Rendezvous) -> None:
+        self.kick.set()
+        for report in list(self.reports):
+            await self.send(report)
+            self.reports.remove(report)
+        await self.net.greet(self)
+        while True:
+            message = parse_control(await rv.recv_sealed())
+            await self.net.dispatch(self, message)
+
+    async def send(self, message: Control) -> None:
+        rv = self.rv
+        if rv is None:
+            raise TransferFailedError(f"device {self.device.name!r} is not connected")
+        await rv.send_sealed(message.model_dump(exclude_none=True))
+
+    def report(self, message: HandoffState) -> None:
+        """Deliver a handoff state now, or as soon as the device is back."""
+        self.reports.append(message)
+        if self.rv is not None:
+            self.spawn(self._flush_reports())
+
+    async def _flush_reports(self) -> None:
+        for report in list(self.reports):
+            try:
+                await self.send(report)
+            except P2pdError:
+                return
+            with contextlib.suppress(ValueError):
+                self.reports.remove(report)
+
+    def spawn(self, coro: Awaitable[Any]) -> None:
+        task = asyncio.ensure_future(coro)
+        self.tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        self.tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("device %s: %s", self.device.name, task.exception())
+
+    # ---- peer connections per transfer ------------------------------------------------------------------------
+
+    async def open_link(self, tid: str, role: str) -> Any:
+        from p2pd.webrtc import connect
+
+        queue: asyncio.Queue[dict[str, Any]] = self.rtc.setdefault(tid, asyncio.Queue())
+
+        async def send(m: dict[str, Any]) -> None:
+            await self.send(Rtc(tid=tid, m=m))
+
+        async def recv() -> dict[str, Any]:
+            m = await queue.get()
+            if m.get("type") == "gone":
+                raise TransferFailedError(f"device {self.device.name!r} went away")
+            return m
+
+        try:
+            return await connect(role, send, recv, timeout=self.net.connect_timeout)
+        finally:
+            self.rtc.pop(tid, None)
+
+    # ---- outgoing transfers ---------------------------------------------------------------------------------
+
+    async def _outbox(self) -> None:
+        """The single sender task of this device: sends queued transfers one at a time, while online."""
+        while True:
+            await self.online_event.wait()
+            self.kick.clear()
+            row = await asyncio.to_thread(self.net.next_outgoing, self.device.device_id)
+            if row is None:
+                await self.kick.wait()
+                continue
+            await self.net.run_outgoing(self, row)
+
+
+def _backoff(failures: int) -> float:
+    """Full-jitter exponential backoff."""
+    return random.uniform(0, min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** min(failures, 10)))
+
+
+# ---- the network -----------------------------------------------------------------------------------------------
+
+
+class DeviceNetwork:
+    def __init__(self, folder: Path, identity: Identity, host: NetworkHost, signal_url: str, *,
+                 connect_timeout: float = 30.0, idle_timeout: float = 30.0) -> None:
+        self.folder = folder
+        self.identity = identity
+        self.host = host
+        self.store = host.store
+        self.signal_url = signal_url
+        self.connect_timeout = connect_timeout
+        self.idle_timeout = idle_timeout
+        self.book = DeviceBook(folder)
+        self.links = LinkBook(folder, identity.device_id)
+        self.incoming = folder / "incoming"
+        self.outbox = folder / "outbox"
+        self.sessions: dict[str, DeviceSession] = {}
+        self.controls: dict[str, TransferControl] = {}
+        self._watcher: asyncio.Task[None] | None = None
+        self._stopping: set[asyncio.Task[None]] = set()
+
+    # ---- lifecycle -------------------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self._sync_sessions()
+        self._watcher = asyncio.create_task(self._watch_book())
+
+    async def stop(self) -> None:
+        if self._watcher is not None:
+            self._watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watcher
+        for control in self.controls.values():
+            control.cancel("the daemon is stopping")
+        await asyncio.gather(*(s.stop() for s in self.sessions.values()))
+        self.sessions.clear()
+
+    async def _watch_book(self) -> None:
+        while True:
+            await asyncio.sleep(BOOK_POLL)
+            try:
+                changed = await asyncio.to_thread(self.book.reload)
+            except P2pdError as exc:
+                log.warning("%s", exc)
+                continue
+            if changed:
+                self._sync_sessions()
+
+    def _sync_sessions(self) -> None:
+        for device_id in list(self.sessions):
+            current = self.book.devices.get(device_id)
+            if current is None or current.secret != self.sessions[device_id].device.secret:
+                session = self.sessions.pop(device_id)
+                stopping = asyncio.create_task(session.stop())
+                self._stopping.add(stopping)
+                stopping.add_done_callback(self._stopping.discard)
+        for device in self.book.devices.values():
+            if device.device_id not in self.sessions:
+                session = DeviceSession(self, device)
+                self.sessions[device.device_id] = session
+                session.start()
+            else:
+                self.sessions[device.device_id].device = device  # a rename
+
+    def session(self, ref: str) -> DeviceSession:
+        device = self.book.get(ref)
+        session = self.sessions.get(device.device_id)
+        if session is None:
+            self._sync_sessions()
+            session = self.sessions[device.device_id]
+        return session
+
+    # ---- what the API uses ---------------------------------------------------------------------------------
+
+    def devices(self) -> list[dict[str, Any]]:
+        return [s.view() for s in self.sessions.values()]
+
+    async def send_to_device(self, ref: str, doc: ConversationDocument, *, handoff_id: str | None = None,
+                             link_id: str | None = None) -> Any:
+        """Queue ``doc`` for a paired device; returns the transfer row (sent as soon as the device is online)."""
+        session = self.session(ref)
+        path, info, sha = await asyncio.to_thread(pack_outbox, doc, self.outbox)
+        row = await asyncio.to_thread(
+            self.store.create_transfer, "out", session.device.device_id, title=info.title,
+            size=path.stat().st_size, sha256=sha, blob_path=str(path), handoff_id=handoff_id, link_id=link_id)
+        session.kick.set()
+        return row
+
+    async def send_to_link(self, link_id: str, doc: ConversationDocument) -> list[Any]:
+        targets = self.links.targets(link_id)
+        rows = []
+        for device_id in targets:
+            if device_id in self.book.devices:
+                rows.append(await self.send_to_device(device_id, doc, link_id=link_id))
+        return rows
+
+    def cancel_transfer(self, transfer_id: str, reason: str = "cancelled by the user") -> bool:
+        control = self.controls.get(transfer_id)
+        if control is None:
+            return False
+        control.cancel(reason)
+        return True
+
+    def handoff_created(self, handoff_id: str) -> None:
+        """Offer a new handoff to the devices it targets that are online now (others get it when they connect)."""
+        row = self.store.get_handoff(handoff_id)
+        for session in self.sessions.values():
+            if session.state == "online" and row.target in ("any", session.device.device_id):
+                session.spawn(session.send(self._handoff_offer(row)))
+
+    async def create_link(self, name: str, refs: list[str]) -> LinkView:
+        members = [LinkMember(id=self.identity.device_id, name=self.identity.name)]
+        for ref in refs:
+            device = self.book.get(ref)
+            if device.device_id != self.identity.device_id:
+                members.append(LinkMember(id=device.device_id, name=device.name))
+        view = self.links.create(name, members)
+        self._announce(view)
+        return view
+
+    def close_link(self, link_id: str) -> LinkView:
+        view = self.links.close(link_id)
+        self._cancel_link_transfers(link_id)
+        self._announce(view)
+        return view
+
+    def leave_link(self, link_id: str) -> LinkView:
+        view = self.links.leave(link_id)
+        self._cancel_link_transfers(link_id)
+        self._announce(view)
+        return view
+
+    def _announce(self, view: LinkView) -> None:
+        for member in view.members:
+            session = self.sessions.get(member.id)
+            if session is not None and session.state == "online":
+                session.spawn(session.send(LinkUpdate(link=view)))
+
+    def _cancel_link_transfers(self, link_id: str) -> None:
+        for row in self.store.list_transfers(limit=1000):
+            if row.link_id == link_id and row.direction == "out" and row.state in ("queued", "interrupted"):
+                self.store.update_transfer(row.id, state="cancelled", error="the link was closed or left")
+        for tid, control in self.controls.items():
+            row = self.store.get_transfer(tid)
+            if row.link_id == link_id:
+                control.cancel("the link was closed or left")
+
+    # ---- control messages -----------------------------------------------------------------------------------
+
+    async def greet(self, session: DeviceSession) -> None:
+        """What a device gets when it (re)connects: pending handoffs for it and the links it is in."""
+        device_id = session.device.device_id
+        for row in await asyncio.to_thread(self.store.pending_handoffs_for, device_id):
+            await session.send(self._handoff_offer(row))
+        for view in self.links.links.values():
+            if device_id in {m.id for m in view.members}:
+                await session.send(LinkUpdate(link=view))
+
+    def _handoff_offer(self, row: Any) -> HandoffOffer:
+        package = row.package if isinstance(row.package, dict) else {}
+        return HandoffOffer(hid=row.id, title=(row.title or "")[:4000],
+                            summary=str(package.get("summary") or "")[:4000],
+                            messages=int(getattr(row, "messages", 0) or 0))
+
+    async def dispatch(self, session: DeviceSession, message: Control) -> None:
+        device = session.device
+        if isinstance(message, Rtc):
+            queue = session.rtc.get(message.tid)
+            if queue is not None:
+                queue.put_nowait(message.m)
+        elif isinstance(message, TransferStart):
+            session.rtc.setdefault(message.tid, asyncio.Queue())
+            session.spawn(self.run_incoming(session, message))
+        elif isinstance(message, HandoffOffer):
+            if self.host.should_claim(device, message):
+                await session.send(HandoffClaim(hid=message.hid))
+        elif isinstance(message, HandoffClaim):
+            await self._on_claim(session, message.hid)
+        elif isinstance(message, HandoffClaimResult):
+            log.info("handoff %s %s by %s%s", message.hid, "granted" if message.granted else "refused",
+                     device.name, f": {message.reason}" if message.reason else "")
+        elif isinstance(message, HandoffState):
+            await self._on_handoff_state(session, message)
+        elif isinstance(message, LinkUpdate):
+            before = self.links.links.get(message.link.id)
+            merged = await asyncio.to_thread(self.links.merge, message.link, device.device_id)
+            if merged is not None and before != merged and (merged.closed or self.identity.device_id in merged.left
+                                                            or merged.left):
+                await asyncio.to_thread(self._cancel_departed, merged)
+
+    def _cancel_departed(self, view: LinkView) -> None:
+        if view.closed:
+            self._cancel_link_transfers(view.id)
+            return
+        for row in self.store.list_transfers(limit=1000):
+            if (row.link_id == view.id and row.peer in view.left and row.direction == "out"
+                    and row.state in ("queued", "interrupted")):
+                self.store.update_transfer(row.id, state="cancelled", error="the device left the link")
+
+    async def _on_claim(self, session: DeviceSession, hid: str) -> None:
+        device_id = session.device.device_id
+        try:
+            row = await asyncio.to_thread(self.store.claim_handoff, hid, device_id)
+        except NotFoundError:
+            row = None
+        if row is None:
+            await session.send(HandoffClaimResult(hid=hid, granted=False,
+                                                  reason="already claimed, cancelled or not for this device"))
+            return
+        await session.send(HandoffClaimResult(hid=hid, granted=True))
+        try:
+            doc = await asyncio.to_thread(_read_document, Path(row.document_path))
+            await self.send_to_device(device_id, doc, handoff_id=hid)
+            await asyncio.to_thread(self.store.transition_handoff, hid, "started")
+        except P2pdError as exc:
+            await asyncio.to_thread(self.store.transition_handoff, hid, "failed", reason=str(exc))
+
+    async def _on_handoff_state(self, session: DeviceSession, message: HandoffState) -> None:
+        try:
+            row = await asyncio.to_thread(self.store.get_handoff, message.hid)
+        except NotFoundError:
+            return
+        if row.claimed_by != session.device.device_id or row.state in ("completed", "failed", "cancelled"):
+            return
+        with contextlib.suppress(P2pdError):
+            await asyncio.to_thread(self.store.transition_handoff, message.hid, message.state,
+                                    output=message.output or None, reason=message.reason or None)
+
+    # ---- transfers ----------------------------------------------------------------------------------------------
+
+    def next_outgoing(self, device_id: str) -> Any:
+        rows = [r for r in self.store.list_transfers(limit=1000)
+                if r.direction == "out" and r.peer == device_id and r.state in ("queued", "interrupted")]
+        return min(rows, key=lambda r: r.created_at) if rows else None
+
+    async def run_outgoing(self, session: DeviceSession, row: Any) -> None:
+        tid = row.id
+        control = self.controls.setdefault(tid, TransferControl())
+        update = self._updater(tid)
+        try:
+            if row.link_id is not None and session.device.device_id not in self.links.targets(row.link_id):
+                raise ConflictError("the device left the link")
+            blob_path = Path(row.blob_path)
+            info = await asyncio.to_thread(outbox_info, blob_path)
+            await update(state="running", error=None)
+            await session.send(TransferStart(tid=tid, handoff=row.handoff_id, link=row.link_id))
+            link = await session.open_link(tid, "offer")
+            try:
+                await send_blob(link.channel, blob_path, info, on_progress=self._progress(tid),
+                                idle_timeout=self.idle_timeout, max_message_size=MESSAGE_SIZE, control=control)
+            finally:
+                await link.close()
+            await update(state="done", bytes_done=row.size)
+        except ConflictError as exc:
+            await update(state="cancelled", error=str(exc))
+        except DeclinedError as exc:
+            await update(state="failed", error=f"declined by {session.device.name}: {exc}")
+            await self._fail_handoff(row.handoff_id, f"declined by {session.device.name}")
+        except (P2pdError, OSError) as exc:
+            if control.cancelled:
+                await update(state="cancelled", error=control.reason)
+                await self._cancel_handoff(row.handoff_id, control.reason or "cancelled")
+            elif session.state != "online" or "went away" in str(exc) or "connection" in str(exc):
+                await update(state="interrupted", error=str(exc))  # sent again when the device is back
+                await asyncio.sleep(_backoff(1))
+            else:
+                await update(state="failed", error=str(exc))
+                await self._fail_handoff(row.handoff_id, str(exc))
+        finally:
+            self.controls.pop(tid, None)
+
+    async def run_incoming(self, session: DeviceSession, start: TransferStart) -> None:
+        device = session.device
+        control = TransferControl()
+        row_id: list[str] = []
+
+        async def decide(offer: Offer) -> bool:
+            if start.link is not None and not self.links.accepts(start.link, device.device_id):
+                return False
+            row = await asyncio.to_thread(
+                self.store.create_transfer, "in", device.device_id, title=offer.info.title,
+                size=offer.compressed_size, sha256=offer.sha256.hex(), blob_path=None,
+                handoff_id=start.handoff, link_id=start.link)
+            row_id.append(row.id)
+            self.controls[row.id] = control
+            await asyncio.to_thread(self.store.update_transfer, row.id, state="running")
+            return True
+
+        try:
+            link = await session.open_link(start.tid, "answer")
+            try:
+                received = await receive_blob(link.channel, self.incoming, decide=decide,
+                                              on_progress=lambda done, total: self._progress(row_id[0])(done, total)
+                                              if row_id else None,
+                                              idle_timeout=self.idle_timeout, max_message_size=MESSAGE_SIZE,
+                                              control=control)
+            finally:
+                await link.close()
+            output = await self.host.accept_conversation(device, received.path, transfer_id=row_id[0],
+                                                         handoff_id=start.handoff, link_id=start.link)
+            await asyncio.to_thread(self.store.update_transfer, row_id[0], state="done",
+                                    bytes_done=received.offer.compressed_size)
+            if start.handoff is not None:
+                session.report(HandoffState(hid=start.handoff, state="completed", output=output[:4000]))
+        except DeclinedError:
+            return  # we declined (a closed link): the sender hears it from the transfer protocol
+        except (P2pdError, OSError) as exc:
+            if row_id:
+                await asyncio.to_thread(self.store.update_transfer, row_id[0],
+                                        state="cancelled" if control.cancelled else "failed", error=str(exc))
+            if start.handoff is not None and isinstance(exc, P2pdError) and "went away" not in str(exc):
+                session.report(HandoffState(hid=start.handoff, state="failed", reason=str(exc)[:4000]))
+            log.warning("receiving from %s failed: %s", device.name, exc)
+        finally:
+            if row_id:
+                self.controls.pop(row_id[0], None)
+
+    def _updater(self, tid: str) -> Callable[..., Awaitable[None]]:
+        async def update(**fields: Any) -> None:
+            await asyncio.to_thread(self.store.update_transfer, tid, **fields)
+
+        return update
+
+    def _progress(self, tid: str) -> Callable[[int, int], None]:
+        last = [0.0]
+
+        def progress(done: int, total: int) -> None:
+            now = time.monotonic()
+            if now - last[0] >= PROGRESS_EVERY or done >= total:
+                last[0] = now
+                with contextlib.suppress(Exception):
+                    self.store.update_transfer(tid, bytes_done=done)
+
+        return progress
+
+    async def _fail_handoff(self, hid: str | None, reason: str) -> None:
+        if hid is not None:
+            with contextlib.suppress(P2pdError):
+                await asyncio.to_thread(self.store.transition_handoff, hid, "failed", reason=reason)
+
+    async def _cancel_handoff(self, hid: str | None, reason: str) -> None:
+        if hid is not None:
+            with contextlib.suppress(P2pdError):
+                await asyncio.to_thread(self.store.transition_handoff, hid, "cancelled", reason=reason)
+
+
+def _read_document(path: Path) -> ConversationDocument:
+    from p2pd.conversation.document_io import read_document
+
+    return read_document(path)
+
+
+__all__ = ["DeviceNetwork", "DeviceSession", "NetworkHost", "outbox_info", "pack_outbox"]
