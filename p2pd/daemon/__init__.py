@@ -1,1 +1,2 @@
-"""The daemon: device identity and pairing, the device network, and the local service (see DAEMON.md)."""
+"""``p2pd serve``: the local daemon — home folder and token, SQLite store, handoff lifecycle, HTTP API, MCP tools,
+the Claude Code hook, and the CLI's client for it. See DAEMON.md beside this file."""

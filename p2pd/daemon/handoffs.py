@@ -1,0 +1,93 @@
+"""Handoff lifecycle (pure: no I/O) and the context package that travels with the conversation.
+
+    pending ──claim──▶ claimed ──▶ started ──▶ completed
+       │                  │           │
+       └──────────────────┴───────────┴──▶ failed | cancelled
+
+- pending: created, waiting for a device (a named one, or ``any``);
+- claimed: exactly one device claimed it (an atomic compare-and-set in the store);
+- started: the conversation is on its way to the claimer;
+- completed: the claimer received it, verified the SHA-256 and imported it (``output`` = the resume command);
+- failed (``reason``), cancelled (by the sender, before completion). The last three are final.
+
+A claimed or started handoff whose claimer gives up may go back to pending (``release``), so another device can
+take it; the store records who claimed it each time.
+
+The package (summary, goal, files, notes, cwd, project path) is stored in the conversation document itself, in
+``doc.metadata["p2pd_handoff"]``, so the SHA-256 of the transfer covers it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..conversation.model import ConversationDocument
+from ..errors import ConflictError, InvalidInputError
+
+State = Literal["pending", "claimed", "started", "completed", "failed", "cancelled"]
+STATES: tuple[State, ...] = ("pending", "claimed", "started", "completed", "failed", "cancelled")
+FINAL: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
+
+TRANSITIONS: dict[str, frozenset[str]] = {
+    "pending": frozenset({"claimed", "failed", "cancelled"}),
+    "claimed": frozenset({"started", "pending", "failed", "cancelled"}),
+    "started": frozenset({"completed", "pending", "failed", "cancelled"}),
+    "completed": frozenset(),
+    "failed": frozenset(),
+    "cancelled": frozenset(),
+}
+
+METADATA_KEY = "p2pd_handoff"
+MAX_FILE_CONTENT = 1 << 20  # 1 MiB of inline content per file
+MAX_FILES = 200
+
+
+def check_state(state: str) -> State:
+    if state not in STATES:
+        raise InvalidInputError(f"unknown handoff state {state!r} (one of {', '.join(STATES)})")
+    return state
+
+
+def check_transition(current: str, new: str) -> None:
+    """Raise ConflictError when ``current → new`` is not allowed."""
+    check_state(new)
+    if new not in TRANSITIONS.get(current, frozenset()):
+        if current in FINAL:
+            raise ConflictError(f"the handoff is already {current}")
+        raise ConflictError(f"a {current} handoff cannot become {new}")
+
+
+class HandoffFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    path: str = Field(min_length=1, max_length=4096, description="file path, relative to project_path if possible")
+    summary: str = Field(default="", max_length=8192, description="why this file matters")
+    content: str | None = Field(default=None, max_length=MAX_FILE_CONTENT,
+                                description="the file's text, when the other machine may not have it")
+
+
+class HandoffPackage(BaseModel):
+    """What the agent hands over besides the conversation itself."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    summary: str = Field(default="", max_length=65536, description="what was done so far")
+    goal: str = Field(default="", max_length=16384, description="the current goal, what to do next")
+    files: list[HandoffFile] = Field(default_factory=list, max_length=MAX_FILES)
+    notes: str = Field(default="", max_length=65536)
+    cwd: str | None = Field(default=None, max_length=4096, description="working directory on the sending machine")
+    project_path: str | None = Field(default=None, max_length=4096, description="the project's root folder")
+
+
+def attach_package(doc: ConversationDocument, package: HandoffPackage, *, handoff_id: str) -> None:
+    """Put the package into the document (``metadata.p2pd_handoff``), so it travels under the SHA-256."""
+    meta: dict[str, Any] = dict(doc.metadata or {})
+    meta[METADATA_KEY] = {"id": handoff_id, **package.model_dump(mode="json")}
+    doc.metadata = meta
+
+
+def package_of(doc: ConversationDocument) -> dict[str, Any] | None:
+    value = (doc.metadata or {}).get(METADATA_KEY)
+    return value if isinstance(value, dict) else None
