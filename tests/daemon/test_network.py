@@ -1,0 +1,190 @@
+"""Paired devices over a real signaling server process and real aiortc peers on loopback (in one process)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from p2pd.conversation.document_io import parse_document, write_document
+from p2pd.conversation.model import ConversationDocument
+from p2pd.daemon.device_pairing import pair_device
+from p2pd.daemon.devices import Device, DeviceBook
+from p2pd.daemon.identity import Identity, load_identity
+from p2pd.daemon.network import DeviceNetwork
+from p2pd.daemon.peer_protocol import HandoffOffer
+from p2pd.daemon.store import Store
+from p2pd.errors import WrongCodeError
+from p2pd.exchange import QuietUI
+from p2pd.sources import load_file
+from tests.corpus import claude_code_files
+from tests.signal_process import SignalProcess, signal_server
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[SignalProcess]:
+    with signal_server("--joins-per-minute", "100000", "--messages-per-second", "1000",
+                       "--message-burst", "1000") as s:
+        yield s
+
+
+@pytest.fixture(autouse=True)
+def loopback_ice(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("P2PD_ICE_HOST_ADDRESSES", "127.0.0.1")
+
+
+class InboxHost:
+    """The receiving end the network hands verified blobs to: files them in the real store's inbox."""
+
+    def __init__(self, folder: Path, claim: bool = True) -> None:
+        self.store = Store(folder / "state.sqlite3")
+        self.folder = folder
+        self.claim = claim
+        self.received: list[ConversationDocument] = []
+
+    async def accept_conversation(self, device: Device, blob_path: Path, *, transfer_id: str,
+                                  handoff_id: str | None, link_id: str | None) -> str:
+        from p2pd import blob
+
+        doc = parse_document(blob.read(blob_path), source="received")
+        path = self.folder / "inbox" / f"{transfer_id}.a2a.json"
+        write_document(doc, path)
+        self.store.add_inbox(transfer_id=transfer_id, from_peer=device.device_id, document_path=str(path),
+                             title=doc.title, platform=doc.origin.platform, session_id=doc.origin.session_id,
+                             messages=doc.counts.messages, sha256="", handoff_id=handoff_id)
+        self.received.append(doc)
+        return f"claude --resume {doc.origin.session_id}"
+
+    def should_claim(self, device: Device, offer: HandoffOffer) -> bool:
+        return self.claim
+
+
+async def _pair(url: str, a: Path, b: Path) -> tuple[Identity, Identity]:
+    ida, idb = load_identity(a), load_identity(b)
+    ui_a = QuietUI()
+    task = asyncio.create_task(pair_device(signal_url=url, code=None, identity=ida, book=DeviceBook(a), ui=ui_a,
+                                           timeout=20))
+    while not ui_a.codes:
+        await asyncio.sleep(0.02)
+    rb = await pair_device(signal_url=url, code=ui_a.codes[0], identity=idb, book=DeviceBook(b), ui=QuietUI(),
+                           timeout=20)
+    ra = await task
+    assert ra.device.device_id == idb.device_id and rb.device.device_id == ida.device_id
+    assert ra.device.secret == rb.device.secret and ra.verification == rb.verification
+    return ida, idb
+
+
+async def _until(check: Callable[[], Any], timeout: float = 30.0) -> Any:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while loop.time() < end:
+        value = check()
+        if value:
+            return value
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"condition not met within {timeout} s")
+
+
+@pytest.fixture
+def corpus_doc() -> ConversationDocument:
+    path = next(p for p in claude_code_files(include_subagents=False) if 50_000 < p.stat().st_size < 400_000)
+    return load_file(path)
+
+
+@pytest.fixture
+async def pair_of(tmp_path: Path, server: SignalProcess) -> AsyncIterator[list[tuple[DeviceNetwork, InboxHost]]]:
+    a, b = tmp_path / "a", tmp_path / "b"
+    ida, idb = await _pair(server.url, a, b)
+    nets = []
+    for folder, ident in ((a, ida), (b, idb)):
+        host = InboxHost(folder)
+        net = DeviceNetwork(folder, ident, host, server.url, connect_timeout=20, idle_timeout=20)
+        await net.start()
+        nets.append((net, host))
+    try:
+        yield nets
+    finally:
+        for net, _ in nets:
+            await net.stop()
+
+
+async def test_pairing_pins_each_others_keys(tmp_path: Path, server: SignalProcess) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    ida, idb = await _pair(server.url, a, b)
+    da, db = DeviceBook(a).get(idb.device_id), DeviceBook(b).get(ida.device_id)
+    assert da.key_bytes == idb.public_key and db.key_bytes == ida.public_key
+    assert (a / "devices.json").stat().st_mode & 0o777 == 0o600
+
+
+async def test_pairing_with_a_wrong_code_stores_nothing(tmp_path: Path, server: SignalProcess) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    ida, idb = load_identity(a), load_identity(b)
+    ui = QuietUI()
+    task = asyncio.create_task(pair_device(signal_url=server.url, code=None, identity=ida, book=DeviceBook(a),
+                                           ui=ui, timeout=20))
+    await _until(lambda: ui.codes)
+    nameplate = ui.codes[0].split("-")[0]
+    with pytest.raises(WrongCodeError):
+        await pair_device(signal_url=server.url, code=f"{nameplate}-wrong-words", identity=idb,
+                          book=DeviceBook(b), ui=QuietUI(), timeout=20)
+    with pytest.raises(WrongCodeError):
+        await task
+    assert DeviceBook(a).devices == {} and DeviceBook(b).devices == {}
+
+
+async def test_send_to_a_paired_device_without_a_code(pair_of: list[tuple[DeviceNetwork, InboxHost]],
+                                                      corpus_doc: ConversationDocument) -> None:
+    (na, ha), (nb, hb) = pair_of
+    await _until(lambda: all(d["online"] for d in na.devices()))
+    row = await na.send_to_device(nb.identity.device_id, corpus_doc)
+    done = await _until(lambda: (r := ha.store.get_transfer(row.id)).state in ("done", "failed") and r)
+    assert done.state == "done", done.error
+    assert len(hb.received) == 1
+    assert hb.received[0].to_json_dict() == corpus_doc.to_json_dict()
+    incoming = [r for r in hb.store.list_transfers() if r.direction == "in"]
+    assert [r.state for r in incoming] == ["done"] and incoming[0].sha256 == row.sha256
+
+
+async def test_a_changed_device_key_is_refused(tmp_path: Path, server: SignalProcess,
+                                               corpus_doc: ConversationDocument) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    ida, _ = await _pair(server.url, a, b)
+    (b / "identity.key").unlink()  # b gets a new key but keeps the pair secret: a must not trust it
+    idb2 = load_identity(b)
+    ha, hb = InboxHost(a), InboxHost(b)
+    na = DeviceNetwork(a, ida, ha, server.url)
+    nb = DeviceNetwork(b, idb2, hb, server.url)
+    await na.start()
+    await nb.start()
+    try:
+        view = await _until(lambda: next((d for d in na.devices() if d["state"] == "refused"), None))
+        assert "DIFFERENT KEY" in view["error"] and "p2pd devices remove" in view["error"]
+        device_id = next(iter(na.book.devices))
+        row = await na.send_to_device(device_id, corpus_doc)
+        await asyncio.sleep(1.0)
+        assert ha.store.get_transfer(row.id).state == "queued" and hb.received == []
+    finally:
+        await na.stop()
+        await nb.stop()
+
+
+async def test_handoff_is_claimed_transferred_and_completed(pair_of: list[tuple[DeviceNetwork, InboxHost]],
+                                                            corpus_doc: ConversationDocument,
+                                                            tmp_path: Path) -> None:
+    (na, ha), (nb, hb) = pair_of
+    path = tmp_path / "handoff.a2a.json"
+    write_document(corpus_doc, path)
+    row = ha.store.create_handoff(target=nb.identity.device_id, package={"summary": "carry on"},
+                                  document_path=str(path), title=corpus_doc.title, source={})
+    await _until(lambda: all(d["online"] for d in na.devices()))
+    na.handoff_created(row.id)
+    final = await _until(lambda: (h := ha.store.get_handoff(row.id)).state in ("completed", "failed") and h)
+    assert final.state == "completed", final.reason
+    assert final.claimed_by == nb.identity.device_id
+    assert final.output and final.output.startswith("claude --resume")
+    assert len(hb.received) == 1
