@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from p2pd import blob
+from p2pd.atomic import atomic_write_bytes
 from p2pd.conversation.document_io import dumps
 from p2pd.conversation.model import ConversationDocument
 from p2pd.daemon.devices import Device, DeviceBook
@@ -98,11 +99,10 @@ def pack_outbox(doc: ConversationDocument, outbox: Path) -> tuple[Path, OfferInf
     path = outbox / f"{sha}.p2pd"
     info = OfferInfo.normalized(doc.title or doc.context_id, doc.origin.platform,
                                 doc.origin.session_id or doc.context_id, doc.counts.messages)
+    # Written atomically: a send of the same conversation may be reading these files right now.
     if not path.exists():
-        tmp = path.with_suffix(".tmp")
-        tmp.write_bytes(data)
-        tmp.replace(path)
-    path.with_suffix(".json").write_bytes(info.to_json())
+        atomic_write_bytes(path, data)
+    atomic_write_bytes(path.with_suffix(".json"), info.to_json())
     return path, info, sha
 
 
@@ -284,7 +284,13 @@ class DeviceSession:
             if row is None:
                 await self.kick.wait()
                 continue
-            await self.net.run_outgoing(self, row)
+            try:
+                await self.net.run_outgoing(self, row)
+            except P2pdError as exc:  # e.g. the row reached a final state meanwhile (cancelled)
+                log.info("transfer %s: %s", row.id, exc)
+            except Exception:  # a bug must not stop this device's sends for good
+                log.exception("transfer %s failed unexpectedly", row.id)
+                await asyncio.sleep(1.0)
 
 
 def _backoff(failures: int) -> float:
@@ -317,6 +323,8 @@ class DeviceNetwork:
     # ---- lifecycle -------------------------------------------------------------------------------------------
 
     async def start(self) -> None:
+        """Come up: transfers a previous run left unfinished are sent again once their device is back."""
+        await asyncio.to_thread(self.store.interrupted_transfers)
         self._sync_sessions()
         self._watcher = asyncio.create_task(self._watch_book())
 
@@ -541,11 +549,13 @@ class DeviceNetwork:
             await session.send(TransferStart(tid=tid, handoff=row.handoff_id, link=row.link_id))
             link = await session.open_link(tid, "offer")
             try:
-                await send_blob(link.channel, blob_path, info, on_progress=self._progress(tid),
-                                idle_timeout=self.idle_timeout, max_message_size=MESSAGE_SIZE, control=control)
+                result = await send_blob(link.channel, blob_path, info, on_progress=self._progress(tid),
+                                         idle_timeout=self.idle_timeout, max_message_size=MESSAGE_SIZE,
+                                         control=control)
             finally:
                 await link.close()
-            await update(state="done", bytes_done=row.size)
+            await update(state="done", bytes_done=result.compressed_size,
+                         detail={"resumed_bytes": result.resumed_bytes, "elapsed": round(result.elapsed, 3)})
         except ConflictError as exc:
             await update(state="cancelled", error=str(exc))
         except DeclinedError as exc:
@@ -594,7 +604,9 @@ class DeviceNetwork:
             output = await self.host.accept_conversation(device, received.path, transfer_id=row_id[0],
                                                          handoff_id=start.handoff, link_id=start.link)
             await asyncio.to_thread(self.store.update_transfer, row_id[0], state="done",
-                                    bytes_done=received.offer.compressed_size)
+                                    bytes_done=received.offer.compressed_size,
+                                    detail={"resumed_bytes": received.resumed_bytes,
+                                            "elapsed": round(received.elapsed, 3)})
             if start.handoff is not None:
                 session.report(HandoffState(hid=start.handoff, state="completed", output=output[:4000]))
         except DeclinedError:

@@ -17,7 +17,7 @@ from p2pd.daemon.identity import Identity, load_identity
 from p2pd.daemon.network import DeviceNetwork
 from p2pd.daemon.peer_protocol import HandoffOffer
 from p2pd.daemon.store import Store
-from p2pd.errors import WrongCodeError
+from p2pd.errors import ConflictError, WrongCodeError
 from p2pd.exchange import QuietUI
 from p2pd.sources import load_file
 from tests.corpus import claude_code_files
@@ -188,3 +188,87 @@ async def test_handoff_is_claimed_transferred_and_completed(pair_of: list[tuple[
     assert final.claimed_by == nb.identity.device_id
     assert final.output and final.output.startswith("claude --resume")
     assert len(hb.received) == 1
+
+
+async def _start(folder: Path, url: str) -> tuple[DeviceNetwork, InboxHost]:
+    host = InboxHost(folder)
+    net = DeviceNetwork(folder, load_identity(folder), host, url, connect_timeout=20, idle_timeout=20)
+    await net.start()
+    return net, host
+
+
+async def test_fan_out_to_three_devices_and_a_closed_link_delivers_nothing(
+        tmp_path: Path, server: SignalProcess, corpus_doc: ConversationDocument) -> None:
+    folders = [tmp_path / name for name in "abcd"]
+    for other in folders[1:]:
+        await _pair(server.url, folders[0], other)
+    nets = [await _start(f, server.url) for f in folders]
+    (na, ha), receivers = nets[0], nets[1:]
+    try:
+        await _until(lambda: len(na.devices()) == 3 and all(d["online"] for d in na.devices()))
+        await _until(lambda: all(n.devices() and n.devices()[0]["online"] for n, _ in receivers))
+        link = await na.create_link("team", [n.identity.device_id for n, _ in receivers])
+        await _until(lambda: all(link.id in n.links.links for n, _ in receivers))
+        rows = await na.send_to_link(link.id, corpus_doc)
+        assert sorted(r.peer for r in rows) == sorted(n.identity.device_id for n, _ in receivers)
+        await _until(lambda: all(ha.store.get_transfer(r.id).state == "done" for r in rows))
+        shas = {r.sha256 for r in rows}
+        assert len(shas) == 1
+        for _, host in receivers:
+            assert [d.to_json_dict() for d in host.received] == [corpus_doc.to_json_dict()]
+            assert [r.sha256 for r in host.store.list_transfers() if r.direction == "in"] == list(shas)
+
+        # b leaves: the next send goes to c and d only
+        (nb, hb), (nc, _), _ = receivers
+        nb.leave_link(link.id)
+        await _until(lambda: nb.identity.device_id in na.links.get(link.id).left)
+        rows = await na.send_to_link(link.id, corpus_doc)
+        assert nb.identity.device_id not in {r.peer for r in rows} and len(rows) == 2
+        await _until(lambda: all(ha.store.get_transfer(r.id).state in ("done", "failed") for r in rows))
+        assert [ha.store.get_transfer(r.id).error for r in rows] == [None, None]
+        assert len(hb.received) == 1
+
+        # c closes the link for everyone: a refuses to send, and a receiver refuses a transfer tagged with it
+        nc.close_link(link.id)
+        await _until(lambda: na.links.get(link.id).closed)
+        with pytest.raises(ConflictError):
+            await na.send_to_link(link.id, corpus_doc)
+        stale = await na.send_to_device(nc.identity.device_id, corpus_doc, link_id=link.id)
+        final = await _until(lambda: (r := ha.store.get_transfer(stale.id)).state in ("done", "failed", "cancelled")
+                             and r)
+        assert final.state in ("failed", "cancelled")
+        assert [len(h.received) for _, h in receivers] == [1, 2, 2]
+    finally:
+        for net, _ in nets:
+            await net.stop()
+
+
+async def test_a_transfer_cut_by_a_restart_resumes(tmp_path: Path, server: SignalProcess,
+                                                   corpus_doc: ConversationDocument) -> None:
+    import base64
+    import os
+
+    from p2pd.conversation.model import Message, Part
+
+    big = corpus_doc.model_copy(deep=True)
+    filler = base64.b64encode(os.urandom(9_000_000)).decode("ascii")
+    big.messages.append(Message(message_id="filler", role="ROLE_USER", parts=[Part(text=filler)]))
+    a, b = tmp_path / "a", tmp_path / "b"
+    await _pair(server.url, a, b)
+    na, ha = await _start(a, server.url)
+    nb, hb = await _start(b, server.url)
+    try:
+        await _until(lambda: all(d["online"] for d in na.devices()))
+        row = await na.send_to_device(nb.identity.device_id, big)
+        await _until(lambda: ha.store.get_transfer(row.id).bytes_done > row.size // 5, timeout=60)
+        await na.stop()  # the sender goes down mid-transfer
+        assert ha.store.get_transfer(row.id).state == "running"
+        na, ha = await _start(a, server.url)  # …and comes back: the row is interrupted, then sent again
+        final = await _until(lambda: (r := ha.store.get_transfer(row.id)).state in ("done", "failed") and r,
+                             timeout=90)
+        assert final.state == "done", final.error
+        assert final.detail["resumed_bytes"] > 0
+        assert len(hb.received) == 1 and hb.received[0].messages[-1].parts[0].text == filler
+    finally:
+        await na.stop()
+        await nb.stop()
