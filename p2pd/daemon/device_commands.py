@@ -1,0 +1,156 @@
+"""CLI commands for devices and links: ``p2pd pair``, ``p2pd devices``, ``p2pd links``.
+
+``pair`` and ``devices`` work with or without the daemon (they edit ``devices.json``, which a running daemon
+notices within a second); ``devices`` shows who is online when the daemon runs. ``links`` needs the daemon,
+since every change is told to the other members.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from ..errors import ExitCode
+
+
+def register(sub: Any) -> None:
+    s = sub.add_parser("pair", help="pair this device with another once; afterwards sends need no code")
+    s.add_argument("code", nargs="?", help="the code the other device showed (omit to make one); '-' reads it "
+                   "from stdin or $P2PD_CODE")
+    s.add_argument("--signal", help="signaling server URL (default: $P2PD_SIGNAL or the config file)")
+    s.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the other device")
+    s.set_defaults(func=cmd_pair)
+
+    s = sub.add_parser("devices", help="paired devices: list, rename, remove; this device's name")
+    s.add_argument("action", nargs="?", choices=["list", "rename", "remove", "name"], default="list")
+    s.add_argument("args", nargs="*", help="rename DEVICE NEW-NAME | remove DEVICE | name [NEW-NAME]")
+    s.add_argument("--json", action="store_true", help="machine-readable output")
+    s.set_defaults(func=cmd_devices)
+
+    s = sub.add_parser("links", help="links (groups of devices to send to at once): list, create, close, leave")
+    s.add_argument("action", nargs="?", choices=["list", "create", "close", "leave"], default="list")
+    s.add_argument("args", nargs="*", help="create NAME DEVICE… | close LINK | leave LINK")
+    s.add_argument("--json", action="store_true", help="machine-readable output")
+    s.set_defaults(func=cmd_links)
+
+
+def cmd_pair(args: argparse.Namespace) -> int:
+    from ..cli import CliUI, _escape, err, run_async
+    from ..config import signal_url
+    from ..pairing.codes import read_code
+    from .device_pairing import pair_device
+    from .devices import DeviceBook
+    from .home import Home
+    from .identity import load_identity
+
+    home = Home.default().ensure()
+    identity = load_identity(home.root)
+    code = read_code(args.code)
+    ui = CliUI()
+    err.print(f"This device: [bold]{_escape(identity.name)}[/] ({identity.device_id}), "
+              f"fingerprint {identity.fingerprint}")
+    try:
+        result = run_async(pair_device(signal_url=args.signal or signal_url(), code=str(code) if code else None,
+                                       identity=identity, book=DeviceBook(home.root), ui=ui,
+                                       timeout=args.timeout))
+    finally:
+        ui.stop()
+    d = result.device
+    again = " (paired again: its secret is new)" if result.replaced else ""
+    err.print(f"Paired with [bold]{_escape(d.name)}[/] ({d.device_id}), fingerprint {d.fingerprint}{again}.")
+    err.print("Sends between the two need no code now, e.g. "
+              f"`p2pd send SESSION --to {d.device_id}` (the daemon must run on both: `p2pd serve`).")
+    return ExitCode.OK
+
+
+def _device_rows() -> list[dict[str, Any]]:
+    from .client import DaemonClient
+    from .devices import DeviceBook
+    from .home import Home
+
+    client = DaemonClient.find()
+    if client is not None:
+        with client:
+            rows: list[dict[str, Any]] = client.get("/devices")
+            return rows
+    return [{**d.public_view(), "online": None, "state": "daemon not running"}
+            for d in DeviceBook(Home.default().root).devices.values()]
+
+
+def cmd_devices(args: argparse.Namespace) -> int:
+    from ..cli import _escape, err, out
+    from ..errors import InvalidInputError
+    from .devices import DeviceBook
+    from .home import Home
+    from .identity import load_identity, set_device_name
+
+    home = Home.default().ensure()
+    if args.action == "name":
+        if args.args:
+            set_device_name(home.root, " ".join(args.args))
+        identity = load_identity(home.root)
+        print(f"{identity.name}\t{identity.device_id}\t{identity.fingerprint}")
+        return ExitCode.OK
+    book = DeviceBook(home.root)
+    if args.action == "rename":
+        if len(args.args) < 2:
+            raise InvalidInputError("usage: p2pd devices rename DEVICE NEW-NAME")
+        d = book.rename(args.args[0], " ".join(args.args[1:]))
+        err.print(f"Renamed {d.device_id} to [bold]{_escape(d.name)}[/].")
+        return ExitCode.OK
+    if args.action == "remove":
+        if len(args.args) != 1:
+            raise InvalidInputError("usage: p2pd devices remove DEVICE")
+        d = book.remove(args.args[0])
+        err.print(f"Removed {_escape(d.name)} ({d.device_id}); its key and secret are forgotten. "
+                  "Pair again with `p2pd pair` to send to it.")
+        return ExitCode.OK
+    rows = _device_rows()
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return ExitCode.OK
+    if not rows:
+        err.print("No paired devices. Pair one: `p2pd pair` here, then `p2pd pair CODE` on the other device.")
+        return ExitCode.OK
+    from rich.table import Table
+
+    table = Table("id", "name", "fingerprint", "state")
+    for row in rows:
+        state = str(row.get("state") or "")
+        if row.get("error") and state == "refused":
+            state += f": {row['error']}"
+        table.add_row(str(row["id"]), _escape(str(row["name"])), str(row["fingerprint"]), _escape(state))
+    out.print(table)
+    return ExitCode.OK
+
+
+def cmd_links(args: argparse.Namespace) -> int:
+    from ..cli import _escape, out
+    from ..errors import InvalidInputError
+    from .client import DaemonClient
+
+    with DaemonClient.connect(why="links are kept by the daemon") as client:
+        if args.action == "create":
+            if len(args.args) < 2:
+                raise InvalidInputError("usage: p2pd links create NAME DEVICE [DEVICE…]")
+            row = client.post("/links", {"name": args.args[0], "devices": args.args[1:]})
+        elif args.action in ("close", "leave"):
+            if len(args.args) != 1:
+                raise InvalidInputError(f"usage: p2pd links {args.action} LINK")
+            row = client.post(f"/links/{args.args[0]}/{args.action}")
+        else:
+            rows = client.get("/links")
+            if args.json:
+                print(json.dumps(rows, indent=1))
+                return ExitCode.OK
+            from rich.table import Table
+
+            table = Table("id", "name", "members", "state")
+            for r in rows:
+                names = ", ".join(m["name"] or m["id"] for m in r["members"] if m["id"] not in r["left"])
+                table.add_row(r["id"], _escape(r["name"]), _escape(names), "closed" if r["closed"] else "open")
+            out.print(table)
+            return ExitCode.OK
+    print(json.dumps(row, indent=1) if args.json else f"{row['id']}\t{'closed' if row['closed'] else 'open'}")
+    return ExitCode.OK
