@@ -1,8 +1,8 @@
 // The blob (p2pd/blob.md) and its LZ4 frame payload, plus reading a picked .a2a.json. LZ4 is lz4js (wrapped as
-// an ES module by tools/vendor.mjs); around it this module checks the frame's structure, sizes and content
-// checksum itself, so a hostile payload gives a clear error instead of garbage.
+// an ES module by tools/vendor.mjs); this module walks the frame itself (lz4js's frame reader skips checksums
+// and misreads block checksums) and checks sizes and checksums, so a bad payload gives a clear error.
 
-import { compress, decompressFrame, xxhash32 } from '../vendor/lz4js.js';
+import { compress, decompressBlock, xxhash32 } from '../vendor/lz4js.js';
 import { concat, equal, fromUtf8, sha256, utf8 } from './bytes.js';
 import { P2pdError, invalid } from './errors.js';
 
@@ -14,14 +14,17 @@ export const CODEC_LZ4 = 1;
 
 const codecError = (what) => new P2pdError('invalid', `The conversation could not be decompressed: ${what}.`);
 
-/** Walk an LZ4 frame's header and blocks: [descriptor flags, offset of the end mark] after bounds checks. */
-function lz4Structure(src, rawSize) {
+/**
+ * Decompress one LZ4 frame that must hold exactly `rawSize` bytes. The frame and its blocks are walked here
+ * (bounds, block and content checksums, no trailing bytes); each compressed block is expanded by lz4js.
+ */
+export function lz4Decompress(src, rawSize) {
   const view = new DataView(src.buffer, src.byteOffset, src.length);
   if (src.length < 7 || view.getUint32(0, true) !== LZ4_MAGIC) throw codecError('not an LZ4 frame');
   const flg = src[4];
   const bd = src[5];
   if ((flg >> 6) !== 1) throw codecError('unsupported LZ4 frame version');
-  if (flg & 0x01) throw codecError('LZ4 dictionaries are not supported');
+  if (flg & 0x03) throw codecError('LZ4 dictionaries and reserved flags are not supported');
   const blockMax = BLOCK_MAX[(bd >> 4) & 7];
   if (!blockMax || bd & 0x8f) throw codecError('invalid LZ4 block size');
   let at = 6;
@@ -31,38 +34,45 @@ function lz4Structure(src, rawSize) {
     if (size !== BigInt(rawSize)) throw codecError(`the frame holds ${size} bytes, the offer said ${rawSize}`);
     at += 8;
   }
-  if ((xxhash32(0, src, 4, at - 4) >>> 8 & 0xff) !== src[at]) throw codecError('LZ4 header checksum mismatch');
+  if (src.length < at + 1) throw codecError('the frame is truncated');
+  if (((xxhash32(0, src, 4, at - 4) >>> 8) & 0xff) !== src[at]) throw codecError('LZ4 header checksum mismatch');
   at += 1;
+  const dst = new Uint8Array(rawSize + 1); // a spare byte: filling it means the data expands past rawSize
+  let d = 0;
   for (;;) {
     if (src.length < at + 4) throw codecError('the frame is truncated');
     const word = view.getUint32(at, true);
-    if (word === 0) return { flg, end: at };
+    at += 4;
+    if (word === 0) break;
     const size = word & 0x7fffffff;
     if (size > blockMax) throw codecError('an LZ4 block is larger than the frame allows');
-    at += 4 + size + (flg & 0x10 ? 4 : 0);
-    if (at > src.length) throw codecError('the frame is truncated');
+    if (at + size + (flg & 0x10 ? 4 : 0) > src.length) throw codecError('the frame is truncated');
+    if (word & 0x80000000) {
+      if (d + size > rawSize) throw codecError(`it expands past the ${rawSize} bytes the offer said`);
+      dst.set(src.subarray(at, at + size), d);
+      d += size;
+    } else {
+      try {
+        d = decompressBlock(src, dst, at, size, d);
+      } catch (error) {
+        throw codecError(error.message);
+      }
+      if (!(d <= rawSize)) throw codecError(`it expands past the ${rawSize} bytes the offer said`);
+    }
+    if (flg & 0x10) {
+      if ((xxhash32(0, src, at, size) >>> 0) !== view.getUint32(at + size, true)) throw codecError('LZ4 block checksum mismatch');
+      at += 4;
+    }
+    at += size;
   }
-}
-
-/** Decompress one LZ4 frame that must hold exactly `rawSize` bytes (checked, with its content checksum). */
-export function lz4Decompress(src, rawSize) {
-  const { flg, end } = lz4Structure(src, rawSize);
-  const tail = end + 4 + (flg & 0x04 ? 4 : 0);
-  if (tail < src.length) throw codecError('trailing bytes after the LZ4 frame');
-  if (tail > src.length) throw codecError('the frame is truncated');
-  const dst = new Uint8Array(rawSize + 1); // one spare byte: writing it means the data expands past rawSize
-  let size;
-  try {
-    size = decompressFrame(src, dst);
-  } catch (error) {
-    throw codecError(error.message);
-  }
-  if (size !== rawSize) throw codecError(`it expands to ${size} bytes, the offer said ${rawSize}`);
+  if (d !== rawSize) throw codecError(`it expands to ${d} bytes, the offer said ${rawSize}`);
   const out = dst.subarray(0, rawSize);
   if (flg & 0x04) {
-    const expected = new DataView(src.buffer, src.byteOffset + end + 4, 4).getUint32(0, true);
-    if ((xxhash32(0, out, 0, out.length) >>> 0) !== expected) throw codecError('LZ4 content checksum mismatch');
+    if (src.length < at + 4) throw codecError('the frame is truncated');
+    if ((xxhash32(0, out, 0, out.length) >>> 0) !== view.getUint32(at, true)) throw codecError('LZ4 content checksum mismatch');
+    at += 4;
   }
+  if (at !== src.length) throw codecError('trailing bytes after the LZ4 frame');
   return out;
 }
 
