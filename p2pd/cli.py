@@ -242,9 +242,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
 class CliUI:
     """Terminal side of send/receive: the code, the verification string, the offer prompt, a progress bar."""
 
-    def __init__(self, *, yes: bool = False, receiving: bool = False) -> None:
+    def __init__(self, *, yes: bool = False, receiving: bool = False, signal_url: str | None = None) -> None:
         self.yes = yes
         self.receiving = receiving
+        self.signal_url = signal_url
         self._progress: Any = None
         self._task: Any = None
 
@@ -255,6 +256,13 @@ class CliUI:
         else:
             err.print(f"Code: [bold]{_escape(code)}[/]")
             err.print(f"  on the receiving machine run: [bold]p2pd receive {_escape(code)}[/]")
+            if self.signal_url:
+                from .weblink import page_link, qr_text
+
+                link = page_link(self.signal_url, code)
+                err.print(f"  or open in a browser: {_escape(link)}", soft_wrap=True)
+                if sys.stdout.isatty():
+                    out.print(qr_text(link), end="", highlight=False, markup=False)
 
     def paired(self, verification: str) -> None:
         err.print(f"Paired. Verification string (the same on both sides): [bold]{_escape(verification)}[/]")
@@ -306,8 +314,8 @@ def cmd_send(args: argparse.Namespace) -> int:
         doc = load_conversation(args.session)
     doc = _redacted(doc, args.redact)
     code = read_code(args.code)
-    ui = CliUI()
     url = args.signal or signal_url()
+    ui = CliUI(signal_url=url)
     try:
         outcome = run_async(send_document(doc, signal_url=url, code=str(code) if code else None, ui=ui,
                                            peer_timeout=args.timeout, fallback_dir=Path(args.fallback_dir)))

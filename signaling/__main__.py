@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from signaling.rooms import ServerLimits
-from signaling.server import ServerOptions, SignalServer
+from signaling.server import ServerOptions, SignalServer, default_web_dir
 
 _DEFAULTS = ServerLimits()
 _OPTIONS = ServerOptions()
@@ -55,7 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="seconds between full garbage collections, which pause the server for ~45 µs per "
                              "connection; 0 leaves Python's automatic collection on (default %(default)s)")
     parser.add_argument("--static-dir", type=Path, default=None,
-                        help="serve the files of this directory over HTTP (the browser client)")
+                        help="serve the files of this directory over HTTP (default: the browser client, the "
+                             "repository's web/ folder, when it is there)")
+    parser.add_argument("--no-web", action="store_true", help="serve no web page (WebSocket and /healthz only)")
     parser.add_argument("--no-uvloop", action="store_true", help="use asyncio's default event loop")
     parser.add_argument("--log-level", default="WARNING", help="default %(default)s")
     return parser
@@ -76,6 +78,9 @@ async def run(limits: ServerLimits, options: ServerOptions) -> None:
     server = SignalServer(limits, options)
     await server.start()
     print(f"p2pd-signal listening on {server.url}", flush=True)
+    if options.static_dir is not None:
+        print(f"p2pd-signal serves the browser client from {options.static_dir} at "
+              f"{server.url.replace('ws://', 'http://', 1)}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -104,11 +109,12 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"p2pd-signal: {exc}", file=sys.stderr)
         return 2
-    if args.static_dir is not None and not args.static_dir.is_dir():
-        print(f"p2pd-signal: --static-dir {args.static_dir} is not a directory", file=sys.stderr)
+    static_dir = None if args.no_web else (args.static_dir or default_web_dir())
+    if static_dir is not None and not static_dir.is_dir():
+        print(f"p2pd-signal: --static-dir {static_dir} is not a directory", file=sys.stderr)
         return 2
     options = ServerOptions(host=args.host, port=args.port, ping_interval=args.ping_interval,
-                            ping_timeout=args.ping_timeout, static_dir=args.static_dir,
+                            ping_timeout=args.ping_timeout, static_dir=static_dir,
                             gc_interval=args.gc_interval)
     raise_fd_limit()
     if not args.no_uvloop:

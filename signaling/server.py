@@ -1,19 +1,23 @@
 """The thin asyncio/websockets adapter around :class:`signaling.rooms.Registry`.
 
 One process, in-memory rooms. HTTP on the same port: ``GET /healthz``, ``GET /metrics`` (Prometheus text,
-counts only) and, when ``static_dir`` is given, static files (the browser client); WebSocket upgrades on
+counts only) and, when ``static_dir`` is given, static files (the browser client, ``web/``: the command serves
+it by default); WebSocket upgrades on
 ``/`` with the subprotocol ``p2pd-signal.v1``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import gc
+import hashlib
 import http
 import logging
 import mimetypes
 import posixpath
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -51,17 +55,48 @@ class ServerOptions:
     backlog: int = 2048
 
 
+_INLINE_SCRIPT = re.compile(rb"<script(?:\s[^>]*)?>(.*?)</script>", re.DOTALL | re.IGNORECASE)
+_HOST = re.compile(r"^[A-Za-z0-9.-]+(?::[0-9]{1,5})?$|^\[[0-9A-Fa-f:.]+\](?::[0-9]{1,5})?$")
+_TYPES = {".js": "text/javascript", ".mjs": "text/javascript", ".css": "text/css", ".html": "text/html",
+          ".json": "application/json", ".svg": "image/svg+xml", ".png": "image/png", ".ico": "image/x-icon"}
+
+
+def default_web_dir() -> Path | None:
+    """The repository's browser client (``web/`` beside the ``signaling`` package), when it is there."""
+    web = Path(__file__).resolve().parent.parent / "web"
+    return web if (web / "index.html").is_file() else None
+
+
+def content_security_policy(html: bytes, host: str | None) -> str:
+    """The page's CSP: everything from this origin only; inline scripts (the import map) only by their hash;
+    connections only to this origin's HTTP and WebSocket; images also from data:/blob: (conversation images)."""
+    hashes = " ".join(
+        "'sha256-" + base64.b64encode(hashlib.sha256(body).digest()).decode("ascii") + "'"
+        for body in _INLINE_SCRIPT.findall(html) if body.strip()
+    )
+    connect = "'self'"
+    if host and _HOST.match(host):
+        connect += f" ws://{host} wss://{host}"
+    return ("default-src 'self'; "
+            f"script-src 'self'{' ' + hashes if hashes else ''}; "
+            f"connect-src {connect}; "
+            "img-src 'self' data: blob:; style-src 'self'; object-src 'none'; base-uri 'none'; "
+            "frame-ancestors 'none'; form-action 'self'")
+
+
 class StaticFiles:
-    """Serves files below ``root`` read-only; nothing outside it, no directory listings."""
+    """Serves files below ``root`` read-only; nothing outside it, no directory listings, no dot files. HTML
+    pages get a Content-Security-Policy and the other headers a page that handles secrets should have."""
 
     def __init__(self, root: Path) -> None:
         self.root = root.resolve()
 
-    def response(self, path: str) -> Response:
+    def response(self, path: str, host: str | None = None) -> Response:
         relative = posixpath.normpath(unquote(urlsplit(path).path)).lstrip("/")
         if relative in ("", "."):
             relative = "index.html"
-        if "\x00" in relative or any(part in ("..", "") for part in relative.split("/")):
+        parts = relative.split("/")
+        if "\x00" in relative or any(part in ("..", "") or part.startswith(".") for part in parts):
             return _text_response(http.HTTPStatus.NOT_FOUND, "not found\n")
         target = (self.root / relative).resolve()
         if target.is_dir():
@@ -69,11 +104,18 @@ class StaticFiles:
         if not target.is_relative_to(self.root) or not target.is_file():
             return _text_response(http.HTTPStatus.NOT_FOUND, "not found\n")
         body = target.read_bytes()
-        content_type = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
+        content_type = _TYPES.get(target.suffix.lower()) or mimetypes.guess_type(target.name)[0] \
+            or "application/octet-stream"
         if content_type.startswith("text/") or content_type in ("application/javascript", "application/json"):
             content_type += "; charset=utf-8"
         headers = Headers([("Content-Type", content_type), ("Content-Length", str(len(body))),
-                           ("X-Content-Type-Options", "nosniff"), ("Cache-Control", "no-cache")])
+                           ("X-Content-Type-Options", "nosniff"), ("Cache-Control", "no-cache"),
+                           ("Referrer-Policy", "no-referrer"), ("Cross-Origin-Opener-Policy", "same-origin"),
+                           ("Cross-Origin-Resource-Policy", "same-origin")])
+        if content_type.startswith("text/html"):
+            headers["Content-Security-Policy"] = content_security_policy(body, host)
+            headers["X-Frame-Options"] = "DENY"
+            headers["Permissions-Policy"] = "camera=(), microphone=(), geolocation=()"
         return Response(200, "OK", headers, body)
 
 
@@ -179,7 +221,7 @@ class SignalServer:
                 return _text_response(http.HTTPStatus.NOT_FOUND, f"the WebSocket endpoint is {WEBSOCKET_PATH}\n")
             return None
         if self.static is not None:
-            return self.static.response(request.path)
+            return self.static.response(request.path, request.headers.get("Host"))
         return _text_response(
             http.HTTPStatus.UPGRADE_REQUIRED,
             f"p2pd signaling server: connect with a WebSocket to {WEBSOCKET_PATH} "

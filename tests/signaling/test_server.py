@@ -58,8 +58,14 @@ def test_healthz_metrics_and_plain_http(shared_server: SignalProcess):
     status, content_type, text = http_get(shared_server.http + "/metrics")
     assert status == 200 and content_type.startswith("text/plain")
     assert "# TYPE p2pd_signal_connections gauge" in text and "127.0.0.1" not in text
-    status, _, text = http_get(shared_server.http + "/")
-    assert status == 426 and SUBPROTOCOL in text
+    status, content_type, text = http_get(shared_server.http + "/")  # the browser client, served by default
+    assert status == 200 and content_type.startswith("text/html") and "p2pd" in text
+
+
+def test_no_web_leaves_plain_http_to_the_websocket():
+    with signal_server("--no-web") as server:
+        status, _, text = http_get(server.http + "/")
+        assert status == 426 and SUBPROTOCOL in text
 
 
 async def test_websocket_needs_the_subprotocol_and_path(shared_server: SignalProcess):

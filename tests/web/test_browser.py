@@ -1,0 +1,173 @@
+"""The browser client end to end: a signaling server process serving web/, real ``p2pd`` processes (aiortc) and
+headless Chromium (Playwright) on loopback. Waits use selectors only: the page's CSP forbids evaluating strings.
+
+Figures: the daemon → browser test prints the receive rate of the corpus session (run with ``-s`` to see it).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from p2pd.errors import ExitCode
+from tests.corpus import claude_code_files
+from tests.signal_process import SignalProcess
+from tests.web.conftest import LINK, p2pd, p2pd_env, read_until, stop
+
+SESSION = next(f for f in claude_code_files(include_subagents=False) if f.name.startswith("4d5611e5"))
+SMALL = next(f for f in claude_code_files(include_subagents=False) if f.name == "short.jsonl")
+ENDED = "body[data-state=done], body[data-state=sent], body[data-state=failed]"
+
+
+def export(source: Path) -> dict[str, Any]:
+    from p2pd.claude_code.export import export_session
+
+    return export_session(source).to_json_dict()  # type: ignore[no-any-return]
+
+
+def state(page: Any) -> str:
+    return str(page.get_attribute("body", "data-state"))
+
+
+def test_daemon_to_browser_corpus_session(server: SignalProcess, page: Any, tmp_path: Path) -> None:
+    sender = p2pd("send", str(SESSION), "--timeout", "60", env=p2pd_env(server), cwd=tmp_path)
+    try:
+        link, _ = read_until(sender, LINK)
+        assert link.group(1).startswith(server.http + "/#"), link.group(1)
+        page.goto(link.group(1))
+        page.wait_for_selector("#accept", state="visible")
+        expected = export(SESSION)
+        assert page.inner_text("#offer-messages") == str(expected["counts"]["messages"])
+        assert page.inner_text("#offer-agent").startswith("claude-code")
+        assert page.url == server.http + "/", "the code is taken out of the address bar"
+        page.click("#accept")
+        page.wait_for_selector(ENDED)
+        assert state(page) == "done", page.inner_text("#session")
+        _, err = sender.communicate(timeout=60)
+        assert sender.returncode == 0, err
+        # the same SHA-256 on both sides, and the same verification string
+        sha = page.get_attribute("#result", "data-sha256")
+        assert sha and f"the receiver verified SHA-256 {sha[:16]}" in err
+        assert page.inner_text("#sas-value") in err
+        # rendered: one element per document message, folded tool calls, no raw markup from the transcript
+        assert page.locator("[data-message]").count() == len(expected["messages"]) == expected["counts"]["messages"]
+        assert page.locator("[data-message] details.tool-call").count() == expected["counts"]["toolCalls"]
+        with page.expect_download() as info:
+            page.click("#download")
+        downloaded = Path(info.value.path()).read_bytes()
+        assert info.value.suggested_filename.endswith(".a2a.json")
+        got = json.loads(downloaded)
+        assert got["messages"] == expected["messages"] and got["subagents"] == expected["subagents"]
+        seconds = float(page.get_attribute("#result", "data-seconds") or 0)
+        print(f"\nbrowser receive: {SESSION.name} {len(downloaded) / 1e6:.2f} MB JSON in {seconds:.2f} s "
+              f"(accept → verified) = {len(downloaded) / 1e6 / max(seconds, 1e-6):.1f} MB/s of conversation")
+    finally:
+        stop(sender)
+
+
+def test_browser_to_daemon(server: SignalProcess, page: Any, tmp_path: Path) -> None:
+    exported = tmp_path / "tool_heavy.a2a.json"
+    source = next(f for f in claude_code_files(include_subagents=False) if f.name == "tool_heavy.jsonl")
+    made = p2pd("export", str(source), "-o", str(exported), env=p2pd_env(server))
+    assert made.wait(60) == 0
+    inbox = tmp_path / "inbox"
+    receiver = p2pd("receive", "-o", str(inbox), "--yes", "--timeout", "60", env=p2pd_env(server))
+    try:
+        code, _ = read_until(receiver, re.compile(r"Code: (\S+)"))
+        page.goto(server.http + "/")
+        page.set_input_files("#file", str(exported))
+        page.fill("#send-code", code.group(1))
+        page.click("#send-button")
+        page.wait_for_selector(ENDED)
+        assert state(page) == "sent", page.inner_text("#session")
+        out, err = receiver.communicate(timeout=60)
+        assert receiver.returncode == 0, err
+        assert "SHA-256 verified" in err
+        assert page.inner_text("#sas-value") in err
+        received = json.loads(Path(out.strip()).read_text())
+        assert received == json.loads(exported.read_text())
+    finally:
+        stop(receiver)
+
+
+def test_wrong_code(server: SignalProcess, page: Any, tmp_path: Path) -> None:
+    sender = p2pd("send", str(SMALL), "--code", "4343-apple-river", "--timeout", "30", env=p2pd_env(server),
+                  cwd=tmp_path)
+    try:
+        read_until(sender, LINK)
+        page.goto(server.http + "/#4343-apple-pear")
+        page.wait_for_selector(ENDED)
+        assert state(page) == "failed"
+        assert page.get_attribute("#error", "data-kind") == "wrong-code"
+        assert "Wrong code" in page.inner_text("#error")
+        assert page.locator("#result").is_hidden() and page.locator("#offer").is_hidden()
+        _, err = sender.communicate(timeout=30)
+        assert sender.returncode == ExitCode.WRONG_CODE and "wrong code" in err.lower()
+        assert not list(tmp_path.glob("*.a2a.json")), "a wrong code is an answer, not a reason to fall back"
+    finally:
+        stop(sender)
+
+
+def test_declined_offer(server: SignalProcess, page: Any, tmp_path: Path) -> None:
+    sender = p2pd("send", str(SMALL), "--timeout", "30", env=p2pd_env(server), cwd=tmp_path)
+    try:
+        link, _ = read_until(sender, LINK)
+        page.goto(link.group(1))
+        page.wait_for_selector("#decline", state="visible")
+        page.click("#decline")
+        page.wait_for_selector(ENDED)
+        assert state(page) == "failed" and page.get_attribute("#error", "data-kind") == "declined"
+        assert "You declined the offer" in page.inner_text("#error")
+        assert page.locator("[data-message]").count() == 0 and page.locator("#result").is_hidden()
+        _, err = sender.communicate(timeout=30)
+        assert sender.returncode == ExitCode.DECLINED and "declin" in err.lower()
+    finally:
+        stop(sender)
+
+
+def big_conversation(path: Path, megabytes: int) -> None:
+    """A valid conversation with a large, poorly compressible tool output (so the transfer takes seconds)."""
+    doc = export(SMALL)
+    rng = random.Random(7)
+    blob = base64.b64encode(rng.randbytes(megabytes * 750_000)).decode()
+    doc["messages"][0]["parts"].append({"text": blob, "mediaType": "text/plain"})
+    path.write_text(json.dumps(doc))
+
+
+def test_sender_killed_mid_transfer(server: SignalProcess, page: Any, tmp_path: Path) -> None:
+    big = tmp_path / "big.a2a.json"
+    big_conversation(big, 24)
+    sender = p2pd("send", str(big), "--timeout", "60", env=p2pd_env(server), cwd=tmp_path)
+    try:
+        link, _ = read_until(sender, LINK)
+        page.goto(link.group(1))
+        page.wait_for_selector("#accept", state="visible")
+        page.click("#accept")
+        deadline = time.monotonic() + 60
+        while int(page.get_attribute("#progress", "data-done") or 0) == 0:
+            assert time.monotonic() < deadline, "no progress"
+            assert state(page) == "receiving", page.inner_text("#session")
+            time.sleep(0.05)
+        sender.kill()
+        page.wait_for_selector(ENDED, timeout=45_000)
+        assert state(page) == "failed", page.inner_text("#session")
+        assert page.get_attribute("#error", "data-kind") == "peer-gone"
+        assert "went away" in page.inner_text("#error") and "Nothing was kept" in page.inner_text("#error")
+        assert page.locator("#result").is_hidden(), "no download is offered"
+        assert page.locator("[data-message]").count() == 0, "no half conversation is shown"
+    finally:
+        stop(sender)
+
+
+def test_page_is_served_with_a_strict_content_security_policy(server: SignalProcess, page: Any) -> None:
+    response = page.goto(server.http + "/")
+    csp = response.headers["content-security-policy"]
+    assert "default-src 'self'" in csp and "object-src 'none'" in csp and "'unsafe-inline'" not in csp
+    assert f"connect-src 'self' ws://127.0.0.1:{server.port}" in csp
+    assert response.headers["x-content-type-options"] == "nosniff"
+    page.wait_for_selector("body[data-ready=true]")  # the modules (and the import map, by hash) loaded under it

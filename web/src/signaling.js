@@ -1,0 +1,224 @@
+// The signaling client: a WebSocket to p2pd-signal (subprotocol p2pd-signal.v1, signaling/PROTOCOL.md) that
+// joins the code's room and runs the Pairing state machine over `relay` messages — the browser twin of
+// p2pd/pairing/rendezvous.py's `Rendezvous`. The server only ever sees the nameplate and sealed data.
+
+import { P2pdError, failed } from './errors.js';
+import { Pairing } from './pairing.js';
+
+export const SUBPROTOCOL = 'p2pd-signal.v1';
+
+/** The signaling URL of the server that served this page: same origin, ws(s)://host/. */
+export function sameOriginSignalUrl(location) {
+  return `${location.protocol === 'https:' ? 'wss:' : 'ws:'}//${location.host}/`;
+}
+
+export class Rendezvous {
+  /**
+   * Connect and enter the room of `code`. The receiver only joins; the browser as sender also only joins
+   * (`create: false`): it sends to a `p2pd receive` that is already waiting, so a mistyped number says so.
+   */
+  static async open(url, { role, code, create = false, timeoutMs = 10000 }) {
+    const rv = new Rendezvous(url, role, code);
+    await rv.#connect(create, timeoutMs);
+    return rv;
+  }
+
+  constructor(url, role, code) {
+    this.url = url;
+    this.role = role;
+    this.code = code;
+    this.peer = null;
+    this.failure = null;
+    this.inbox = [];
+    this.waiters = [];
+    this.listeners = new Set();
+    this.chain = Promise.resolve();
+  }
+
+  get verification() {
+    return this.pairing?.verification ?? null;
+  }
+
+  get paired() {
+    return this.pairing?.state === 'paired';
+  }
+
+  /** Called with the P2pdError once the pairing or the signaling connection fails (peer left, room closed…). */
+  onFailure(listener) {
+    this.listeners.add(listener);
+    if (this.failure) listener(this.failure);
+  }
+
+  #connect(create, timeoutMs) {
+    return new Promise((resolve, reject) => {
+      let ws;
+      try {
+        ws = new WebSocket(this.url, SUBPROTOCOL);
+      } catch (error) {
+        reject(failed(`Cannot reach the signaling server at ${this.url}: ${error.message}`));
+        return;
+      }
+      this.ws = ws;
+      const timer = setTimeout(() => {
+        reject(failed(`The signaling server did not answer within ${timeoutMs / 1000} s.`));
+        ws.close();
+      }, timeoutMs);
+      let joined = false;
+      ws.onerror = () => {
+        if (!joined) {
+          clearTimeout(timer);
+          reject(failed(`Cannot reach the signaling server at ${this.url}.`));
+        }
+      };
+      ws.onclose = () => {
+        if (!joined) {
+          clearTimeout(timer);
+          reject(failed('The signaling server closed the connection.'));
+        } else {
+          this.#fail(failed('Lost the connection to the signaling server.'));
+        }
+      };
+      ws.onmessage = (event) => {
+        let message;
+        try {
+          message = JSON.parse(event.data);
+        } catch {
+          this.#fail(failed('The signaling server sent a malformed message.'));
+          return;
+        }
+        if (message === null || typeof message !== 'object') return;
+        if (!joined) {
+          if (message.type === 'welcome') {
+            if (message.protocol !== SUBPROTOCOL) {
+              clearTimeout(timer);
+              reject(failed('The signaling server speaks another protocol version.'));
+              ws.close();
+              return;
+            }
+            ws.send(JSON.stringify({ type: 'join', id: 1, room: this.code.nameplate, create }));
+          } else if (message.type === 'joined') {
+            joined = true;
+            clearTimeout(timer);
+            this.room = String(message.room);
+            this.peerId = String(message.peer_id);
+            this.pairing = new Pairing(this.code, this.role, { room: this.room });
+            if (Array.isArray(message.peers) && message.peers.length) this.peer = String(message.peers[0]);
+            resolve();
+          } else if (message.type === 'error') {
+            clearTimeout(timer);
+            reject(this.#joinError(message));
+            ws.close();
+          }
+          return;
+        }
+        this.chain = this.chain.then(() => this.#dispatch(message)).catch((error) => {
+          this.#fail(error instanceof P2pdError ? error : failed(`Pairing failed: ${error.message}`));
+        });
+      };
+    });
+  }
+
+  #joinError(message) {
+    const plate = this.code.nameplate;
+    if (message.code === 'no-such-room') {
+      return new P2pdError('not-found', `No one is waiting on number ${plate}: check the code, or start the ` +
+        'other side first.');
+    }
+    if (message.code === 'room-full') return failed(`Number ${plate} is already in use by two peers.`);
+    return failed(`The signaling server refused to pair: ${String(message.reason ?? message.code)}`);
+  }
+
+  async #dispatch(message) {
+    const kind = message.type;
+    if (kind === 'peer_joined') {
+      if (this.peer === null) {
+        this.peer = String(message.peer_id);
+        this.#peerPresent?.();
+      }
+    } else if (kind === 'peer_left') {
+      if (message.peer_id === this.peer) {
+        this.#fail(new P2pdError('peer-gone', this.paired ? 'The other side went away (it closed or lost its ' +
+          'connection).' : 'The other side left before the pairing completed.'));
+      }
+    } else if (kind === 'room_closed') {
+      this.#fail(failed(message.reason === 'expired' ? 'The pairing room expired on the signaling server.'
+        : 'The pairing room was closed on the signaling server.'));
+    } else if (kind === 'error') {
+      this.#fail(failed(`The signaling server refused a message: ${String(message.reason)}`));
+    } else if (kind === 'relay' && this.peer !== null && message.from === this.peer) {
+      const step = await this.pairing.receive(message.data);
+      for (const data of step.send) this.#relay(data);
+      for (const item of step.delivered) this.#deliver(item);
+      if (step.paired) this.#pairedNow?.();
+      if (step.error) this.#fail(step.error);
+    }
+  }
+
+  #peerPresent = null;
+  #pairedNow = null;
+
+  /** Wait for the peer, run the PAKE and key confirmation; resolves to the verification string. */
+  async pair(timeoutMs = 300000) {
+    if (this.failure) throw this.failure;
+    const deadline = new Promise((_, reject) => {
+      this.pairTimer = setTimeout(() => reject(failed(`No peer joined within ${Math.round(timeoutMs / 1000)} s.`)),
+        timeoutMs);
+    });
+    const failure = new Promise((_, reject) => this.onFailure(reject));
+    try {
+      if (this.peer === null) {
+        await Promise.race([new Promise((resolve) => { this.#peerPresent = resolve; }), deadline, failure]);
+      }
+      const paired = new Promise((resolve) => { this.#pairedNow = resolve; });
+      if (this.role === 'sender') {
+        for (const data of await this.pairing.start()) this.#relay(data);
+      }
+      if (!this.paired) await Promise.race([paired, deadline, failure]);
+      return this.verification;
+    } finally {
+      clearTimeout(this.pairTimer);
+    }
+  }
+
+  async sendSealed(obj) {
+    if (this.failure) throw this.failure;
+    this.#relay(await this.pairing.seal(obj));
+  }
+
+  /** The peer's next sealed object, authenticated and in order. */
+  recvSealed(timeoutMs = 30000) {
+    if (this.inbox.length) return Promise.resolve(this.inbox.shift());
+    if (this.failure) return Promise.reject(this.failure);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.waiters = this.waiters.filter((w) => w.resolve !== resolve);
+        reject(failed(`No message from the other side within ${timeoutMs / 1000} s.`));
+      }, timeoutMs);
+      this.waiters.push({ resolve: (v) => { clearTimeout(timer); resolve(v); },
+        reject: (e) => { clearTimeout(timer); reject(e); } });
+    });
+  }
+
+  close() {
+    this.closed = true;
+    if (this.ws && this.ws.readyState <= 1) this.ws.close();
+  }
+
+  #relay(data) {
+    if (this.peer === null || this.ws.readyState !== WebSocket.OPEN) return;
+    this.ws.send(JSON.stringify({ type: 'relay', to: this.peer, data }));
+  }
+
+  #deliver(item) {
+    const waiter = this.waiters.shift();
+    if (waiter) waiter.resolve(item);
+    else this.inbox.push(item);
+  }
+
+  #fail(error) {
+    if (this.failure || this.closed) return;
+    this.failure = error;
+    for (const waiter of this.waiters.splice(0)) waiter.reject(error);
+    for (const listener of this.listeners) listener(error);
+  }
+}
