@@ -90,7 +90,7 @@ def cmd_transfers(args: argparse.Namespace) -> int:
                 return ExitCode.OK
             table = Table()
             for col in ("id", "dir", "peer", "state", "title", "progress", "updated"):
-                table.add_column(col, overflow="fold" if col == "title" else "ellipsis")
+                _column(table, col)
             for t in rows:
                 progress = f"{_human(t['bytes_done'])}/{_human(t['size'])}" if t["size"] else ""
                 table.add_row(t["id"], t["direction"], t["peer"], t["state"], _escape(t["title"]), progress,
@@ -120,7 +120,7 @@ def cmd_inbox(args: argparse.Namespace) -> int:
                 return ExitCode.OK
             table = Table()
             for col in ("id", "from", "platform", "title", "msgs", "received", "imported"):
-                table.add_column(col, overflow="fold" if col == "title" else "ellipsis")
+                _column(table, col)
             for e in rows:
                 table.add_row(e["id"], e["from_peer"], e["platform"], _escape(e["title"]), str(e["messages"]),
                               e["received_at"].replace("T", " ")[:19], "yes" if e["imported"] else "")
@@ -168,7 +168,7 @@ def cmd_handoffs(args: argparse.Namespace) -> int:
                 return ExitCode.OK
             table = Table()
             for col in ("id", "state", "target", "claimed by", "title", "created"):
-                table.add_column(col, overflow="fold" if col == "title" else "ellipsis")
+                _column(table, col)
             for h in rows:
                 table.add_row(h["id"], h["state"], h["target"], h["claimed_by"] or "", _escape(h["title"]),
                               h["created_at"].replace("T", " ")[:19])
@@ -212,3 +212,11 @@ def _show_record(row: dict[str, Any]) -> None:
         if isinstance(value, (dict, list)):
             value = json.dumps(value, ensure_ascii=False)
         out.print(f"[bold]{key}[/]: {_escape(str(value))}")
+
+
+def _column(table: Any, name: str) -> None:
+    """Ids are never cut (they are what the next command needs); titles fold; the rest may be shortened."""
+    if name == "id":
+        table.add_column(name, no_wrap=True, min_width=19)
+    else:
+        table.add_column(name, overflow="fold" if name == "title" else "ellipsis")
