@@ -184,9 +184,9 @@ class DaemonService:
         from ..config import redact_default
         from ..sources import load_conversation, load_file
 
-        if transcript_path:
+        if transcript_path and (not session or Path(transcript_path).is_file()):
             doc = await asyncio.to_thread(load_file, transcript_path)
-        elif session:
+        elif session:  # (a recorded transcript path that is gone: find the session by its id)
             known = await asyncio.to_thread(self.store.hook_session, session)
             if known is not None and known.transcript_path and Path(known.transcript_path).is_file():
                 doc = await asyncio.to_thread(load_file, known.transcript_path)
