@@ -496,7 +496,7 @@ class DaemonService:
         def work() -> dict[str, Any]:
             handoffs = self.store.handoff_stats()
             return {"handoffs": handoffs, "handoffs_open": sum(n for s, n in handoffs.items() if s not in FINAL),
-                    "transfers": self.store.transfer_stats(), "inbox": len(self.store.list_inbox(limit=1_000_000)),
+                    "transfers": self.store.transfer_stats(), "inbox": self.store.inbox_count(),
                     "running_tasks": len(self._tasks), "uptime": round(time.time() - self.started_at, 1),
                     "network": self.network is not None}
 
