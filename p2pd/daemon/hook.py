@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..atomic import atomic_write_bytes
-from ..errors import ExitCode, InvalidInputError
+from ..errors import ExitCode, InvalidInputError, P2pdError
 from .home import Home
 
 MARKER = "hook session-start"
@@ -171,16 +171,19 @@ def session_start(raw: str, home: Home, env_file: str | None) -> dict[str, Any]:
               "cwd": data.get("cwd") if isinstance(data.get("cwd"), str) else None,
               "source": data.get("source") if isinstance(data.get("source"), str) else None}
     client = DaemonClient.find(home)
+    running = False
     if client is not None:
         with client:
-            client.post("/hooks/session-start", record, timeout=5)
-        running = True
-    else:
+            try:
+                client.post("/hooks/session-start", record, timeout=5)
+                running = True
+            except P2pdError:
+                pass  # recorded in the store below; the session must start anyway
+    if not running:
         from .store import Store
 
         home.ensure()
         Store(home.db_path).record_hook_session(**record)
-        running = False
     url = daemon_url(home)
     sid = record["session_id"]
     lines = [f"p2pd is available: P2PD_URL={url} (MCP endpoint {url}/mcp); your session id is P2PD_SESSION_ID={sid}.",

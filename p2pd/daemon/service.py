@@ -225,7 +225,7 @@ class DaemonService:
                     await self._finish(transfer_id, "interrupted", "the daemon stopped")
                 else:
                     await self._finish(transfer_id, "cancelled", control.reason or "cancelled")
-            except P2pdError as exc:
+            except (P2pdError, OSError) as exc:
                 state = "cancelled" if control.cancelled else "failed"
                 await self._finish(transfer_id, state, control.reason if control.cancelled else str(exc))
             except Exception as exc:  # a bug must not kill the daemon; the row says what happened
