@@ -171,15 +171,15 @@ def session_start(raw: str, home: Home, env_file: str | None) -> dict[str, Any]:
               "cwd": data.get("cwd") if isinstance(data.get("cwd"), str) else None,
               "source": data.get("source") if isinstance(data.get("source"), str) else None}
     client = DaemonClient.find(home)
-    running = False
+    running, recorded = client is not None, False
     if client is not None:
         with client:
             try:
                 client.post("/hooks/session-start", record, timeout=5)
-                running = True
+                recorded = True
             except P2pdError:
                 pass  # recorded in the store below; the session must start anyway
-    if not running:
+    if not recorded:
         from .store import Store
 
         home.ensure()

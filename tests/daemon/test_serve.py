@@ -185,3 +185,25 @@ def test_print_systemd_unit(tmp_path: Path) -> None:
     assert r.returncode == 0
     assert "[Service]" in r.stdout and "ExecStart=" in r.stdout and "p2pd serve" in r.stdout
     assert "WantedBy=default.target" in r.stdout
+
+
+def test_cors_only_for_configured_origins(tmp_path: Path) -> None:
+    (tmp_path / "config.toml").write_text('cors_origins = ["http://app.example"]\n')
+    d = Daemon(tmp_path).start()
+    try:
+        with d.client() as c:
+            ok = c.get("/stats", headers={"Origin": "http://app.example"})
+            assert ok.headers.get("access-control-allow-origin") == "http://app.example"
+            other = c.get("/stats", headers={"Origin": "https://evil.example"})
+            assert "access-control-allow-origin" not in other.headers
+        pre = httpx.options(f"{d.url}/stats", trust_env=False, headers={
+            "Origin": "http://app.example", "Access-Control-Request-Method": "GET",
+            "Access-Control-Request-Headers": "authorization"})
+        assert pre.status_code == 200 and pre.headers["access-control-allow-origin"] == "http://app.example"
+        # the preflight carries no token; the real request still needs it
+        assert httpx.get(f"{d.url}/stats", headers={"Origin": "http://app.example"}, trust_env=False).status_code == 401
+    finally:
+        d.kill()
+    (tmp_path / "config.toml").write_text('cors_origins = ["*"]\n')
+    r = d.p2pd("serve", "--port", "0", timeout=60)
+    assert r.returncode == 4 and "cors_origins" in r.stderr
