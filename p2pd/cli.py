@@ -306,6 +306,10 @@ class CliUI:
 
 
 def cmd_send(args: argparse.Namespace) -> int:
+    if args.to:
+        from .daemon.commands import send_via_daemon
+
+        return send_via_daemon(args)
     from .config import signal_url
     from .exchange import send_document
     from .pairing.codes import read_code
@@ -431,6 +435,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--redact", action=argparse.BooleanOptionalAction, default=None,
                    help="mask secrets before sending (default: $P2PD_REDACT or the config file)")
     s.add_argument("--fallback-dir", default=".", help="where to write the .a2a.json when no peer connects")
+    s.add_argument("--to", metavar="DEVICE", help="send to a paired device, through the running daemon (no code)")
     s.set_defaults(func=cmd_send)
 
     s = sub.add_parser("receive", help="receive a conversation sent with 'p2pd send'")
@@ -450,6 +455,10 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("demo", help="run the main job on this machine: signaling server, sender and receiver")
     s.add_argument("session", help="a Claude Code transcript (.jsonl)")
     s.set_defaults(func=cmd_demo)
+
+    from .daemon.commands import register as register_daemon_commands
+
+    register_daemon_commands(sub)
     return p
 
 

@@ -8,6 +8,10 @@ File: ``<user config dir>/p2pd/config.toml`` (platformdirs; on Linux ``~/.config
 | `redact` | `P2PD_REDACT` | mask secrets before a conversation leaves the machine (default false) |
 | `signal` | `P2PD_SIGNAL` | the signaling server's URL (default `ws://127.0.0.1:8765`) |
 | `ice_servers` | `P2PD_ICE_SERVERS` (JSON) | STUN/TURN: list of `{urls, username, credential}`; none by default |
+| `port`   | `P2PD_PORT`   | the daemon's HTTP port (`p2pd serve`; default 8737) |
+| `host`   | `P2PD_HOST`   | the address the daemon binds (default `127.0.0.1`) |
+| `allow_remote` | `P2PD_ALLOW_REMOTE` | allow a non-loopback `host` (default false: refused) |
+| `cors_origins` | — | browser origins allowed to call the API (default none: no CORS headers at all) |
 
 An unreadable file is one clear error naming it; unknown keys are ignored.
 """
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import os
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -91,3 +96,38 @@ def ice_servers() -> list[dict[str, Any]]:
     if not isinstance(value, list) or not all(isinstance(v, dict) and "urls" in v for v in value):
         raise InvalidInputError(f"{where} must be a list of {{urls, username, credential}} entries")
     return value
+
+
+DEFAULT_DAEMON_PORT = 8737
+DEFAULT_DAEMON_HOST = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class DaemonSettings:
+    host: str
+    port: int
+    allow_remote: bool
+    cors_origins: tuple[str, ...]
+
+
+def daemon_settings() -> DaemonSettings:
+    """``p2pd serve``'s settings: environment over the config file over the defaults."""
+    conf = load_config()
+    where = config_path()
+    host = os.environ.get("P2PD_HOST", "").strip() or conf.get("host", DEFAULT_DAEMON_HOST)
+    if not isinstance(host, str) or not host:
+        raise InvalidInputError(f"'host' in {where} must be an address")
+    raw_port: Any = os.environ.get("P2PD_PORT", "").strip() or conf.get("port", DEFAULT_DAEMON_PORT)
+    try:
+        port = int(raw_port)
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"the daemon port must be a number, not {raw_port!r}") from None
+    if not 0 <= port <= 65535:
+        raise InvalidInputError(f"the daemon port must be 0..65535, not {port}")
+    env_remote = os.environ.get("P2PD_ALLOW_REMOTE")
+    allow_remote = (_bool(env_remote, "P2PD_ALLOW_REMOTE") if env_remote is not None
+                    else _bool(conf.get("allow_remote", False), f"'allow_remote' in {where}"))
+    origins = conf.get("cors_origins", [])
+    if not isinstance(origins, list) or not all(isinstance(o, str) and o and o != "*" for o in origins):
+        raise InvalidInputError(f"'cors_origins' in {where} must be a list of origins (no '*')")
+    return DaemonSettings(host=host, port=port, allow_remote=allow_remote, cors_origins=tuple(origins))

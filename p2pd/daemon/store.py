@@ -345,6 +345,10 @@ class Store:
             rows = db.execute("SELECT * FROM inbox ORDER BY received_at DESC, rowid DESC LIMIT ?", (limit,))
             return [_inbox(r) for r in rows.fetchall()]
 
+    def inbox_count(self) -> int:
+        with self._connect() as db:
+            return int(db.execute("SELECT COUNT(*) FROM inbox").fetchone()[0])
+
     def mark_imported(self, id: str, result: dict[str, Any]) -> InboxRow:
         with self._write() as db:
             cur = db.execute("UPDATE inbox SET imported=? WHERE id=?", (json.dumps({**result, "at": now()}), id))

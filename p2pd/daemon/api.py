@@ -1,0 +1,328 @@
+"""The daemon's local HTTP API (FastAPI) and the MCP endpoint beside it.
+
+- Every request needs ``Authorization: Bearer <token>`` except ``GET /health`` (which says only ``{"ok": true}``);
+  otherwise 401 with a JSON error. The token is compared in constant time. The check is one ASGI middleware in
+  front of everything, ``/openapi.json`` and ``/mcp`` included.
+- No CORS headers for any origin, unless origins are listed explicitly (``cors_origins`` in the config).
+- Errors are JSON ``{"error": "<one line>", "kind": "<error class>"}``; p2pd's error classes map to status codes
+  in :data:`HTTP_STATUS` (the one place that does so).
+- ``/mcp``: the MCP server (streamable HTTP) from :mod:`p2pd.daemon.mcp_tools`.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Body, FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from .. import __version__
+from ..errors import ExitCode, P2pdError
+from .handoffs import HandoffPackage
+from .mcp_tools import build_mcp, session_manager
+from .service import DaemonService, SendTo
+from .store import HandoffRow, HookSessionRow, InboxRow, TransferRow
+
+HTTP_STATUS: dict[ExitCode, int] = {
+    ExitCode.ERROR: 500,
+    ExitCode.USAGE: 400,
+    ExitCode.NOT_FOUND: 404,
+    ExitCode.INVALID_INPUT: 400,
+    ExitCode.TOO_LARGE: 413,
+    ExitCode.TRANSFER_FAILED: 502,
+    ExitCode.FALLBACK_WRITTEN: 502,
+    ExitCode.DECLINED: 409,
+    ExitCode.WRONG_CODE: 400,
+    ExitCode.CONFLICT: 409,
+    ExitCode.INTERRUPTED: 503,
+}
+Limit = Annotated[int, Query(ge=1, le=1000)]
+OPEN_PATHS = frozenset({("GET", "/health"), ("HEAD", "/health")})
+
+
+def http_status(exc: P2pdError) -> int:
+    return HTTP_STATUS.get(exc.exit_code, 500)
+
+
+class BearerAuth:
+    """ASGI middleware: the bearer token on every request except the open paths; constant-time comparison."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self.expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket") or (scope.get("method"), scope["path"]) in OPEN_PATHS:
+            await self.app(scope, receive, send)
+            return
+        given = b""
+        for key, value in scope["headers"]:
+            if key == b"authorization":
+                given = value
+                break
+        if not hmac.compare_digest(given, self.expected):
+            reason = "missing bearer token" if not given else "wrong bearer token"
+            body = json.dumps({"error": f"unauthorized: {reason} (see the token file printed by `p2pd serve`)",
+                               "kind": "Unauthorized"}).encode()
+            await send({"type": "http.response.start", "status": 401,
+                        "headers": [(b"content-type", b"application/json"),
+                                    (b"content-length", str(len(body)).encode()),
+                                    (b"www-authenticate", b'Bearer realm="p2pd"')]})
+            await send({"type": "http.response.body", "body": body})
+            return
+        await self.app(scope, receive, send)
+
+
+# ---------------------------------------------------------------- request bodies
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ExportRequest(_Body):
+    session: str | None = Field(default=None, description="session id, unique prefix or 'latest'")
+    transcript_path: str | None = None
+    output: str | None = Field(default=None, description="absolute path (default: the daemon's exports folder)")
+    compressed: bool = False
+    redact: bool | None = None
+
+
+class SendRequest(_Body):
+    session: str | None = None
+    transcript_path: str | None = None
+    to: SendTo
+    redact: bool | None = None
+    wait: float = Field(default=0.0, ge=0, le=600, description="seconds to wait for the outcome")
+    timeout: float = Field(default=300.0, gt=0, le=3600, description="seconds to wait for the receiver")
+
+
+class ReceiveRequest(_Body):
+    code: str = Field(min_length=1, max_length=200)
+    wait: float = Field(default=0.0, ge=0, le=600)
+    timeout: float = Field(default=300.0, gt=0, le=3600)
+
+
+class ImportRequest(_Body):
+    to: Literal["claude-code", "codex"] = "claude-code"
+    cwd: str | None = None
+    same_account: bool = False
+
+
+class HandoffRequest(HandoffPackage):
+    target: str = Field(default="any", min_length=1, max_length=200, description="a device id, or 'any'")
+    session_id: str | None = None
+    transcript_path: str | None = None
+    redact: bool | None = None
+
+
+class ClaimRequest(_Body):
+    claimer: str | None = Field(default=None, max_length=200, description="device id (default: this daemon's)")
+
+
+class CancelRequest(_Body):
+    reason: str = Field(default="cancelled through the API", max_length=1000)
+
+
+class HookSessionStart(BaseModel):
+    """Claude Code's SessionStart hook input (other fields are ignored)."""
+
+    session_id: str = Field(min_length=1, max_length=200)
+    transcript_path: str | None = None
+    cwd: str | None = None
+    source: str | None = None
+
+
+class Health(BaseModel):
+    ok: bool
+
+
+class ImportResult(BaseModel):
+    to: str
+    session_id: str
+    path: str
+    cwd: str
+    lines: int
+    warnings: list[str]
+    resume_command: str
+
+
+# ---------------------------------------------------------------- the app
+def create_app(service: DaemonService, token: str, *, host: str = "127.0.0.1",
+               cors_origins: tuple[str, ...] = ()) -> FastAPI:
+    mcp = build_mcp(service)
+    mcp_sessions = session_manager(mcp, host=host)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with mcp_sessions.run():
+            await service.start()
+            try:
+                yield
+            finally:
+                await service.stop()
+
+    app = FastAPI(title="p2pd daemon", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
+                  description="Local API of the p2pd daemon. Every endpoint but /health needs "
+                              "`Authorization: Bearer <token>` (the token file is printed by `p2pd serve`).")
+    app.include_router(_routes(service))
+    app.router.routes.append(Route("/mcp", endpoint=_MCPApp(mcp_sessions)))
+    app.state.service = service
+
+    @app.exception_handler(P2pdError)
+    async def p2pd_error(request: Request, exc: P2pdError) -> JSONResponse:
+        return JSONResponse({"error": str(exc), "kind": type(exc).__name__}, status_code=http_status(exc))
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = exc.errors()
+        first = errors[0] if errors else {}
+        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
+        message = f"invalid request: {where + ': ' if where else ''}{first.get('msg', 'malformed')}"
+        return JSONResponse({"error": message, "kind": "InvalidRequest",
+                             "detail": json.loads(json.dumps(errors, default=str))}, status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return JSONResponse({"error": str(exc.detail), "kind": "HTTPError"}, status_code=exc.status_code,
+                            headers=exc.headers)
+
+    _document_security(app)
+    app.add_middleware(BearerAuth, token=token)
+    if cors_origins:
+        from starlette.middleware.cors import CORSMiddleware
+
+        app.add_middleware(CORSMiddleware, allow_origins=list(cors_origins), allow_credentials=False,
+                           allow_methods=["GET", "POST", "DELETE"], allow_headers=["Authorization", "Content-Type"])
+    return app
+
+
+class _MCPApp:
+    def __init__(self, sessions: Any) -> None:
+        self.sessions = sessions
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.sessions.handle_request(scope, receive, send)
+
+
+def _document_security(app: FastAPI) -> None:
+    """Say in the OpenAPI description that every operation but /health needs the bearer token."""
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            from fastapi.openapi.utils import get_openapi
+
+            schema = get_openapi(title=app.title, version=app.version, description=app.description,
+                                 routes=app.routes)
+            schema.setdefault("components", {})["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
+            for path, ops in schema.get("paths", {}).items():
+                for method, op in ops.items():
+                    if (method.upper(), path) not in OPEN_PATHS:
+                        op["security"] = [{"bearer": []}]
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+def _routes(service: DaemonService) -> APIRouter:
+    r = APIRouter()
+
+    @r.get("/health", response_model=Health, tags=["daemon"])
+    async def health() -> Health:
+        return Health(ok=True)
+
+    @r.get("/stats", tags=["daemon"])
+    async def stats() -> dict[str, Any]:
+        return await service.stats()
+
+    @r.get("/devices", tags=["daemon"])
+    async def devices() -> list[dict[str, Any]]:
+        return service.devices()
+
+    @r.get("/sessions", tags=["sessions"])
+    async def sessions(platform: Literal["claude-code", "codex", "gemini"] | None = None,
+                       limit: Limit = 50) -> list[dict[str, Any]]:
+        return await service.list_sessions(platform, limit)
+
+    @r.post("/export", tags=["sessions"])
+    async def export(req: ExportRequest) -> dict[str, Any]:
+        return await service.export(req.session, transcript_path=req.transcript_path, output=req.output,
+                                    compressed=req.compressed, redact=req.redact)
+
+    @r.post("/send", response_model=TransferRow, status_code=202, tags=["transfers"])
+    async def send(req: SendRequest) -> TransferRow:
+        return await service.send(req.to, req.session, transcript_path=req.transcript_path, redact=req.redact,
+                                  wait=req.wait, timeout=req.timeout)
+
+    @r.post("/receive", response_model=TransferRow, status_code=202, tags=["transfers"])
+    async def receive(req: ReceiveRequest) -> TransferRow:
+        return await service.receive(req.code, wait=req.wait, timeout=req.timeout)
+
+    @r.get("/transfers", response_model=list[TransferRow], tags=["transfers"])
+    async def transfers(state: Literal["queued", "running", "done", "failed", "cancelled", "interrupted"] | None = None,
+                        limit: Limit = 100) -> list[TransferRow]:
+        return await service.list_transfers(state, limit)
+
+    @r.get("/transfers/{transfer_id}", response_model=TransferRow, tags=["transfers"])
+    async def transfer(transfer_id: str, wait: Annotated[float, Query(ge=0, le=600)] = 0.0) -> TransferRow:
+        if wait > 0:
+            return await service.wait_transfer(transfer_id, wait)
+        return await service.get_transfer(transfer_id)
+
+    @r.post("/transfers/{transfer_id}/cancel", response_model=TransferRow, tags=["transfers"])
+    async def cancel_transfer(transfer_id: str, req: Annotated[CancelRequest | None, Body()] = None) -> TransferRow:
+        return await service.cancel_transfer(transfer_id, (req or CancelRequest()).reason)
+
+    @r.get("/inbox", response_model=list[InboxRow], tags=["inbox"])
+    async def inbox(limit: Limit = 100) -> list[InboxRow]:
+        return await service.list_inbox(limit)
+
+    @r.get("/inbox/{inbox_id}", tags=["inbox"])
+    async def inbox_entry(inbox_id: str) -> dict[str, Any]:
+        return await service.get_inbox(inbox_id)
+
+    @r.post("/inbox/{inbox_id}/import", response_model=ImportResult, tags=["inbox"])
+    async def import_entry(inbox_id: str, req: Annotated[ImportRequest | None, Body()] = None) -> dict[str, Any]:
+        req = req or ImportRequest()
+        return await service.import_inbox(inbox_id, to=req.to, cwd=req.cwd, same_account=req.same_account)
+
+    @r.delete("/inbox/{inbox_id}", response_model=InboxRow, tags=["inbox"])
+    async def delete_entry(inbox_id: str) -> InboxRow:
+        return await service.delete_inbox(inbox_id)
+
+    @r.post("/handoffs", response_model=HandoffRow, status_code=201, tags=["handoffs"])
+    async def create_handoff(req: HandoffRequest) -> HandoffRow:
+        package = HandoffPackage.model_validate(req.model_dump(include=set(HandoffPackage.model_fields)))
+        return await service.create_handoff(package, target=req.target, session_id=req.session_id,
+                                            transcript_path=req.transcript_path, redact=req.redact)
+
+    @r.get("/handoffs", response_model=list[HandoffRow], tags=["handoffs"])
+    async def handoffs(state: Literal["pending", "claimed", "started", "completed", "failed", "cancelled"] | None
+                       = None, limit: Limit = 100) -> list[HandoffRow]:
+        return await service.list_handoffs(state, limit)
+
+    @r.get("/handoffs/{handoff_id}", response_model=HandoffRow, tags=["handoffs"])
+    async def handoff(handoff_id: str) -> HandoffRow:
+        return await service.get_handoff(handoff_id)
+
+    @r.post("/handoffs/{handoff_id}/claim", response_model=HandoffRow, tags=["handoffs"])
+    async def claim(handoff_id: str, req: Annotated[ClaimRequest | None, Body()] = None) -> HandoffRow:
+        return await service.claim_handoff(handoff_id, (req.claimer if req else None) or service.device_id)
+
+    @r.post("/handoffs/{handoff_id}/cancel", response_model=HandoffRow, tags=["handoffs"])
+    async def cancel_handoff(handoff_id: str, req: Annotated[CancelRequest | None, Body()] = None) -> HandoffRow:
+        return await service.cancel_handoff(handoff_id, req.reason if req else "cancelled by the sender")
+
+    @r.post("/hooks/session-start", response_model=HookSessionRow, tags=["hooks"])
+    async def hook_session_start(req: HookSessionStart) -> dict[str, Any]:
+        return await service.record_hook_session(session_id=req.session_id, transcript_path=req.transcript_path,
+                                                 cwd=req.cwd, source=req.source)
+
+    return r

@@ -1,0 +1,228 @@
+"""``p2pd hook install|uninstall|status|session-start``: the Claude Code SessionStart hook.
+
+``install`` adds one entry to ``hooks.SessionStart`` in Claude Code's ``settings.json`` (``--settings PATH``, else
+``$CLAUDE_CONFIG_DIR/settings.json``, else ``~/.claude/settings.json``) running ``p2pd hook session-start``. It is
+idempotent, keeps every other setting and hook, and refuses (touching nothing) a file that is not valid JSON or
+whose ``hooks`` are not shaped as Claude Code expects. ``uninstall`` removes only p2pd's entry.
+
+``session-start`` is what Claude Code runs: it reads the hook input on stdin (``session_id``, ``transcript_path``,
+``cwd``, ``source``), records it with the daemon (``POST /hooks/session-start``) or, when no daemon runs, in the
+store directly; prints ``hookSpecificOutput.additionalContext`` telling the agent the daemon's URL and its own
+session id; and appends ``P2PD_URL``/``P2PD_SESSION_ID`` to ``$CLAUDE_ENV_FILE`` when Claude Code provides one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..atomic import atomic_write_bytes
+from ..errors import ExitCode, InvalidInputError, P2pdError
+from .home import Home
+
+MARKER = "hook session-start"
+EVENT = "SessionStart"
+MAX_INPUT = 1 << 20
+
+
+def register(sub: Any) -> None:
+    s = sub.add_parser("hook", help="the Claude Code SessionStart hook (install, uninstall, status)")
+    s.add_argument("action", choices=["install", "uninstall", "status", "session-start"])
+    s.add_argument("--settings", help="Claude Code settings file (default: $CLAUDE_CONFIG_DIR or ~/.claude, "
+                   "settings.json)")
+    s.set_defaults(func=cmd_hook)
+
+
+def settings_path(explicit: str | None = None) -> Path:
+    if explicit:
+        return Path(explicit).expanduser()
+    env = os.environ.get("CLAUDE_CONFIG_DIR", "").strip()
+    return (Path(env).expanduser() if env else Path.home() / ".claude") / "settings.json"
+
+
+def hook_command() -> str:
+    """How Claude Code should run us: the installed ``p2pd`` by absolute path, else this Python with ``-m p2pd``."""
+    exe = shutil.which("p2pd")
+    if exe:
+        return f"{shlex.quote(str(Path(exe).resolve()))} {MARKER}"
+    return f"{shlex.quote(sys.executable)} -m p2pd {MARKER}"
+
+
+def _is_ours(hook: Any) -> bool:
+    return isinstance(hook, dict) and isinstance(hook.get("command"), str) and "p2pd" in hook["command"] \
+        and MARKER in hook["command"]
+
+
+def _load(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInputError(f"cannot read {path}: {exc}") from None
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise InvalidInputError(f"{path} is not valid JSON ({exc}); fix it first — it was not changed") from None
+    if not isinstance(data, dict):
+        raise InvalidInputError(f"{path} must hold a JSON object; it was not changed")
+    return data
+
+
+def _entries(data: dict[str, Any], path: Path) -> list[Any]:
+    hooks = data.get("hooks", {})
+    if not isinstance(hooks, dict):
+        raise InvalidInputError(f"'hooks' in {path} is not an object; it was not changed")
+    entries = hooks.get(EVENT, [])
+    if not isinstance(entries, list):
+        raise InvalidInputError(f"'hooks.{EVENT}' in {path} is not a list; it was not changed")
+    return entries
+
+
+def _save(path: Path, data: dict[str, Any]) -> None:
+    atomic_write_bytes(path, (json.dumps(data, ensure_ascii=False, indent=2) + "\n").encode("utf-8"))
+
+
+def install(path: Path) -> bool:
+    """Add our hook; returns False when it was already there (same command)."""
+    data = _load(path)
+    entries = _entries(data, path)
+    command = hook_command()
+    for entry in entries:
+        for hook in (entry.get("hooks") or []) if isinstance(entry, dict) else []:
+            if _is_ours(hook):
+                if hook["command"] == command:
+                    return False
+                hook["command"] = command  # p2pd moved: point at the current one
+                _save(path, data)
+                return True
+    entries.append({"hooks": [{"type": "command", "command": command, "timeout": 15}]})
+    data.setdefault("hooks", {})[EVENT] = entries
+    _save(path, data)
+    return True
+
+
+def uninstall(path: Path) -> int:
+    """Remove our hook entries (only ours); returns how many were removed."""
+    if not path.exists():
+        return 0
+    data = _load(path)
+    entries = _entries(data, path)
+    removed = 0
+    kept: list[Any] = []
+    for entry in entries:
+        if isinstance(entry, dict) and isinstance(entry.get("hooks"), list):
+            mine = [h for h in entry["hooks"] if _is_ours(h)]
+            removed += len(mine)
+            if mine:
+                rest = [h for h in entry["hooks"] if not _is_ours(h)]
+                if not rest:
+                    continue
+                entry = {**entry, "hooks": rest}
+        kept.append(entry)
+    if removed:
+        if kept:
+            data["hooks"][EVENT] = kept
+        else:
+            del data["hooks"][EVENT]
+            if not data["hooks"]:
+                del data["hooks"]
+        _save(path, data)
+    return removed
+
+
+def installed(path: Path) -> list[str]:
+    data = _load(path)
+    return [h["command"] for e in _entries(data, path) if isinstance(e, dict)
+            for h in (e.get("hooks") or []) if _is_ours(h)]
+
+
+def daemon_url(home: Home) -> str:
+    info = home.read_daemon_info()
+    if info is not None:
+        return str(info["url"])
+    from ..config import daemon_settings
+    from .serve import url_for
+
+    s = daemon_settings()
+    return url_for(s.host, s.port)
+
+
+def session_start(raw: str, home: Home, env_file: str | None) -> dict[str, Any]:
+    """Record the session (daemon, else the store) and build the hook's JSON output."""
+    from .client import DaemonClient
+
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise InvalidInputError(f"the hook input is not JSON: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("session_id"), str) or not data["session_id"]:
+        raise InvalidInputError("the hook input has no session_id (is this run by Claude Code's SessionStart?)")
+    record = {"session_id": data["session_id"],
+              "transcript_path": data.get("transcript_path") if isinstance(data.get("transcript_path"), str) else None,
+              "cwd": data.get("cwd") if isinstance(data.get("cwd"), str) else None,
+              "source": data.get("source") if isinstance(data.get("source"), str) else None}
+    client = DaemonClient.find(home)
+    running, recorded = client is not None, False
+    if client is not None:
+        with client:
+            try:
+                client.post("/hooks/session-start", record, timeout=5)
+                recorded = True
+            except P2pdError:
+                pass  # recorded in the store below; the session must start anyway
+    if not recorded:
+        from .store import Store
+
+        home.ensure()
+        Store(home.db_path).record_hook_session(**record)
+    url = daemon_url(home)
+    sid = record["session_id"]
+    lines = [f"p2pd is available: P2PD_URL={url} (MCP endpoint {url}/mcp); your session id is P2PD_SESSION_ID={sid}.",
+             "To hand this work to another machine use the p2pd `handoff` MCP tool with session_id set to that id "
+             "(summary, goal, relevant files, notes)."]
+    if not running:
+        lines.append("The p2pd daemon is not running right now; start it with `p2pd serve`.")
+    if env_file:
+        with open(env_file, "a", encoding="utf-8") as fh:
+            fh.write(f"export P2PD_URL={shlex.quote(url)}\nexport P2PD_SESSION_ID={shlex.quote(sid)}\n")
+    return {"hookSpecificOutput": {"hookEventName": EVENT, "additionalContext": " ".join(lines)}}
+
+
+def cmd_hook(args: argparse.Namespace) -> int:
+    from ..cli import _escape, err
+
+    if args.action == "session-start":
+        raw = sys.stdin.read(MAX_INPUT + 1)
+        if len(raw) > MAX_INPUT:
+            raise InvalidInputError("the hook input is larger than 1 MiB")
+        out = session_start(raw, Home.default(), os.environ.get("CLAUDE_ENV_FILE") or None)
+        print(json.dumps(out))
+        return ExitCode.OK
+    path = settings_path(args.settings)
+    if args.action == "install":
+        changed = install(path)
+        verb = "Installed" if changed else "Already installed:"
+        err.print(f"{verb} the p2pd SessionStart hook in {_escape(str(path))}")
+        return ExitCode.OK
+    if args.action == "uninstall":
+        n = uninstall(path)
+        err.print(f"Removed {n} p2pd hook(s) from {_escape(str(path))}" if n else
+                  f"No p2pd hook in {_escape(str(path))}")
+        return ExitCode.OK
+    commands = installed(path)
+    if commands:
+        for c in commands:
+            print(c)
+        err.print(f"installed in {_escape(str(path))}")
+    else:
+        err.print(f"not installed in {_escape(str(path))} (run `p2pd hook install`)")
+    return ExitCode.OK

@@ -1,0 +1,152 @@
+"""``p2pd serve``: the daemon — the HTTP API and MCP endpoint (uvicorn) over the service, plus the device network
+when one is plugged in.
+
+Binds 127.0.0.1 by default. Any address that is not loopback is refused unless ``allow_remote = true`` is in the
+config (or ``--allow-remote``): the API hands out conversations, and the token is its only lock. While serving,
+``daemon.json`` in the home folder says where (url, port, pid); it is removed on a clean stop. SIGTERM and SIGINT
+stop cleanly: running transfers are marked interrupted, pending handoffs stay pending.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from importlib import resources
+from typing import Any
+
+from ..errors import InvalidInputError
+from .home import Home
+from .service import DaemonService, Network
+from .store import Store
+
+log = logging.getLogger("p2pd.daemon")
+
+NetworkFactory = Callable[[DaemonService], Network | None]
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_bind(host: str, allow_remote: bool) -> None:
+    if not is_loopback(host) and not allow_remote:
+        raise InvalidInputError(
+            f"refusing to serve on {host}: that address is reachable from other machines. The daemon binds "
+            "127.0.0.1 unless you set `allow_remote = true` in the p2pd config (or pass --allow-remote) — and then "
+            "anyone who has the token can read and send your conversations")
+
+
+def url_for(host: str, port: int) -> str:
+    shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    if host in ("0.0.0.0", "::"):
+        shown = "127.0.0.1"
+    return f"http://{shown}:{port}"
+
+
+def systemd_unit() -> str:
+    return resources.files("p2pd.daemon").joinpath("p2pd.service").read_text(encoding="utf-8")
+
+
+def _server_class() -> Any:
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn's server, but a SIGTERM/SIGINT ends ``serve()`` normally instead of being raised again after the
+        graceful shutdown (which would kill the process before daemon.json is removed)."""
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+            previous = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
+            try:
+                yield
+            finally:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+
+    return Server
+
+
+async def serve(home: Home, *, host: str, port: int, cors_origins: tuple[str, ...] = (),
+                network_factory: NetworkFactory | None = None, announce: Callable[[str], None] = print) -> None:
+    import uvicorn
+
+    from .api import create_app
+
+    _Server = _server_class()
+
+    home.ensure()
+    token = home.token()
+    store = await asyncio.to_thread(Store, home.db_path)
+    service = DaemonService(home, store)
+    if network_factory is not None:
+        service.network = network_factory(service)
+    app = create_app(service, token, host=host, cors_origins=cors_origins)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on", access_log=False,
+                            server_header=False, timeout_graceful_shutdown=5)
+    server = _Server(config)
+
+    async def announce_when_up() -> None:
+        while not server.started:
+            if server.should_exit:
+                return
+            await asyncio.sleep(0.02)
+        bound = port
+        for s in server.servers:
+            for sock in s.sockets or ():
+                bound = sock.getsockname()[1]
+        url = url_for(host, bound)
+        await asyncio.to_thread(home.write_daemon_info, url=url, host=host, port=bound)
+        announce(f"p2pd daemon listening on {url}")
+        announce(f"  token file: {home.token_path}")
+        announce(f"  MCP endpoint: {url}/mcp")
+        announce(f"  home: {home.root}")
+
+    watcher = asyncio.create_task(announce_when_up())
+    try:
+        await server.serve()
+    finally:
+        watcher.cancel()
+        home.remove_daemon_info()
+    if not server.started:
+        raise InvalidInputError(f"the daemon could not listen on {host}:{port} (is another daemon running there?)")
+
+
+def cmd_serve(args: Any) -> int:
+    from ..config import daemon_settings
+    from ..eventloop import run
+
+    if args.print_systemd_unit:
+        sys.stdout.write(systemd_unit())
+        return 0
+    settings = daemon_settings()
+    host = args.host or settings.host
+    port = settings.port if args.port is None else args.port
+    check_bind(host, settings.allow_remote or args.allow_remote)
+    if not 0 <= port <= 65535:
+        raise InvalidInputError(f"the port must be 0..65535, not {port}")
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    home = Home.default()
+    running = home.read_daemon_info()
+    if running is not None:
+        raise InvalidInputError(f"a daemon already runs for {home.root} at {running['url']} (pid {running.get('pid')})")
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+
+    run(serve(home, host=host, port=port, cors_origins=settings.cors_origins, announce=say))
+    return 0
