@@ -306,7 +306,7 @@ class CliUI:
 
 
 def cmd_send(args: argparse.Namespace) -> int:
-    if args.to:
+    if args.to or args.link:
         from .daemon.commands import send_via_daemon
 
         return send_via_daemon(args)
@@ -436,6 +436,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="mask secrets before sending (default: $P2PD_REDACT or the config file)")
     s.add_argument("--fallback-dir", default=".", help="where to write the .a2a.json when no peer connects")
     s.add_argument("--to", metavar="DEVICE", help="send to a paired device, through the running daemon (no code)")
+    s.add_argument("--link", metavar="LINK", help="send to every other member of a link, through the running daemon")
     s.set_defaults(func=cmd_send)
 
     s = sub.add_parser("receive", help="receive a conversation sent with 'p2pd send'")
@@ -459,6 +460,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .daemon.commands import register as register_daemon_commands
 
     register_daemon_commands(sub)
+    from .daemon.device_commands import register as register_device_commands
+
+    register_device_commands(sub)
     return p
 
 

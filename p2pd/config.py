@@ -108,6 +108,8 @@ class DaemonSettings:
     port: int
     allow_remote: bool
     cors_origins: tuple[str, ...]
+    accept_handoffs: bool = True  # claim handoffs that paired devices offer, and import them
+    handoff_agent: str = "claude-code"  # the agent a claimed handoff is imported into
 
 
 def daemon_settings() -> DaemonSettings:
@@ -130,4 +132,11 @@ def daemon_settings() -> DaemonSettings:
     origins = conf.get("cors_origins", [])
     if not isinstance(origins, list) or not all(isinstance(o, str) and o and o != "*" for o in origins):
         raise InvalidInputError(f"'cors_origins' in {where} must be a list of origins (no '*')")
-    return DaemonSettings(host=host, port=port, allow_remote=allow_remote, cors_origins=tuple(origins))
+    env_accept = os.environ.get("P2PD_ACCEPT_HANDOFFS")
+    accept = (_bool(env_accept, "P2PD_ACCEPT_HANDOFFS") if env_accept is not None
+              else _bool(conf.get("accept_handoffs", True), f"'accept_handoffs' in {where}"))
+    agent = os.environ.get("P2PD_HANDOFF_AGENT", "").strip() or conf.get("handoff_agent", "claude-code")
+    if agent not in ("claude-code", "codex"):
+        raise InvalidInputError(f"'handoff_agent' must be 'claude-code' or 'codex', not {agent!r}")
+    return DaemonSettings(host=host, port=port, allow_remote=allow_remote, cors_origins=tuple(origins),
+                          accept_handoffs=accept, handoff_agent=agent)

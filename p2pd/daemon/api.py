@@ -104,6 +104,11 @@ class SendRequest(_Body):
     timeout: float = Field(default=300.0, gt=0, le=3600, description="seconds to wait for the receiver")
 
 
+class LinkRequest(_Body):
+    name: str = Field(min_length=1, max_length=64)
+    devices: list[str] = Field(min_length=1, max_length=63, description="paired devices (id, id prefix or name)")
+
+
 class ReceiveRequest(_Body):
     code: str = Field(min_length=1, max_length=200)
     wait: float = Field(default=0.0, ge=0, le=600)
@@ -241,6 +246,22 @@ def _routes(service: DaemonService) -> APIRouter:
     @r.get("/stats", tags=["daemon"])
     async def stats() -> dict[str, Any]:
         return await service.stats()
+
+    @r.get("/links", tags=["devices"])
+    async def links() -> list[dict[str, Any]]:
+        return service.links()
+
+    @r.post("/links", status_code=201, tags=["devices"])
+    async def create_link(req: LinkRequest) -> dict[str, Any]:
+        return await service.create_link(req.name, req.devices)
+
+    @r.post("/links/{link_id}/close", tags=["devices"])
+    async def close_link(link_id: str) -> dict[str, Any]:
+        return service.close_link(link_id)
+
+    @r.post("/links/{link_id}/leave", tags=["devices"])
+    async def leave_link(link_id: str) -> dict[str, Any]:
+        return service.leave_link(link_id)
 
     @r.get("/devices", tags=["daemon"])
     async def devices() -> list[dict[str, Any]]:

@@ -190,13 +190,17 @@ def send_via_daemon(args: argparse.Namespace) -> int:
     """``p2pd send SESSION --to DEVICE``: device sends are the daemon's (it holds the pairing and the network)."""
     from ..cli import _escape, err
 
+    to = {"link": args.link} if args.link else {"device": args.to}
     with _client("sends to a paired device go through the daemon") as c:
-        body: dict[str, Any] = {"session": args.session, "to": {"device": args.to}, "redact": args.redact,
+        body: dict[str, Any] = {"session": args.session, "to": to, "redact": args.redact,
                                 "wait": min(args.timeout, 600.0)}
         row = c.post("/send", body, timeout=args.timeout + 30)
-    err.print(f"Transfer {row['id']} to {_escape(args.to)}: {row['state']}"
-              f"{' — ' + _escape(row['error']) if row.get('error') else ''}")
-    print(row["id"])
+    siblings = row.get("detail", {}).get("link_transfers") or [row["id"]]
+    err.print(f"Transfer {row['id']} to {_escape(args.link or args.to)}: {row['state']}"
+              f"{' — ' + _escape(row['error']) if row.get('error') else ''}"
+              + (f" (and {len(siblings) - 1} more to the link's other members)" if len(siblings) > 1 else ""))
+    for ident in siblings:
+        print(ident)
     if row["state"] == "done":
         return ExitCode.OK
     if row["state"] in ("failed", "cancelled"):

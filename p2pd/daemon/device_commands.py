@@ -47,7 +47,14 @@ def cmd_pair(args: argparse.Namespace) -> int:
     home = Home.default().ensure()
     identity = load_identity(home.root)
     code = read_code(args.code)
-    ui = CliUI()
+
+    class PairUI(CliUI):
+        def code_ready(self, code: str) -> None:
+            if args.code is None:
+                err.print(f"Code: [bold]{_escape(code)}[/]")
+                err.print(f"  on the other device run: [bold]p2pd pair {_escape(code)}[/]")
+
+    ui = PairUI()
     err.print(f"This device: [bold]{_escape(identity.name)}[/] ({identity.device_id}), "
               f"fingerprint {identity.fingerprint}")
     try:

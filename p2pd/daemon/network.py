@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import random
 import time
@@ -43,7 +44,6 @@ from p2pd.daemon.peer_protocol import (
     check_pinned_proof,
     make_proof,
     parse_control,
-    session_role,
 )
 from p2pd.errors import (
     ConflictError,
@@ -56,7 +56,7 @@ from p2pd.errors import (
 )
 from p2pd.pairing.codes import Code
 from p2pd.pairing.rendezvous import Rendezvous
-from p2pd.pairing.seal import Role, other_role
+from p2pd.pairing.seal import other_role
 from p2pd.transfer.channel import TransferControl, receive_blob, send_blob
 from p2pd.transfer.frames import Offer, OfferInfo
 
@@ -69,6 +69,7 @@ BACKOFF_MAX = 30.0
 REFUSED_RETRY = 60.0
 PROGRESS_EVERY = 0.5
 BOOK_POLL = 1.0
+STOP_GRACE = 5.0
 
 
 class NetworkHost(Protocol):
@@ -91,23 +92,37 @@ class NetworkHost(Protocol):
 
 
 def pack_outbox(doc: ConversationDocument, outbox: Path) -> tuple[Path, OfferInfo, str]:
-    """Write ``doc`` as a blob named by its SHA-256 in ``outbox`` (kept for resume), with its offer
+    """Write ``doc`` as a blob named by its payload's SHA-256 in ``outbox`` (kept for resume), with its offer
     description beside it. Returns (blob path, offer info, sha256 hex). Call in a thread."""
     data = blob.encode(dumps(doc, pretty=False))
     sha = blob.BlobHeader.unpack(data).sha256.hex()
     outbox.mkdir(parents=True, exist_ok=True)
-    path = outbox / f"{sha}.p2pd"
-    info = OfferInfo.normalized(doc.title or doc.context_id, doc.origin.platform,
-                                doc.origin.session_id or doc.context_id, doc.counts.messages)
+    path = outbox / f"{sha}.a2a.p2pd"
+    info = offer_info(doc)
     # Written atomically: a send of the same conversation may be reading these files right now.
     if not path.exists():
         atomic_write_bytes(path, data)
-    atomic_write_bytes(path.with_suffix(".json"), info.to_json())
+    atomic_write_bytes(_info_path(path), info.to_json())
     return path, info, sha
 
 
+def offer_info(doc: ConversationDocument) -> OfferInfo:
+    return OfferInfo.normalized(doc.title or doc.context_id, doc.origin.platform,
+                                doc.origin.session_id or doc.context_id, doc.counts.messages)
+
+
 def outbox_info(blob_path: Path) -> OfferInfo:
-    return OfferInfo.from_json(blob_path.with_suffix(".json").read_bytes())
+    """The offer description kept beside an outbox blob (made again from the blob when it is missing)."""
+    try:
+        return OfferInfo.from_json(_info_path(blob_path).read_bytes())
+    except (OSError, ValueError):
+        from p2pd.conversation.document_io import parse_document
+
+        return offer_info(parse_document(blob.read(blob_path), source=str(blob_path)))
+
+
+def _info_path(blob_path: Path) -> Path:
+    return blob_path.with_name(blob_path.name.split(".")[0] + ".offer.json")
 
 
 # ---- one paired device ---------------------------------------------------------------------------------------
@@ -127,26 +142,25 @@ class DeviceSession:
     online_event: asyncio.Event = field(default_factory=asyncio.Event)
     kick: asyncio.Event = field(default_factory=asyncio.Event)
     reports: list[Control] = field(default_factory=list)  # handoff states to deliver when online
+    incoming: dict[str, tuple[asyncio.Task[None], TransferControl]] = field(default_factory=dict)
     tasks: set[asyncio.Task[Any]] = field(default_factory=set)
     runner: asyncio.Task[None] | None = None
     worker: asyncio.Task[None] | None = None
-
-    @property
-    def role(self) -> Role:
-        return session_role(self.net.identity.device_id, self.device.device_id)
 
     def start(self) -> None:
         self.runner = asyncio.create_task(self._run(), name=f"p2pd-device-{self.device.device_id}")
         self.worker = asyncio.create_task(self._outbox(), name=f"p2pd-outbox-{self.device.device_id}")
 
     async def stop(self) -> None:
-        for task in [self.runner, self.worker, *self.tasks]:
-            if task is not None:
-                task.cancel()
-        for task in [self.runner, self.worker, *self.tasks]:
-            if task is not None:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+        everything = [t for t in (self.runner, self.worker, *self.tasks, *(t for t, _ in self.incoming.values()))
+                      if t is not None]
+        for task in everything:
+            task.cancel()
+        if everything:
+            _, stuck = await asyncio.wait(everything, timeout=STOP_GRACE)
+            for task in stuck:  # never hang a shutdown; say what did not end
+                log.warning("device %s: %s did not stop within %.0f s: %s", self.device.name, task.get_name(),
+                            STOP_GRACE, "".join(_stack(task)))
 
     def view(self) -> dict[str, Any]:
         return {**self.device.public_view(), "online": self.state == "online", "state": self.state,
@@ -169,8 +183,8 @@ class DeviceSession:
         while True:
             self._set("connecting" if self.state != "refused" else "refused", self.error)
             try:
-                rv = await Rendezvous.open(self.net.signal_url, role=self.role,
-                                           code=code, create=True, connect_timeout=10.0)
+                rv = await Rendezvous.open(self.net.signal_url, role="auto", code=code, create=True,
+                                           connect_timeout=10.0)
             except (P2pdError, OSError) as exc:
                 failures += 1
                 self._set("offline", str(exc))
@@ -179,9 +193,8 @@ class DeviceSession:
             wait = ROOM_WAIT
             try:
                 await rv.pair(timeout=ROOM_WAIT)
-                await rv.send_sealed(make_proof(self.net.identity, rv.exporter, self.role))
-                check_pinned_proof(await rv.recv_sealed(timeout=20.0), rv.exporter, other_role(self.role),
-                                   self.device)
+                await rv.send_sealed(make_proof(self.net.identity, rv.exporter, rv.role))
+                check_pinned_proof(await rv.recv_sealed(timeout=20.0), rv.exporter, other_role(rv.role), self.device)
                 self.rv = rv
                 failures = 0
                 self._set("online")
@@ -293,6 +306,18 @@ class DeviceSession:
                 await asyncio.sleep(1.0)
 
 
+def _stack(task: asyncio.Task[Any]) -> list[str]:
+    import io
+
+    buf = io.StringIO()
+    task.print_stack(file=buf)
+    return [buf.getvalue()]
+
+
+def _forget(table: dict[str, Any], key: str, _task: object) -> None:
+    table.pop(key, None)
+
+
 def _backoff(failures: int) -> float:
     """Full-jitter exponential backoff."""
     return random.uniform(0, min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** min(failures, 10)))
@@ -381,21 +406,31 @@ class DeviceNetwork:
     async def send_to_device(self, ref: str, doc: ConversationDocument, *, handoff_id: str | None = None,
                              link_id: str | None = None) -> Any:
         """Queue ``doc`` for a paired device; returns the transfer row (sent as soon as the device is online)."""
+        self.book.get(ref)  # an unknown device fails before any work
+        path, _, sha = await asyncio.to_thread(pack_outbox, doc, self.outbox)
+        return await self.queue_blob(ref, path, title=doc.title or doc.context_id, sha256=sha,
+                                     handoff_id=handoff_id, link_id=link_id)
+
+    async def queue_blob(self, ref: str, blob_path: Path, *, title: str, sha256: str,
+                         handoff_id: str | None = None, link_id: str | None = None,
+                         detail: dict[str, Any] | None = None) -> Any:
+        """Queue an outbox blob for a paired device."""
         session = self.session(ref)
-        path, info, sha = await asyncio.to_thread(pack_outbox, doc, self.outbox)
         row = await asyncio.to_thread(
-            self.store.create_transfer, "out", session.device.device_id, title=info.title,
-            size=path.stat().st_size, sha256=sha, blob_path=str(path), handoff_id=handoff_id, link_id=link_id)
+            self.store.create_transfer, "out", session.device.device_id, title=title,
+            size=blob_path.stat().st_size, sha256=sha256, blob_path=str(blob_path), handoff_id=handoff_id,
+            link_id=link_id, detail={"device": session.device.name, **(detail or {})})
         session.kick.set()
         return row
 
     async def send_to_link(self, link_id: str, doc: ConversationDocument) -> list[Any]:
-        targets = self.links.targets(link_id)
-        rows = []
-        for device_id in targets:
-            if device_id in self.book.devices:
-                rows.append(await self.send_to_device(device_id, doc, link_id=link_id))
-        return rows
+        """Queue ``doc`` for every member of a link but this device and those that left."""
+        targets = [t for t in self.links.targets(link_id) if t in self.book.devices]
+        if not targets:
+            raise ConflictError(f"link {link_id} has no other member paired with this device")
+        path, _, sha = await asyncio.to_thread(pack_outbox, doc, self.outbox)
+        return [await self.queue_blob(device_id, path, title=doc.title or doc.context_id, sha256=sha,
+                                      link_id=link_id) for device_id in targets]
 
     def cancel_transfer(self, transfer_id: str, reason: str = "cancelled by the user") -> bool:
         control = self.controls.get(transfer_id)
@@ -472,8 +507,17 @@ class DeviceNetwork:
             if queue is not None:
                 queue.put_nowait(message.m)
         elif isinstance(message, TransferStart):
+            # A device sends one transfer at a time, so a new one means any still open here is dead (its sender
+            # restarted): stop those first, so their partial file is free for this one to resume from.
+            stale = list(session.incoming.values())
+            for _, old in stale:
+                old.cancel("the sender started again")
             session.rtc.setdefault(message.tid, asyncio.Queue())
-            session.spawn(self.run_incoming(session, message))
+            control = TransferControl()
+            work = self.run_incoming(session, message, control, [t for t, _ in stale])
+            task = asyncio.create_task(work)
+            session.incoming[message.tid] = (task, control)
+            task.add_done_callback(functools.partial(_forget, session.incoming, message.tid))
         elif isinstance(message, HandoffOffer):
             if self.host.should_claim(device, message):
                 await session.send(HandoffClaim(hid=message.hid))
@@ -512,8 +556,8 @@ class DeviceNetwork:
             return
         await session.send(HandoffClaimResult(hid=hid, granted=True))
         try:
-            doc = await asyncio.to_thread(_read_document, Path(row.document_path))
-            await self.send_to_device(device_id, doc, handoff_id=hid)
+            await self.queue_blob(device_id, Path(row.document_path), title=row.title,
+                                  sha256=str(row.source.get("sha256") or ""), handoff_id=hid)
             await asyncio.to_thread(self.store.transition_handoff, hid, "started")
         except P2pdError as exc:
             await asyncio.to_thread(self.store.transition_handoff, hid, "failed", reason=str(exc))
@@ -559,6 +603,10 @@ class DeviceNetwork:
         except ConflictError as exc:
             await update(state="cancelled", error=str(exc))
         except DeclinedError as exc:
+            if "being received by another transfer" in str(exc):  # busy: it still holds an older attempt
+                await update(state="interrupted", error=str(exc))
+                await asyncio.sleep(_backoff(2))
+                return
             await update(state="failed", error=f"declined by {session.device.name}: {exc}")
             await self._fail_handoff(row.handoff_id, f"declined by {session.device.name}")
         except (P2pdError, OSError) as exc:
@@ -574,10 +622,12 @@ class DeviceNetwork:
         finally:
             self.controls.pop(tid, None)
 
-    async def run_incoming(self, session: DeviceSession, start: TransferStart) -> None:
+    async def run_incoming(self, session: DeviceSession, start: TransferStart, control: TransferControl,
+                           stale: list[asyncio.Task[None]]) -> None:
         device = session.device
-        control = TransferControl()
         row_id: list[str] = []
+        if stale:
+            await asyncio.wait(stale, timeout=10.0)
 
         async def decide(offer: Offer) -> bool:
             if start.link is not None and not self.links.accepts(start.link, device.device_id):
@@ -649,12 +699,6 @@ class DeviceNetwork:
         if hid is not None:
             with contextlib.suppress(P2pdError):
                 await asyncio.to_thread(self.store.transition_handoff, hid, "cancelled", reason=reason)
-
-
-def _read_document(path: Path) -> ConversationDocument:
-    from p2pd.conversation.document_io import read_document
-
-    return read_document(path)
 
 
 __all__ = ["DeviceNetwork", "DeviceSession", "NetworkHost", "outbox_info", "pack_outbox"]

@@ -179,8 +179,3 @@ def check_pinned_proof(obj: Any, exporter: bytes, peer_role: str, device: Device
 def pair_secret(exporter: bytes) -> bytes:
     """The 32-byte secret two devices keep after pairing."""
     return hmac.new(exporter, SECRET_LABEL, hashlib.sha256).digest()
-
-
-def session_role(own_id: str, peer_id: str) -> Literal["sender", "receiver"]:
-    """Which side runs the PAKE as initiator on a pair connection: the smaller device id (fixed, so both agree)."""
-    return "sender" if own_id < peer_id else "receiver"

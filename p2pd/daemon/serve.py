@@ -22,12 +22,13 @@ from typing import Any
 
 from ..errors import InvalidInputError
 from .home import Home
-from .service import DaemonService, Network
+from .network import DeviceNetwork
+from .service import DaemonService
 from .store import Store
 
 log = logging.getLogger("p2pd.daemon")
 
-NetworkFactory = Callable[[DaemonService], Network | None]
+NetworkFactory = Callable[[DaemonService], DeviceNetwork | None]
 
 
 def is_loopback(host: str) -> bool:
@@ -80,6 +81,15 @@ def _server_class() -> Any:
     return Server
 
 
+def device_network(service: DaemonService) -> DeviceNetwork:
+    """The daemon's link to its paired devices, under this machine's device identity (made on first run)."""
+    from .identity import load_identity
+
+    identity = load_identity(service.home.root)
+    service.device_id = identity.device_id
+    return DeviceNetwork(service.home.root, identity, service, service.signal_url())
+
+
 async def serve(home: Home, *, host: str, port: int, cors_origins: tuple[str, ...] = (),
                 network_factory: NetworkFactory | None = None, announce: Callable[[str], None] = print) -> None:
     import uvicorn
@@ -92,8 +102,7 @@ async def serve(home: Home, *, host: str, port: int, cors_origins: tuple[str, ..
     token = home.token()
     store = await asyncio.to_thread(Store, home.db_path)
     service = DaemonService(home, store)
-    if network_factory is not None:
-        service.network = network_factory(service)
+    service.network = (network_factory or device_network)(service)
     app = create_app(service, token, host=host, cors_origins=cors_origins)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on", access_log=False,
                             server_header=False, timeout_graceful_shutdown=5)
@@ -114,6 +123,10 @@ async def serve(home: Home, *, host: str, port: int, cors_origins: tuple[str, ..
         announce(f"  token file: {home.token_path}")
         announce(f"  MCP endpoint: {url}/mcp")
         announce(f"  home: {home.root}")
+        if service.network is not None:
+            net = service.network
+            announce(f"  device: {net.identity.name} ({net.identity.device_id}), {len(net.book.devices)} paired, "
+                     f"signaling {service.signal_url()}")
 
     watcher = asyncio.create_task(announce_when_up())
     try:

@@ -4,8 +4,9 @@ Sends and receives run as background tasks, each tracked by a row in the store's
 cancellable through a :class:`~p2pd.transfer.channel.TransferControl` (which tells the peer) and, while still
 pairing, by cancelling the task. Blocking work (parsing transcripts, SQLite, compression) runs in threads.
 
-Sends to a device or a link go through the device network (``Network``, plugged in by ``serve``); without one they
-fail with :class:`NoNetworkError` (HTTP 409).
+Sends to a device or a link go through the device network (:class:`p2pd.daemon.network.DeviceNetwork`, plugged in
+by ``serve``), which also hands this service what paired devices send (:meth:`DaemonService.accept_conversation`);
+without a network they fail with :class:`NoNetworkError` (HTTP 409).
 """
 
 from __future__ import annotations
@@ -18,19 +19,23 @@ import os
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .. import blob
-from ..atomic import atomic_write_bytes
-from ..conversation.document_io import dumps, read_document, write_document
+from ..conversation.document_io import parse_document, read_document, write_document
 from ..conversation.model import ConversationDocument
 from ..errors import ConflictError, InvalidInputError, NotFoundError, P2pdError
 from ..transfer.channel import TransferControl
 from .handoffs import FINAL, HandoffPackage, attach_package, package_of
 from .home import Home
 from .store import TRANSFER_FINAL, HandoffRow, InboxRow, Store, TransferRow, new_id
+
+if TYPE_CHECKING:
+    from .devices import Device
+    from .network import DeviceNetwork
+    from .peer_protocol import HandoffOffer
 
 log = logging.getLogger("p2pd.daemon")
 
@@ -45,24 +50,6 @@ class NoNetworkError(ConflictError):
     def __init__(self) -> None:
         super().__init__("no device network: start the daemon with a signaling server and pair a device first "
                          "(`p2pd pair`), or send to a code instead")
-
-
-class Network(Protocol):
-    """The daemon-to-daemon side (device identity, pairing, control channels), plugged in by the lead's code."""
-
-    async def start(self) -> None: ...
-
-    async def stop(self) -> None: ...
-
-    def devices(self) -> list[dict[str, Any]]: ...
-
-    async def send_to_device(self, device_id: str, transfer_id: str, blob_path: Path, info: Any, *,
-                             control: TransferControl | None = None) -> None: ...
-
-    async def send_to_link(self, link_id: str, transfer_id: str, blob_path: Path, info: Any, *,
-                           control: TransferControl | None = None) -> None: ...
-
-    def handoff_created(self, handoff_id: str) -> None: ...
 
 
 class SendTo(BaseModel):
@@ -130,7 +117,7 @@ def _document_stats(doc: ConversationDocument) -> dict[str, Any]:
 
 
 class DaemonService:
-    def __init__(self, home: Home, store: Store, *, network: Network | None = None,
+    def __init__(self, home: Home, store: Store, *, network: DeviceNetwork | None = None,
                  signal_url: str | None = None, device_id: str = "local") -> None:
         self.home = home
         self.store = store
@@ -249,16 +236,11 @@ class DaemonService:
         await asyncio.to_thread(work)
 
     async def _outbox_blob(self, doc: ConversationDocument) -> tuple[Path, str, int]:
-        """The document as a wire blob in ``outbox/``, named by its SHA-256 (kept for resume)."""
-        def work() -> tuple[Path, str, int]:
-            data = blob.encode(dumps(doc, pretty=False))
-            digest = hashlib.sha256(data).hexdigest()
-            path = self.home.outbox / f"{digest}.a2a.p2pd"
-            if not path.exists():
-                atomic_write_bytes(path, data)
-            return path, digest, len(data)
+        """The document as a wire blob in ``outbox/``, named by its payload's SHA-256 (kept for resume)."""
+        from .network import pack_outbox
 
-        return await asyncio.to_thread(work)
+        path, _info, digest = await asyncio.to_thread(pack_outbox, doc, self.home.outbox)
+        return path, digest, path.stat().st_size
 
     async def send(self, to: SendTo, session: str | None = None, *, transcript_path: str | None = None,
                    redact: bool | None = None, wait: float = 0.0, timeout: float = 300.0,
@@ -273,33 +255,37 @@ class DaemonService:
 
             code = str(parse_code(to.code))
         doc = await self.load(session, transcript_path=transcript_path, redact=redact)
+        if to.kind != "code":
+            return await self._send_to_devices(to, doc, wait=wait)
         path, digest, size = await self._outbox_blob(doc)
-        peer = {"device": to.device, "link": to.link}.get(to.kind) or "code"
         row = await asyncio.to_thread(
-            self.store.create_transfer, "out", peer, title=doc.title or doc.context_id, size=size, sha256=digest,
-            blob_path=str(path), handoff_id=handoff_id, link_id=to.link, code=code,
-            detail={"kind": to.kind, **_document_stats(doc)})
+            self.store.create_transfer, "out", "code", title=doc.title or doc.context_id, size=size, sha256=digest,
+            blob_path=str(path), handoff_id=handoff_id, code=code, detail={"kind": to.kind, **_document_stats(doc)})
         tid = row.id
-        if to.kind == "code":
-            ui = _TransferUI(self.store, tid)
-            task = self._spawn(tid, lambda control: self._send_code(tid, doc, code, ui, control, timeout))
-            waiter = asyncio.ensure_future(ui.code_event.wait())
-            await asyncio.wait([waiter, task], timeout=CODE_WAIT, return_when=asyncio.FIRST_COMPLETED)
-            waiter.cancel()
-        else:
-            from ..transfer.frames import OfferInfo
-
-            info = OfferInfo.normalized(doc.title or doc.context_id, doc.origin.platform,
-                                        doc.origin.session_id or doc.context_id, doc.counts.messages)
-            net = self.network
-            assert net is not None
-            target = to.device if to.kind == "device" else to.link
-            assert target is not None
-            send = net.send_to_device if to.kind == "device" else net.send_to_link
-            task = self._spawn(tid, lambda control: send(target, tid, path, info, control=control))
+        ui = _TransferUI(self.store, tid)
+        task = self._spawn(tid, lambda control: self._send_code(tid, doc, code, ui, control, timeout))
+        waiter = asyncio.ensure_future(ui.code_event.wait())
+        await asyncio.wait([waiter, task], timeout=CODE_WAIT, return_when=asyncio.FIRST_COMPLETED)
+        waiter.cancel()
         if wait > 0:
             await asyncio.wait([task], timeout=wait)
         return await asyncio.to_thread(self.store.get_transfer, tid)
+
+    async def _send_to_devices(self, to: SendTo, doc: ConversationDocument, *, wait: float) -> TransferRow:
+        """Queue for a paired device, or for every member of a link (the first row is returned; each row
+        lists its siblings in ``detail.link_transfers``)."""
+        net = self.network
+        assert net is not None
+        if to.kind == "device":
+            assert to.device is not None
+            rows = [await net.send_to_device(to.device, doc)]
+        else:
+            assert to.link is not None
+            rows = await net.send_to_link(to.link, doc)
+            ids = [r.id for r in rows]
+            for r in rows:
+                await asyncio.to_thread(self.store.update_transfer, r.id, detail={"link_transfers": ids})
+        return (await self._wait_rows([r.id for r in rows], wait))[0]
 
     async def _send_code(self, tid: str, doc: ConversationDocument, code: str | None, ui: _TransferUI,
                          control: TransferControl, timeout: float) -> None:
@@ -348,7 +334,17 @@ class DaemonService:
         task = self._tasks.get(transfer_id)
         if task is not None:
             await asyncio.wait([task], timeout=timeout)
-        return await asyncio.to_thread(self.store.get_transfer, transfer_id)
+            return await asyncio.to_thread(self.store.get_transfer, transfer_id)
+        return (await self._wait_rows([transfer_id], timeout))[0]  # a device transfer: the network runs it
+
+    async def _wait_rows(self, ids: list[str], timeout: float) -> list[TransferRow]:
+        loop = asyncio.get_running_loop()
+        end = loop.time() + timeout
+        while True:
+            rows = [await asyncio.to_thread(self.store.get_transfer, i) for i in ids]
+            if all(r.state in TRANSFER_FINAL for r in rows) or loop.time() >= end:
+                return rows
+            await asyncio.sleep(0.1)
 
     async def list_transfers(self, state: str | None = None, limit: int = 100) -> list[TransferRow]:
         return await asyncio.to_thread(self.store.list_transfers, state, limit)
@@ -361,6 +357,8 @@ class DaemonService:
         if row.state in TRANSFER_FINAL:
             raise ConflictError(f"transfer {transfer_id} is already {row.state}")
         control, task = self._controls.get(transfer_id), self._tasks.get(transfer_id)
+        if self.network is not None:
+            self.network.cancel_transfer(transfer_id, reason)
         if control is not None:
             control.cancel(reason)  # tells the peer when the transfer is under way
         if task is not None:
@@ -370,6 +368,44 @@ class DaemonService:
                 await asyncio.wait([task], timeout=CANCEL_GRACE)
         await self._finish(transfer_id, "cancelled", reason)
         return await asyncio.to_thread(self.store.get_transfer, transfer_id)
+
+    # ------------------------------------------------------------ what paired devices send (the network's host)
+    async def accept_conversation(self, device: Device, blob_path: Path, *, transfer_id: str,
+                                  handoff_id: str | None, link_id: str | None) -> str:
+        """File a verified blob from a paired device in the inbox; for a handoff, import it too and return the
+        resume command (the handoff's output)."""
+        from ..exchange import fallback_file
+
+        def file_it() -> tuple[ConversationDocument, Path, str]:
+            data = blob.read(blob_path)
+            doc = parse_document(data, source=f"the conversation from {device.name}")
+            path = fallback_file(doc, self.home.inbox)
+            with open(blob_path, "rb") as fh:
+                digest = blob.BlobHeader.unpack(fh.read(blob.HEADER_SIZE)).sha256.hex()
+            os.unlink(blob_path)
+            return doc, path, digest
+
+        doc, path, digest = await asyncio.to_thread(file_it)
+        entry = await self.receive_into_inbox(doc, path, transfer_id=transfer_id, from_peer=device.device_id,
+                                              sha256=digest, handoff_id=handoff_id)
+        if handoff_id is None:
+            return ""
+        from ..config import daemon_settings
+
+        package = package_of(doc) or {}
+        folders = [package.get("cwd"), package.get("project_path")]
+        folder = next((f for f in folders if isinstance(f, str) and Path(f).is_dir()), None)
+        try:
+            result = await self.import_inbox(entry.id, to=daemon_settings().handoff_agent, cwd=folder)
+        except P2pdError as exc:
+            raise type(exc)(f"received into the inbox as {entry.id} but not imported: {exc}; import it with "
+                            f"`p2pd inbox import {entry.id} --cwd DIR`") from exc
+        return str(result["resume_command"])
+
+    def should_claim(self, device: Device, offer: HandoffOffer) -> bool:
+        from ..config import daemon_settings
+
+        return daemon_settings().accept_handoffs
 
     # ------------------------------------------------------------ inbox
     async def receive_into_inbox(self, doc: ConversationDocument, path: Path, *, transfer_id: str | None,
@@ -504,6 +540,23 @@ class DaemonService:
 
     def devices(self) -> list[dict[str, Any]]:
         return self.network.devices() if self.network is not None else []
+
+    def _net(self) -> DeviceNetwork:
+        if self.network is None:
+            raise NoNetworkError()
+        return self.network
+
+    def links(self) -> list[dict[str, Any]]:
+        return [v.model_dump() for v in self.network.links.links.values()] if self.network is not None else []
+
+    async def create_link(self, name: str, devices: list[str]) -> dict[str, Any]:
+        return (await self._net().create_link(name, devices)).model_dump()
+
+    def close_link(self, link_id: str) -> dict[str, Any]:
+        return self._net().close_link(link_id).model_dump()
+
+    def leave_link(self, link_id: str) -> dict[str, Any]:
+        return self._net().leave_link(link_id).model_dump()
 
     async def record_hook_session(self, *, session_id: str, transcript_path: str | None, cwd: str | None,
                                   source: str | None = None) -> dict[str, Any]:

@@ -232,16 +232,17 @@ class Rendezvous:
     # ---- construction ----------------------------------------------------------------------------------
 
     @classmethod
-    async def open(cls, url: str, *, role: Role, code: Code | str | None = None, create: bool | None = None,
-                   words: int = 2, connect_timeout: float = 10.0) -> Rendezvous:
+    async def open(cls, url: str, *, role: Role | Literal["auto"], code: Code | str | None = None,
+                   create: bool | None = None, words: int = 2, connect_timeout: float = 10.0) -> Rendezvous:
         """Connect to the server and enter the room.
 
         ``code=None`` allocates a fresh nameplate (and words) on the server; ``rv.code`` is then the code to
         hand to the other side. With a code, the room is created when missing if ``create`` (default: only
-        for the sender); otherwise a missing room raises :class:`NotFoundError`.
+        for the sender); otherwise a missing room raises :class:`NotFoundError`. ``role="auto"`` (peers that
+        are alike, such as two paired daemons) makes the first in the room the PAKE initiator ("sender").
         """
-        if role not in ("sender", "receiver"):
-            raise ValueError(f"role must be 'sender' or 'receiver', not {role!r}")
+        if role not in ("sender", "receiver", "auto"):
+            raise ValueError(f"role must be 'sender', 'receiver' or 'auto', not {role!r}")
         parsed = parse_code(code) if isinstance(code, str) else code
         ws = await _connect(url, connect_timeout)
         try:
@@ -249,13 +250,15 @@ class Rendezvous:
                 request: dict[str, Any] = {"type": "allocate", "id": 1}
             else:
                 request = {"type": "join", "id": 1, "room": parsed.nameplate,
-                           "create": (role == "sender") if create is None else create}
+                           "create": (role != "receiver") if create is None else create}
             joined = await _request(ws, request, connect_timeout, parsed)
             room = str(joined["room"])
             if parsed is None:
                 parsed = generate_code(room, words=words)
-            return cls(ws, url=url, code=parsed, role=role, room=room, peer_id=str(joined["peer_id"]),
-                       peers=[str(peer) for peer in joined.get("peers", [])])
+            peers = [str(peer) for peer in joined.get("peers", [])]
+            chosen: Role = role if role != "auto" else ("receiver" if peers else "sender")
+            return cls(ws, url=url, code=parsed, role=chosen, room=room, peer_id=str(joined["peer_id"]),
+                       peers=peers)
         except BaseException:
             await ws.close()
             raise

@@ -12,7 +12,8 @@ import httpx
 from tests.daemon.conftest import SESSION_CWD, SESSION_ID, Daemon
 
 EXPECTED_PATHS = {
-    "/health", "/stats", "/devices", "/sessions", "/export", "/send", "/receive", "/transfers",
+    "/health", "/stats", "/devices", "/links", "/links/{link_id}/close", "/links/{link_id}/leave", "/sessions",
+    "/export", "/send", "/receive", "/transfers",
     "/transfers/{transfer_id}", "/transfers/{transfer_id}/cancel", "/inbox", "/inbox/{inbox_id}",
     "/inbox/{inbox_id}/import", "/handoffs", "/handoffs/{handoff_id}", "/handoffs/{handoff_id}/claim",
     "/handoffs/{handoff_id}/cancel", "/hooks/session-start",
@@ -99,11 +100,12 @@ def test_sessions_and_export(shared_daemon: Daemon) -> None:
         assert c.post("/export", json={"session": SESSION_ID, "bogus": 1}).status_code == 422
 
 
-def test_device_and_link_sends_need_the_network(shared_daemon: Daemon) -> None:
+def test_device_and_link_sends_need_a_paired_device(shared_daemon: Daemon) -> None:
     with shared_daemon.client() as c:
-        for to in ({"device": "laptop"}, {"link": "ln_1"}):
-            r = c.post("/send", json={"session": SESSION_ID, "to": to})
-            assert r.status_code == 409 and "no device network" in r.json()["error"]
+        r = c.post("/send", json={"session": SESSION_ID, "to": {"device": "laptop"}})
+        assert r.status_code == 404 and "p2pd pair" in r.json()["error"]
+        r = c.post("/send", json={"session": SESSION_ID, "to": {"link": "ln_1"}})
+        assert r.status_code == 404 and "no link" in r.json()["error"]
         for to in ({}, {"device": "a", "code": "1-a-b"}, {"device": ""}):
             r = c.post("/send", json={"session": SESSION_ID, "to": to})
             assert r.status_code == 422, to

@@ -79,7 +79,7 @@ async def test_every_tool_through_a_real_mcp_session(daemon_with_signal: Daemon,
         assert Path(exported["path"]).is_file() and exported["messages"] == sessions[0]["messages"]
         assert "zzzz" in await call_error(client, "export_conversation", session="zzzz")
 
-        assert "no device network" in await call_error(client, "send_conversation", session=SESSION_ID,
+        assert "p2pd pair" in await call_error(client, "send_conversation", session=SESSION_ID,
                                                        device="laptop")
         assert "exactly one" in await call_error(client, "send_conversation", session=SESSION_ID)
 

@@ -14,7 +14,7 @@ from p2pd.conversation.model import ConversationDocument
 from p2pd.daemon.device_pairing import pair_device
 from p2pd.daemon.devices import Device, DeviceBook
 from p2pd.daemon.identity import Identity, load_identity
-from p2pd.daemon.network import DeviceNetwork
+from p2pd.daemon.network import DeviceNetwork, pack_outbox
 from p2pd.daemon.peer_protocol import HandoffOffer
 from p2pd.daemon.store import Store
 from p2pd.errors import ConflictError, WrongCodeError
@@ -144,10 +144,11 @@ async def test_send_to_a_paired_device_without_a_code(pair_of: list[tuple[Device
     row = await na.send_to_device(nb.identity.device_id, corpus_doc)
     done = await _until(lambda: (r := ha.store.get_transfer(row.id)).state in ("done", "failed") and r)
     assert done.state == "done", done.error
+    await _until(lambda: hb.received)
     assert len(hb.received) == 1
     assert hb.received[0].to_json_dict() == corpus_doc.to_json_dict()
-    incoming = [r for r in hb.store.list_transfers() if r.direction == "in"]
-    assert [r.state for r in incoming] == ["done"] and incoming[0].sha256 == row.sha256
+    incoming = await _until(lambda: [r for r in hb.store.list_transfers() if r.direction == "in" and r.state == "done"])
+    assert len(incoming) == 1 and incoming[0].sha256 == row.sha256
 
 
 async def test_a_changed_device_key_is_refused(tmp_path: Path, server: SignalProcess,
@@ -177,10 +178,9 @@ async def test_handoff_is_claimed_transferred_and_completed(pair_of: list[tuple[
                                                             corpus_doc: ConversationDocument,
                                                             tmp_path: Path) -> None:
     (na, ha), (nb, hb) = pair_of
-    path = tmp_path / "handoff.a2a.json"
-    write_document(corpus_doc, path)
+    path, _, sha = pack_outbox(corpus_doc, tmp_path / "outbox")
     row = ha.store.create_handoff(target=nb.identity.device_id, package={"summary": "carry on"},
-                                  document_path=str(path), title=corpus_doc.title, source={})
+                                  document_path=str(path), title=corpus_doc.title, source={"sha256": sha})
     await _until(lambda: all(d["online"] for d in na.devices()))
     na.handoff_created(row.id)
     final = await _until(lambda: (h := ha.store.get_handoff(row.id)).state in ("completed", "failed") and h)
@@ -212,6 +212,7 @@ async def test_fan_out_to_three_devices_and_a_closed_link_delivers_nothing(
         rows = await na.send_to_link(link.id, corpus_doc)
         assert sorted(r.peer for r in rows) == sorted(n.identity.device_id for n, _ in receivers)
         await _until(lambda: all(ha.store.get_transfer(r.id).state == "done" for r in rows))
+        await _until(lambda: all(host.received for _, host in receivers))
         shas = {r.sha256 for r in rows}
         assert len(shas) == 1
         for _, host in receivers:
@@ -226,6 +227,7 @@ async def test_fan_out_to_three_devices_and_a_closed_link_delivers_nothing(
         assert nb.identity.device_id not in {r.peer for r in rows} and len(rows) == 2
         await _until(lambda: all(ha.store.get_transfer(r.id).state in ("done", "failed") for r in rows))
         assert [ha.store.get_transfer(r.id).error for r in rows] == [None, None]
+        await _until(lambda: [len(h.received) for _, h in receivers] == [1, 2, 2])
         assert len(hb.received) == 1
 
         # c closes the link for everyone: a refuses to send, and a receiver refuses a transfer tagged with it

@@ -1,0 +1,153 @@
+"""Two real daemons (``p2pd serve`` processes) and one real signaling server on loopback, paired with the real
+``p2pd pair`` command: a handoff made through the MCP tool is claimed once, imported and completed on the sender's
+side; a transfer cut by SIGKILL of the sending daemon resumes when it comes back."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from p2pd.conversation.document_io import write_document
+from p2pd.conversation.model import Message, Part
+from p2pd.sources import load_file
+from tests.daemon.conftest import SESSION_ID, Daemon, corpus_session
+from tests.daemon.test_mcp import call, mcp_client
+from tests.signal_process import SignalProcess
+
+pytestmark = pytest.mark.slow
+
+_CODE = re.compile(r"Code: (\S+)")
+
+
+def wait_for(check: Callable[[], Any], timeout: float = 60.0, what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"{what} not met within {timeout} s")
+
+
+def pair(a: Daemon, b: Daemon) -> None:
+    """Pair the two daemons' devices with the real CLI: a makes the code, b types it."""
+    maker = subprocess.Popen([sys.executable, "-m", "p2pd", "pair", "--timeout", "60"], env=a.env, cwd=a.base,
+                             stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert maker.stderr is not None
+    lines = []
+    code = None
+    for line in maker.stderr:
+        lines.append(line)
+        m = _CODE.search(line)
+        if m:
+            code = m.group(1)
+            break
+    assert code, "".join(lines)
+    joined = b.p2pd("pair", code, timeout=60)
+    rest = maker.communicate(timeout=60)[1]
+    assert joined.returncode == 0 and maker.returncode == 0, joined.stderr + "".join(lines) + rest
+    assert "Paired with" in joined.stderr and "Paired with" in rest
+
+
+def device_id(d: Daemon) -> str:
+    out = d.p2pd("devices", "name")
+    assert out.returncode == 0, out.stderr
+    return out.stdout.split("\t")[1]
+
+
+def online(a: Daemon, b_id: str) -> bool:
+    with a.client() as c:
+        return any(x["id"] == b_id and x["online"] for x in c.get("/devices").json())
+
+
+@pytest.fixture
+def two(tmp_path: Path, signaling: SignalProcess) -> Iterator[tuple[Daemon, Daemon]]:
+    a = Daemon(tmp_path / "a", signal_url=signaling.url)
+    b = Daemon(tmp_path / "b", signal_url=signaling.url)
+    try:
+        pair(a, b)
+        a.start()
+        b.start()
+        yield a, b
+    finally:
+        a.kill()
+        b.kill()
+
+
+async def test_handoff_through_mcp_is_claimed_imported_and_completed(two: tuple[Daemon, Daemon],
+                                                                      tmp_path: Path) -> None:
+    a, b = two
+    b_id, a_id = device_id(b), device_id(a)
+    wait_for(lambda: online(a, b_id), what="b online at a")
+    project = tmp_path / "project"
+    project.mkdir()
+    async with mcp_client(a.url, a.token) as client:
+        created = await call(client, "handoff", summary="Split the parser; tests green", goal="wire the CLI",
+                             notes="see TODO.md", cwd=str(project), session_id=SESSION_ID, target=b_id,
+                             files=[{"path": "src/parser.py", "summary": "the new parser", "content": "x = 1\n"}])
+        hid = created["id"]
+        deadline = time.monotonic() + 90
+        state = created
+        while time.monotonic() < deadline and state["state"] not in ("completed", "failed", "cancelled"):
+            await asyncio.sleep(0.2)
+            state = await call(client, "get_handoff", handoff_id=hid)
+    assert state["state"] == "completed", state
+    assert state["claimed_by"] == b_id
+    assert "--resume" in state["output"]
+    with b.client() as c:
+        inbox = c.get("/inbox").json()
+        assert [e["handoff_id"] for e in inbox] == [hid]
+        assert inbox[0]["from_peer"] == a_id
+        entry = c.get(f"/inbox/{inbox[0]['id']}").json()
+        assert entry["handoff"]["goal"] == "wire the CLI"
+        assert entry["handoff"]["files"][0]["content"] == "x = 1\n"
+        assert entry["imported"]["resume_command"] == state["output"]
+    imported = Path(entry["imported"]["path"])
+    assert imported.is_file() and str(imported).startswith(str(b.base))
+    with a.client() as c:
+        stats = c.get("/stats").json()
+        assert stats["handoffs"]["completed"] == 1 and stats["handoffs"]["pending"] == 0
+        out = [t for t in c.get("/transfers").json() if t["handoff_id"] == hid]
+        assert [t["state"] for t in out] == ["done"]
+
+
+def test_a_transfer_cut_by_sigkill_resumes_after_restart(two: tuple[Daemon, Daemon], tmp_path: Path) -> None:
+    a, b = two
+    b_id = device_id(b)
+    doc = load_file(corpus_session())
+    filler = base64.b64encode(os.urandom(30_000_000)).decode("ascii")  # ~40 MB that lz4 cannot shrink
+    doc.messages.append(Message(message_id="filler", role="ROLE_USER", parts=[Part(text=filler)]))
+    big = tmp_path / "big.a2a.json"
+    write_document(doc, big)
+    del filler
+    wait_for(lambda: online(a, b_id), what="b online at a")
+    with a.client() as c:
+        row = c.post("/send", json={"transcript_path": str(big), "to": {"device": b_id}}).json()
+        tid = row["id"]
+        wait_for(lambda: 0 < c.get(f"/transfers/{tid}").json()["bytes_done"] < row["size"] // 2, timeout=60,
+                 what="the transfer under way")
+    a.stop(signal.SIGKILL)
+    with b.client() as c:
+        partial = [t for t in c.get("/transfers").json() if t["direction"] == "in"]
+        assert partial and partial[0]["state"] != "done"
+    a.start()
+    with a.client() as c:
+        final = wait_for(lambda: (t := c.get(f"/transfers/{tid}").json())["state"] in ("done", "failed") and t,
+                         timeout=120, what="the transfer finished")
+    assert final["state"] == "done", final["error"]
+    assert final["detail"]["resumed_bytes"] > 0
+    with b.client() as c:
+        inbox = wait_for(lambda: c.get("/inbox").json(), timeout=60, what="the conversation in b's inbox")
+        assert len(inbox) == 1 and inbox[0]["sha256"] == row["sha256"]
+        assert inbox[0]["messages"] == doc.counts.messages
