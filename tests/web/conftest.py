@@ -19,9 +19,9 @@ from tests.signal_process import ROOT, SignalProcess, signal_server
 
 CHROMIUM = os.environ.get("P2PD_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run",
-                  # loopback only: let WebRTC use 127.0.0.1 and plain host candidates (no mDNS names)
-                  "--allow-loopback-in-peer-connection", "--disable-features=WebRtcHideLocalIpsWithMdns"]
+                  "--disable-component-update", "--disable-sync", "--no-first-run"]
+# No WebRTC overrides: Chromium hides its host addresses behind mDNS .local names as it does for users, and the
+# daemon side (aiortc) resolves them.
 ARTIFACTS = ROOT / "tests" / "artifacts"
 LINK = re.compile(r"open in a browser: (\S+)")
 
