@@ -274,3 +274,33 @@ async def test_a_transfer_cut_by_a_restart_resumes(tmp_path: Path, server: Signa
     finally:
         await na.stop()
         await nb.stop()
+
+
+async def test_devices_reconnect_after_the_signaling_server_restarts(tmp_path: Path,
+                                                                       corpus_doc: ConversationDocument) -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    a, b = tmp_path / "a", tmp_path / "b"
+    with signal_server("--port", str(port)) as first:
+        await _pair(first.url, a, b)
+        na, ha = await _start(a, first.url)
+        nb, hb = await _start(b, first.url)
+        try:
+            await _until(lambda: na.devices()[0]["online"] and nb.devices()[0]["online"])
+        except BaseException:
+            await na.stop()
+            await nb.stop()
+            raise
+    try:
+        await _until(lambda: not na.devices()[0]["online"], timeout=15)  # the server is gone
+        row = await na.send_to_device(nb.identity.device_id, corpus_doc)  # queued meanwhile
+        with signal_server("--port", str(port)):
+            await _until(lambda: na.devices()[0]["online"] and nb.devices()[0]["online"], timeout=60)
+            await _until(lambda: ha.store.get_transfer(row.id).state == "done", timeout=30)
+            await _until(lambda: hb.received)
+    finally:
+        await na.stop()
+        await nb.stop()
