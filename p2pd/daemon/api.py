@@ -257,11 +257,11 @@ def _routes(service: DaemonService) -> APIRouter:
 
     @r.post("/links/{link_id}/close", tags=["devices"])
     async def close_link(link_id: str) -> dict[str, Any]:
-        return service.close_link(link_id)
+        return await service.close_link(link_id)
 
     @r.post("/links/{link_id}/leave", tags=["devices"])
     async def leave_link(link_id: str) -> dict[str, Any]:
-        return service.leave_link(link_id)
+        return await service.leave_link(link_id)
 
     @r.get("/devices", tags=["daemon"])
     async def devices() -> list[dict[str, Any]]:

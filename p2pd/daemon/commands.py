@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import ExitCode
@@ -61,6 +62,31 @@ def _print_json(value: Any) -> None:
     print(json.dumps(value, ensure_ascii=False, indent=1))
 
 
+def print_rows(rows: list[dict[str, Any]], *, as_json: bool, empty: str, columns: tuple[str, ...],
+               cells: Callable[[dict[str, Any]], tuple[str, ...]]) -> int:
+    """A list command's output: the rows as JSON, one line saying there are none, or a table."""
+    from rich.table import Table
+
+    from ..cli import err, out
+
+    if as_json:
+        _print_json(rows)
+    elif not rows:
+        err.print(empty)
+    else:
+        table = Table()
+        for name in columns:
+            _column(table, name)
+        for row in rows:
+            table.add_row(*cells(row))
+        out.print(table)
+    return ExitCode.OK
+
+
+def _when(timestamp: str) -> str:
+    return timestamp.replace("T", " ")[:19]
+
+
 def _need_id(args: argparse.Namespace, what: str) -> str:
     from ..errors import InvalidInputError
 
@@ -70,9 +96,8 @@ def _need_id(args: argparse.Namespace, what: str) -> str:
 
 
 def cmd_transfers(args: argparse.Namespace) -> int:
-    from rich.table import Table
 
-    from ..cli import _escape, _human, err, out
+    from ..cli import _escape, _human
 
     with _client("transfers are the daemon's") as c:
         if args.id and args.cancel:
@@ -82,21 +107,11 @@ def cmd_transfers(args: argparse.Namespace) -> int:
                             timeout=args.wait + 30)
         else:
             rows = c.get("/transfers", state=args.state)
-            if args.json:
-                _print_json(rows)
-                return ExitCode.OK
-            if not rows:
-                err.print("No transfers yet.")
-                return ExitCode.OK
-            table = Table()
-            for col in ("id", "dir", "peer", "state", "title", "progress", "updated"):
-                _column(table, col)
-            for t in rows:
-                progress = f"{_human(t['bytes_done'])}/{_human(t['size'])}" if t["size"] else ""
-                table.add_row(t["id"], t["direction"], t["peer"], t["state"], _escape(t["title"]), progress,
-                              t["updated_at"].replace("T", " ")[:19])
-            out.print(table)
-            return ExitCode.OK
+            return print_rows(rows, as_json=args.json, empty="No transfers yet.",
+                              columns=("id", "dir", "peer", "state", "title", "progress", "updated"),
+                              cells=lambda t: (t["id"], t["direction"], t["peer"], t["state"], _escape(t["title"]),
+                                               f"{_human(t['bytes_done'])}/{_human(t['size'])}" if t["size"] else "",
+                                               _when(t["updated_at"])))
     if args.json:
         _print_json(row)
     else:
@@ -105,27 +120,18 @@ def cmd_transfers(args: argparse.Namespace) -> int:
 
 
 def cmd_inbox(args: argparse.Namespace) -> int:
-    from rich.table import Table
 
-    from ..cli import _escape, err, out
+    from ..cli import _escape, err
 
     with _client("the inbox is the daemon's") as c:
         if args.action == "list":
-            rows = c.get("/inbox")
-            if args.json:
-                _print_json(rows)
-                return ExitCode.OK
-            if not rows:
-                err.print("The inbox is empty. Receive with `p2pd receive CODE`, or have a paired device send here.")
-                return ExitCode.OK
-            table = Table()
-            for col in ("id", "from", "platform", "title", "msgs", "received", "imported"):
-                _column(table, col)
-            for e in rows:
-                table.add_row(e["id"], e["from_peer"], e["platform"], _escape(e["title"]), str(e["messages"]),
-                              e["received_at"].replace("T", " ")[:19], "yes" if e["imported"] else "")
-            out.print(table)
-            return ExitCode.OK
+            return print_rows(c.get("/inbox"), as_json=args.json,
+                              empty="The inbox is empty. Receive with `p2pd receive CODE`, or have a paired device "
+                                    "send here.",
+                              columns=("id", "from", "platform", "title", "msgs", "received", "imported"),
+                              cells=lambda e: (e["id"], e["from_peer"], e["platform"], _escape(e["title"]),
+                                               str(e["messages"]), _when(e["received_at"]),
+                                               "yes" if e["imported"] else ""))
         ident = _need_id(args, f"inbox {args.action}")
         if args.action == "show":
             row = c.get(f"/inbox/{ident}")
@@ -151,29 +157,18 @@ def cmd_inbox(args: argparse.Namespace) -> int:
 
 
 def cmd_handoffs(args: argparse.Namespace) -> int:
-    from rich.table import Table
 
-    from ..cli import _escape, err, out
+    from ..cli import _escape
 
     with _client("handoffs are the daemon's") as c:
         if args.action == "stats":
             row = c.get("/stats")
         elif args.action == "list":
-            rows = c.get("/handoffs", state=args.state)
-            if args.json:
-                _print_json(rows)
-                return ExitCode.OK
-            if not rows:
-                err.print("No handoffs yet (agents make them with the `handoff` MCP tool).")
-                return ExitCode.OK
-            table = Table()
-            for col in ("id", "state", "target", "claimed by", "title", "created"):
-                _column(table, col)
-            for h in rows:
-                table.add_row(h["id"], h["state"], h["target"], h["claimed_by"] or "", _escape(h["title"]),
-                              h["created_at"].replace("T", " ")[:19])
-            out.print(table)
-            return ExitCode.OK
+            return print_rows(c.get("/handoffs", state=args.state), as_json=args.json,
+                              empty="No handoffs yet (agents make them with the `handoff` MCP tool).",
+                              columns=("id", "state", "target", "claimed by", "title", "created"),
+                              cells=lambda h: (h["id"], h["state"], h["target"], h["claimed_by"] or "",
+                                               _escape(h["title"]), _when(h["created_at"])))
         elif args.action == "show":
             row = c.get(f"/handoffs/{_need_id(args, 'handoffs show')}")
         else:

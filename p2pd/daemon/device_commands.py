@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from ..errors import ExitCode
+from .commands import print_rows
 
 
 def register(sub: Any) -> None:
@@ -86,7 +87,7 @@ def _device_rows() -> list[dict[str, Any]]:
 
 
 def cmd_devices(args: argparse.Namespace) -> int:
-    from ..cli import _escape, err, out
+    from ..cli import _escape, err
     from ..errors import InvalidInputError
     from .devices import DeviceBook
     from .home import Home
@@ -113,27 +114,20 @@ def cmd_devices(args: argparse.Namespace) -> int:
         err.print(f"Removed {_escape(d.name)} ({d.device_id}); its key and secret are forgotten. "
                   "Pair again with `p2pd pair` to send to it.")
         return ExitCode.OK
-    rows = _device_rows()
-    if args.json:
-        print(json.dumps(rows, indent=1))
-        return ExitCode.OK
-    if not rows:
-        err.print("No paired devices. Pair one: `p2pd pair` here, then `p2pd pair CODE` on the other device.")
-        return ExitCode.OK
-    from rich.table import Table
+    return print_rows(_device_rows(), as_json=args.json,
+                      empty="No paired devices. Pair one: `p2pd pair` here, then `p2pd pair CODE` on the other device.",
+                      columns=("id", "name", "fingerprint", "state"),
+                      cells=lambda d: (str(d["id"]), _escape(str(d["name"])), str(d["fingerprint"]),
+                                       _escape(_device_state(d))))
 
-    table = Table("id", "name", "fingerprint", "state")
-    for row in rows:
-        state = str(row.get("state") or "")
-        if row.get("error") and state == "refused":
-            state += f": {row['error']}"
-        table.add_row(str(row["id"]), _escape(str(row["name"])), str(row["fingerprint"]), _escape(state))
-    out.print(table)
-    return ExitCode.OK
+
+def _device_state(row: dict[str, Any]) -> str:
+    state = str(row.get("state") or "")
+    return f"{state}: {row['error']}" if state == "refused" and row.get("error") else state
 
 
 def cmd_links(args: argparse.Namespace) -> int:
-    from ..cli import _escape, out
+    from ..cli import _escape
     from ..errors import InvalidInputError
     from .client import DaemonClient
 
@@ -147,17 +141,12 @@ def cmd_links(args: argparse.Namespace) -> int:
                 raise InvalidInputError(f"usage: p2pd links {args.action} LINK")
             row = client.post(f"/links/{args.args[0]}/{args.action}")
         else:
-            rows = client.get("/links")
-            if args.json:
-                print(json.dumps(rows, indent=1))
-                return ExitCode.OK
-            from rich.table import Table
-
-            table = Table("id", "name", "members", "state")
-            for r in rows:
-                names = ", ".join(m["name"] or m["id"] for m in r["members"] if m["id"] not in r["left"])
-                table.add_row(r["id"], _escape(r["name"]), _escape(names), "closed" if r["closed"] else "open")
-            out.print(table)
-            return ExitCode.OK
+            return print_rows(client.get("/links"), as_json=args.json,
+                              empty="No links. Make one: `p2pd links create NAME DEVICE…`.",
+                              columns=("id", "name", "members", "state"),
+                              cells=lambda r: (r["id"], _escape(r["name"]),
+                                               _escape(", ".join(m["name"] or m["id"] for m in r["members"]
+                                                                 if m["id"] not in r["left"])),
+                                               "closed" if r["closed"] else "open"))
     print(json.dumps(row, indent=1) if args.json else f"{row['id']}\t{'closed' if row['closed'] else 'open'}")
     return ExitCode.OK

@@ -45,6 +45,7 @@ from p2pd.daemon.peer_protocol import (
     make_proof,
     parse_control,
 )
+from p2pd.daemon.store import ProgressWriter
 from p2pd.errors import (
     ConflictError,
     DeclinedError,
@@ -67,7 +68,6 @@ ROOM_WAIT = 240.0  # re-join the pair room this often while the other device is 
 BACKOFF_FIRST = 0.5
 BACKOFF_MAX = 30.0
 REFUSED_RETRY = 60.0
-PROGRESS_EVERY = 0.5
 BOOK_POLL = 1.0
 STOP_GRACE = 5.0
 
@@ -181,7 +181,8 @@ class DeviceSession:
         failures = 0
         code = Code(nameplate=self.device.room, words=(self.device.secret_bytes.hex(),))
         while True:
-            self._set("connecting" if self.state != "refused" else "refused", self.error)
+            if self.state != "refused":  # a refused device stays marked so until it proves its key
+                self._set("connecting")
             try:
                 rv = await Rendezvous.open(self.net.signal_url, role="auto", code=code, create=True,
                                            connect_timeout=10.0)
@@ -338,7 +339,7 @@ class DeviceNetwork:
         self.idle_timeout = idle_timeout
         self.book = DeviceBook(folder)
         self.links = LinkBook(folder, identity.device_id)
-        self.incoming = folder / "incoming"
+        self.partial = folder / "partial"  # verified blobs land here; cut-off ones wait to resume
         self.outbox = folder / "outbox"
         self.sessions: dict[str, DeviceSession] = {}
         self.controls: dict[str, TransferControl] = {}
@@ -439,9 +440,9 @@ class DeviceNetwork:
         control.cancel(reason)
         return True
 
-    def handoff_created(self, handoff_id: str) -> None:
+    async def handoff_created(self, handoff_id: str) -> None:
         """Offer a new handoff to the devices it targets that are online now (others get it when they connect)."""
-        row = self.store.get_handoff(handoff_id)
+        row = await asyncio.to_thread(self.store.get_handoff, handoff_id)
         for session in self.sessions.values():
             if session.state == "online" and row.target in ("any", session.device.device_id):
                 session.spawn(session.send(self._handoff_offer(row)))
@@ -452,19 +453,19 @@ class DeviceNetwork:
             device = self.book.get(ref)
             if device.device_id != self.identity.device_id:
                 members.append(LinkMember(id=device.device_id, name=device.name))
-        view = self.links.create(name, members)
+        view = await asyncio.to_thread(self.links.create, name, members)
         self._announce(view)
         return view
 
-    def close_link(self, link_id: str) -> LinkView:
-        view = self.links.close(link_id)
-        self._cancel_link_transfers(link_id)
+    async def close_link(self, link_id: str) -> LinkView:
+        view = await asyncio.to_thread(self.links.close, link_id)
+        await self._stop_link_transfers(view, "the link was closed")
         self._announce(view)
         return view
 
-    def leave_link(self, link_id: str) -> LinkView:
-        view = self.links.leave(link_id)
-        self._cancel_link_transfers(link_id)
+    async def leave_link(self, link_id: str) -> LinkView:
+        view = await asyncio.to_thread(self.links.leave, link_id)
+        await self._stop_link_transfers(view, "this device left the link")
         self._announce(view)
         return view
 
@@ -474,14 +475,25 @@ class DeviceNetwork:
             if session is not None and session.state == "online":
                 session.spawn(session.send(LinkUpdate(link=view)))
 
-    def _cancel_link_transfers(self, link_id: str) -> None:
-        for row in self.store.list_transfers(limit=1000):
-            if row.link_id == link_id and row.direction == "out" and row.state in ("queued", "interrupted"):
-                self.store.update_transfer(row.id, state="cancelled", error="the link was closed or left")
-        for tid, control in self.controls.items():
-            row = self.store.get_transfer(tid)
-            if row.link_id == link_id:
-                control.cancel("the link was closed or left")
+    async def _stop_link_transfers(self, view: LinkView, reason: str) -> None:
+        """Outgoing transfers the link no longer allows — all of them once it is closed or this device left,
+        else those to members that left — are cancelled: queued ones in the store, running ones through their
+        control (on the event loop, where the transfer runs)."""
+        everyone = view.closed or self.identity.device_id in view.left
+
+        def stopped(row: Any) -> bool:
+            return row.link_id == view.id and row.direction == "out" and (everyone or row.peer in view.left)
+
+        def cancel_queued() -> list[str]:
+            for row in self.store.list_transfers(limit=1000):
+                if stopped(row) and row.state in ("queued", "interrupted"):
+                    self.store.update_transfer(row.id, state="cancelled", error=reason)
+            return [tid for tid in list(self.controls) if stopped(self.store.get_transfer(tid))]
+
+        for tid in await asyncio.to_thread(cancel_queued):
+            control = self.controls.get(tid)
+            if control is not None:
+                control.cancel(reason)
 
     # ---- control messages -----------------------------------------------------------------------------------
 
@@ -496,9 +508,10 @@ class DeviceNetwork:
 
     def _handoff_offer(self, row: Any) -> HandoffOffer:
         package = row.package if isinstance(row.package, dict) else {}
+        messages = row.source.get("messages") if isinstance(row.source, dict) else 0
         return HandoffOffer(hid=row.id, title=(row.title or "")[:4000],
                             summary=str(package.get("summary") or "")[:4000],
-                            messages=int(getattr(row, "messages", 0) or 0))
+                            messages=messages if isinstance(messages, int) else 0)
 
     async def dispatch(self, session: DeviceSession, message: Control) -> None:
         device = session.device
@@ -531,18 +544,9 @@ class DeviceNetwork:
         elif isinstance(message, LinkUpdate):
             before = self.links.links.get(message.link.id)
             merged = await asyncio.to_thread(self.links.merge, message.link, device.device_id)
-            if merged is not None and before != merged and (merged.closed or self.identity.device_id in merged.left
-                                                            or merged.left):
-                await asyncio.to_thread(self._cancel_departed, merged)
-
-    def _cancel_departed(self, view: LinkView) -> None:
-        if view.closed:
-            self._cancel_link_transfers(view.id)
-            return
-        for row in self.store.list_transfers(limit=1000):
-            if (row.link_id == view.id and row.peer in view.left and row.direction == "out"
-                    and row.state in ("queued", "interrupted")):
-                self.store.update_transfer(row.id, state="cancelled", error="the device left the link")
+            if merged is not None and merged != before and (merged.closed or merged.left):
+                await self._stop_link_transfers(merged, f"{device.name} closed the link" if merged.closed
+                                                else "the device left the link")
 
     async def _on_claim(self, session: DeviceSession, hid: str) -> None:
         device_id = session.device.device_id
@@ -593,7 +597,7 @@ class DeviceNetwork:
             await session.send(TransferStart(tid=tid, handoff=row.handoff_id, link=row.link_id))
             link = await session.open_link(tid, "offer")
             try:
-                result = await send_blob(link.channel, blob_path, info, on_progress=self._progress(tid),
+                result = await send_blob(link.channel, blob_path, info, on_progress=ProgressWriter(self.store, tid),
                                          idle_timeout=self.idle_timeout, max_message_size=MESSAGE_SIZE,
                                          control=control)
             finally:
@@ -626,6 +630,7 @@ class DeviceNetwork:
                            stale: list[asyncio.Task[None]]) -> None:
         device = session.device
         row_id: list[str] = []
+        progress: list[ProgressWriter] = []
         if stale:
             await asyncio.wait(stale, timeout=10.0)
 
@@ -637,6 +642,7 @@ class DeviceNetwork:
                 size=offer.compressed_size, sha256=offer.sha256.hex(), blob_path=None,
                 handoff_id=start.handoff, link_id=start.link)
             row_id.append(row.id)
+            progress.append(ProgressWriter(self.store, row.id))
             self.controls[row.id] = control
             await asyncio.to_thread(self.store.update_transfer, row.id, state="running")
             return True
@@ -644,9 +650,8 @@ class DeviceNetwork:
         try:
             link = await session.open_link(start.tid, "answer")
             try:
-                received = await receive_blob(link.channel, self.incoming, decide=decide,
-                                              on_progress=lambda done, total: self._progress(row_id[0])(done, total)
-                                              if row_id else None,
+                received = await receive_blob(link.channel, self.partial, decide=decide,
+                                              on_progress=lambda done, total: progress[0](done, total),
                                               idle_timeout=self.idle_timeout, max_message_size=MESSAGE_SIZE,
                                               control=control)
             finally:
@@ -677,18 +682,6 @@ class DeviceNetwork:
             await asyncio.to_thread(self.store.update_transfer, tid, **fields)
 
         return update
-
-    def _progress(self, tid: str) -> Callable[[int, int], None]:
-        last = [0.0]
-
-        def progress(done: int, total: int) -> None:
-            now = time.monotonic()
-            if now - last[0] >= PROGRESS_EVERY or done >= total:
-                last[0] = now
-                with contextlib.suppress(Exception):
-                    self.store.update_transfer(tid, bytes_done=done)
-
-        return progress
 
     async def _fail_handoff(self, hid: str | None, reason: str) -> None:
         if hid is not None:

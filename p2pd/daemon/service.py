@@ -30,7 +30,7 @@ from ..errors import ConflictError, InvalidInputError, NotFoundError, P2pdError
 from ..transfer.channel import TransferControl
 from .handoffs import FINAL, HandoffPackage, attach_package, package_of
 from .home import Home
-from .store import TRANSFER_FINAL, HandoffRow, InboxRow, Store, TransferRow, new_id
+from .store import TRANSFER_FINAL, HandoffRow, InboxRow, ProgressWriter, Store, TransferRow, new_id
 
 if TYPE_CHECKING:
     from .devices import Device
@@ -40,7 +40,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("p2pd.daemon")
 
 CODE_WAIT = 20.0  # seconds POST /send waits for the signaling server to hand out a code
-PROGRESS_EVERY = 0.5  # seconds between progress writes to the store
 CANCEL_GRACE = 3.0  # seconds a cancelled transfer may take to tell its peer before its task is stopped
 
 
@@ -83,7 +82,7 @@ class _TransferUI:
         self.store = store
         self.transfer_id = transfer_id
         self.code_event = asyncio.Event()
-        self._last = 0.0
+        self._progress = ProgressWriter(store, transfer_id, with_size=True)
 
     def code_ready(self, code: str) -> None:
         self.store.update_transfer(self.transfer_id, code=code)
@@ -96,16 +95,14 @@ class _TransferUI:
         self.store.update_transfer(self.transfer_id, detail={"status": text})
 
     def progress(self, done: int, total: int) -> None:
-        now = time.monotonic()
-        if done >= total or now - self._last >= PROGRESS_EVERY:
-            self._last = now
-            self.store.update_transfer(self.transfer_id, bytes_done=done, size=total)
+        self._progress(done, total)
 
     async def decide(self, offer: Any) -> bool:
         info = offer.info
-        self.store.update_transfer(self.transfer_id, title=info.title, size=offer.compressed_size,
-                                   detail={"platform": info.platform, "session_id": info.session_id,
-                                           "messages": info.message_count, "raw_size": offer.raw_size})
+        await asyncio.to_thread(self.store.update_transfer, self.transfer_id, title=info.title,
+                                size=offer.compressed_size,
+                                detail={"platform": info.platform, "session_id": info.session_id,
+                                        "messages": info.message_count, "raw_size": offer.raw_size})
         return True
 
 
@@ -377,11 +374,10 @@ class DaemonService:
         from ..exchange import fallback_file
 
         def file_it() -> tuple[ConversationDocument, Path, str]:
-            data = blob.read(blob_path)
-            doc = parse_document(data, source=f"the conversation from {device.name}")
+            raw = blob_path.read_bytes()
+            digest = blob.BlobHeader.unpack(raw).sha256.hex()
+            doc = parse_document(blob.decode(raw), source=f"the conversation from {device.name}")
             path = fallback_file(doc, self.home.inbox)
-            with open(blob_path, "rb") as fh:
-                digest = blob.BlobHeader.unpack(fh.read(blob.HEADER_SIZE)).sha256.hex()
             os.unlink(blob_path)
             return doc, path, digest
 
@@ -493,7 +489,7 @@ class DaemonService:
                                       package=package.model_dump(mode="json"), document_path=str(path),
                                       title=doc.title or doc.context_id, source=source)
         if self.network is not None:
-            self.network.handoff_created(hid)
+            await self.network.handoff_created(hid)
         return row
 
     async def list_handoffs(self, state: str | None = None, limit: int = 100) -> list[HandoffRow]:
@@ -552,11 +548,11 @@ class DaemonService:
     async def create_link(self, name: str, devices: list[str]) -> dict[str, Any]:
         return (await self._net().create_link(name, devices)).model_dump()
 
-    def close_link(self, link_id: str) -> dict[str, Any]:
-        return self._net().close_link(link_id).model_dump()
+    async def close_link(self, link_id: str) -> dict[str, Any]:
+        return (await self._net().close_link(link_id)).model_dump()
 
-    def leave_link(self, link_id: str) -> dict[str, Any]:
-        return self._net().leave_link(link_id).model_dump()
+    async def leave_link(self, link_id: str) -> dict[str, Any]:
+        return (await self._net().leave_link(link_id)).model_dump()
 
     async def record_hook_session(self, *, session_id: str, transcript_path: str | None, cwd: str | None,
                                   source: str | None = None) -> dict[str, Any]:

@@ -11,11 +11,14 @@ any number of concurrent claimers — threads, processes, HTTP requests — exac
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import sqlite3
+import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,6 +31,8 @@ SCHEMA_VERSION = 1
 BUSY_TIMEOUT_MS = 30_000
 TRANSFER_STATES = ("queued", "running", "done", "failed", "cancelled", "interrupted")
 TRANSFER_FINAL = frozenset({"done", "failed", "cancelled"})
+PROGRESS_EVERY = 0.5  # seconds between progress writes of one transfer
+_PROGRESS_WRITES = ThreadPoolExecutor(max_workers=1, thread_name_prefix="p2pd-progress")  # one thread: in order
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS transfers (
@@ -473,3 +478,34 @@ class Store:
                                  "LIMIT 1", (cwd,))
             found = row.fetchone()
         return HookSessionRow(**dict(found)) if found is not None else None
+
+
+class ProgressWriter:
+    """A transfer's progress callback: records the bytes done at most every PROGRESS_EVERY seconds (and the last
+    one always), in a worker thread — progress is reported on the event loop, SQLite writes do not belong there.
+    Writes go through one thread, so they land in order."""
+
+    def __init__(self, store: Store, transfer_id: str, *, with_size: bool = False) -> None:
+        self.store = store
+        self.transfer_id = transfer_id
+        self.with_size = with_size
+        self._last = 0.0
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if done < total and now - self._last < PROGRESS_EVERY:
+            return
+        self._last = now
+        fields: dict[str, Any] = {"bytes_done": done, **({"size": total} if self.with_size else {})}
+        asyncio.get_running_loop().run_in_executor(_PROGRESS_WRITES, self._write, fields) \
+            .add_done_callback(_log_failure)
+
+    def _write(self, fields: dict[str, Any]) -> None:
+        self.store.update_transfer(self.transfer_id, **fields)
+
+
+def _log_failure(future: Future[None] | asyncio.Future[None]) -> None:
+    if not future.cancelled() and future.exception() is not None:  # progress is best effort; the row stays right
+        import logging
+
+        logging.getLogger("p2pd.daemon").debug("progress write failed: %s", future.exception())

@@ -182,7 +182,7 @@ async def test_handoff_is_claimed_transferred_and_completed(pair_of: list[tuple[
     row = ha.store.create_handoff(target=nb.identity.device_id, package={"summary": "carry on"},
                                   document_path=str(path), title=corpus_doc.title, source={"sha256": sha})
     await _until(lambda: all(d["online"] for d in na.devices()))
-    na.handoff_created(row.id)
+    await na.handoff_created(row.id)
     final = await _until(lambda: (h := ha.store.get_handoff(row.id)).state in ("completed", "failed") and h)
     assert final.state == "completed", final.reason
     assert final.claimed_by == nb.identity.device_id
@@ -221,7 +221,7 @@ async def test_fan_out_to_three_devices_and_a_closed_link_delivers_nothing(
 
         # b leaves: the next send goes to c and d only
         (nb, hb), (nc, _), _ = receivers
-        nb.leave_link(link.id)
+        await nb.leave_link(link.id)
         await _until(lambda: nb.identity.device_id in na.links.get(link.id).left)
         rows = await na.send_to_link(link.id, corpus_doc)
         assert nb.identity.device_id not in {r.peer for r in rows} and len(rows) == 2
@@ -231,7 +231,7 @@ async def test_fan_out_to_three_devices_and_a_closed_link_delivers_nothing(
         assert len(hb.received) == 1
 
         # c closes the link for everyone: a refuses to send, and a receiver refuses a transfer tagged with it
-        nc.close_link(link.id)
+        await nc.close_link(link.id)
         await _until(lambda: na.links.get(link.id).closed)
         with pytest.raises(ConflictError):
             await na.send_to_link(link.id, corpus_doc)
