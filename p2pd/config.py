@@ -26,7 +26,7 @@ from typing import Any
 
 import platformdirs
 
-from .errors import InvalidInputError
+from p2pd.errors import InvalidInputError
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}

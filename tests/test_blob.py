@@ -5,7 +5,7 @@ import struct
 
 import pytest
 
-from p2pd import blob
+from p2pd.blob import container as blob
 from p2pd.errors import ChecksumMismatchError, CodecError, InvalidInputError, NotFoundError, TooLargeError
 
 DOC = b'{"format":"p2pd.conversation","messages":[' + b'{"text":"hello"},' * 5000 + b'{}]}'
@@ -102,7 +102,7 @@ def test_missing_file(tmp_path):
 
 
 def test_atomic_write_leaves_nothing_on_failure(tmp_path):
-    from p2pd.atomic import atomic_writer
+    from p2pd.support.atomic import atomic_writer
 
     target = tmp_path / "out.json"
     with pytest.raises(RuntimeError), atomic_writer(target) as fh:

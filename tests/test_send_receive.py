@@ -76,7 +76,7 @@ def test_corpus_session_crosses_and_imports(server, tmp_path):
     vs = re.findall(r"Verification string .*: (\d{3} \d{3})", rerr + serr)
     assert len(vs) == 2 and vs[0] == vs[1]
     received = json.loads(next(out.glob("*.a2a.json")).read_text())
-    from p2pd.claude_code.export import export_session
+    from p2pd.agents.claude_code.export import export_session
 
     expected = export_session(SESSION).to_json_dict()
     assert received["messages"] == expected["messages"]

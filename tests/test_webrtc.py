@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from p2pd.errors import TransferFailedError
-from p2pd.webrtc import connect
+from p2pd.transfer.peer import connect
 
 
 @pytest.fixture(autouse=True)

@@ -15,11 +15,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .. import blob
-from ..atomic import atomic_write_bytes
-from ..errors import InvalidInputError, NotFoundError, TooLargeError
-from .legacy import normalize_message
-from .model import FORMAT_NAME, FORMAT_VERSION, ConversationDocument, Message, Origin
+from p2pd.blob import container as blob
+from p2pd.conversation.legacy import normalize_message
+from p2pd.conversation.model import FORMAT_NAME, FORMAT_VERSION, ConversationDocument, Message, Origin
+from p2pd.errors import InvalidInputError, NotFoundError, TooLargeError
+from p2pd.support.atomic import atomic_write_bytes
 
 DEFAULT_MAX_SIZE = blob.DEFAULT_MAX_RAW_SIZE
 

@@ -22,8 +22,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import media_types as mt
-from .model import Message, Part
+from p2pd.conversation import media_types as mt
+from p2pd.conversation.model import Message, Part
 
 
 @dataclass

@@ -25,12 +25,12 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .. import __version__
-from ..errors import ExitCode, P2pdError
-from .handoffs import HandoffPackage
-from .mcp_tools import build_mcp, session_manager
-from .service import DaemonService, SendTo
-from .store import HandoffRow, HookSessionRow, InboxRow, TransferRow
+from p2pd import __version__
+from p2pd.daemon.handoffs import HandoffPackage
+from p2pd.daemon.mcp_tools import build_mcp, session_manager
+from p2pd.daemon.service import DaemonService, SendTo
+from p2pd.daemon.store import HandoffRow, HookSessionRow, InboxRow, TransferRow
+from p2pd.errors import ExitCode, P2pdError
 
 HTTP_STATUS: dict[ExitCode, int] = {
     ExitCode.ERROR: 500,

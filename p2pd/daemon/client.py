@@ -10,7 +10,8 @@ from typing import Any
 
 import httpx
 
-from ..errors import (
+from p2pd.daemon.home import Home
+from p2pd.errors import (
     ConflictError,
     InvalidInputError,
     NotFoundError,
@@ -18,7 +19,6 @@ from ..errors import (
     TooLargeError,
     TransferFailedError,
 )
-from .home import Home
 
 START_HINT = "start it with `p2pd serve` (or `systemctl --user start p2pd` with the unit from " \
              "`p2pd serve --print-systemd-unit`)"

@@ -19,9 +19,9 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from p2pd.atomic import atomic_write_bytes
 from p2pd.daemon.identity import clean_name, device_id_of, fingerprint_of
 from p2pd.errors import InvalidInputError, NotFoundError
+from p2pd.support.atomic import atomic_write_bytes
 
 DEVICES_FILE = "devices.json"
 BOOK_VERSION = 1

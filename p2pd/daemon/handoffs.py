@@ -23,8 +23,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..conversation.model import ConversationDocument
-from ..errors import ConflictError, InvalidInputError
+from p2pd.conversation.model import ConversationDocument
+from p2pd.errors import ConflictError, InvalidInputError
 
 State = Literal["pending", "claimed", "started", "completed", "failed", "cancelled"]
 STATES: tuple[State, ...] = ("pending", "claimed", "started", "completed", "failed", "cancelled")

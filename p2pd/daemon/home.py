@@ -25,8 +25,8 @@ from typing import Any
 
 import platformdirs
 
-from ..atomic import atomic_write_bytes
-from ..errors import InvalidInputError
+from p2pd.errors import InvalidInputError
+from p2pd.support.atomic import atomic_write_bytes
 
 
 def default_root() -> Path:

@@ -22,9 +22,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..atomic import atomic_write_bytes
-from ..errors import ExitCode, InvalidInputError, P2pdError
-from .home import Home
+from p2pd.daemon.home import Home
+from p2pd.errors import ExitCode, InvalidInputError, P2pdError
+from p2pd.support.atomic import atomic_write_bytes
 
 MARKER = "hook session-start"
 EVENT = "SessionStart"
@@ -149,8 +149,8 @@ def daemon_url(home: Home) -> str:
     info = home.read_daemon_info()
     if info is not None:
         return str(info["url"])
-    from ..config import daemon_settings
-    from .serve import url_for
+    from p2pd.config import daemon_settings
+    from p2pd.daemon.serve import url_for
 
     s = daemon_settings()
     return url_for(s.host, s.port)
@@ -158,7 +158,7 @@ def daemon_url(home: Home) -> str:
 
 def session_start(raw: str, home: Home, env_file: str | None) -> dict[str, Any]:
     """Record the session (daemon, else the store) and build the hook's JSON output."""
-    from .client import DaemonClient
+    from p2pd.daemon.client import DaemonClient
 
     try:
         data = json.loads(raw)
@@ -180,7 +180,7 @@ def session_start(raw: str, home: Home, env_file: str | None) -> dict[str, Any]:
             except P2pdError:
                 pass  # recorded in the store below; the session must start anyway
     if not recorded:
-        from .store import Store
+        from p2pd.daemon.store import Store
 
         home.ensure()
         Store(home.db_path).record_hook_session(**record)
@@ -198,7 +198,7 @@ def session_start(raw: str, home: Home, env_file: str | None) -> dict[str, Any]:
 
 
 def cmd_hook(args: argparse.Namespace) -> int:
-    from ..cli import _escape, err
+    from p2pd.cli.main import _escape, err
 
     if args.action == "session-start":
         raw = sys.stdin.read(MAX_INPUT + 1)

@@ -18,8 +18,8 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from p2pd.atomic import atomic_write_bytes
 from p2pd.errors import InvalidInputError
+from p2pd.support.atomic import atomic_write_bytes
 
 KEY_FILE = "identity.key"
 NAME_FILE = "device-name"

@@ -15,9 +15,9 @@ import json
 import secrets
 from pathlib import Path
 
-from p2pd.atomic import atomic_write_bytes
 from p2pd.daemon.peer_protocol import LinkMember, LinkView
 from p2pd.errors import ConflictError, InvalidInputError, NotFoundError
+from p2pd.support.atomic import atomic_write_bytes
 
 LINKS_FILE = "links.json"
 

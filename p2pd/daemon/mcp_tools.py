@@ -19,9 +19,9 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import Field
 
-from ..errors import P2pdError
-from .handoffs import HandoffFile, HandoffPackage
-from .service import DaemonService, SendTo
+from p2pd.daemon.handoffs import HandoffFile, HandoffPackage
+from p2pd.daemon.service import DaemonService, SendTo
+from p2pd.errors import P2pdError
 
 T = TypeVar("T")
 

@@ -23,8 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from p2pd import blob
-from p2pd.atomic import atomic_write_bytes
+from p2pd.blob import container as blob
 from p2pd.conversation.document_io import dumps
 from p2pd.conversation.model import ConversationDocument
 from p2pd.daemon.devices import Device, DeviceBook
@@ -58,6 +57,7 @@ from p2pd.errors import (
 from p2pd.pairing.codes import Code
 from p2pd.pairing.rendezvous import Rendezvous
 from p2pd.pairing.seal import other_role
+from p2pd.support.atomic import atomic_write_bytes
 from p2pd.transfer.channel import TransferControl, receive_blob, send_blob
 from p2pd.transfer.frames import Offer, OfferInfo
 
@@ -269,7 +269,7 @@ class DeviceSession:
     # ---- peer connections per transfer ------------------------------------------------------------------------
 
     async def open_link(self, tid: str, role: str) -> Any:
-        from p2pd.webrtc import connect
+        from p2pd.transfer.peer import connect
 
         queue: asyncio.Queue[dict[str, Any]] = self.rtc.setdefault(tid, asyncio.Queue())
 

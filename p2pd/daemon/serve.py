@@ -20,11 +20,11 @@ from collections.abc import Callable, Iterator
 from importlib import resources
 from typing import Any
 
-from ..errors import InvalidInputError
-from .home import Home
-from .network import DeviceNetwork
-from .service import DaemonService
-from .store import Store
+from p2pd.daemon.home import Home
+from p2pd.daemon.network import DeviceNetwork
+from p2pd.daemon.service import DaemonService
+from p2pd.daemon.store import Store
+from p2pd.errors import InvalidInputError
 
 log = logging.getLogger("p2pd.daemon")
 
@@ -83,7 +83,7 @@ def _server_class() -> Any:
 
 def device_network(service: DaemonService) -> DeviceNetwork:
     """The daemon's link to its paired devices, under this machine's device identity (made on first run)."""
-    from .identity import load_identity
+    from p2pd.daemon.identity import load_identity
 
     identity = load_identity(service.home.root)
     service.device_id = identity.device_id
@@ -94,7 +94,7 @@ async def serve(home: Home, *, host: str, port: int, cors_origins: tuple[str, ..
                 network_factory: NetworkFactory | None = None, announce: Callable[[str], None] = print) -> None:
     import uvicorn
 
-    from .api import create_app
+    from p2pd.daemon.api import create_app
 
     _Server = _server_class()
 
@@ -139,8 +139,8 @@ async def serve(home: Home, *, host: str, port: int, cors_origins: tuple[str, ..
 
 
 def cmd_serve(args: Any) -> int:
-    from ..config import daemon_settings
-    from ..eventloop import run
+    from p2pd.config import daemon_settings
+    from p2pd.support.eventloop import run
 
     if args.print_systemd_unit:
         sys.stdout.write(systemd_unit())

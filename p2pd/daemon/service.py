@@ -23,19 +23,19 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .. import blob
-from ..conversation.document_io import parse_document, read_document, write_document
-from ..conversation.model import ConversationDocument
-from ..errors import ConflictError, InvalidInputError, NotFoundError, P2pdError
-from ..transfer.channel import TransferControl
-from .handoffs import FINAL, HandoffPackage, attach_package, package_of
-from .home import Home
-from .store import TRANSFER_FINAL, HandoffRow, InboxRow, ProgressWriter, Store, TransferRow, new_id
+from p2pd.blob import container as blob
+from p2pd.conversation.document_io import parse_document, read_document, write_document
+from p2pd.conversation.model import ConversationDocument
+from p2pd.daemon.handoffs import FINAL, HandoffPackage, attach_package, package_of
+from p2pd.daemon.home import Home
+from p2pd.daemon.store import TRANSFER_FINAL, HandoffRow, InboxRow, ProgressWriter, Store, TransferRow, new_id
+from p2pd.errors import ConflictError, InvalidInputError, NotFoundError, P2pdError
+from p2pd.transfer.channel import TransferControl
 
 if TYPE_CHECKING:
-    from .devices import Device
-    from .network import DeviceNetwork
-    from .peer_protocol import HandoffOffer
+    from p2pd.daemon.devices import Device
+    from p2pd.daemon.network import DeviceNetwork
+    from p2pd.daemon.peer_protocol import HandoffOffer
 
 log = logging.getLogger("p2pd.daemon")
 
@@ -148,14 +148,14 @@ class DaemonService:
 
     def signal_url(self) -> str:
         if self._signal_url is None:
-            from ..config import signal_url
+            from p2pd.config import signal_url
 
             self._signal_url = signal_url()
         return self._signal_url
 
     # ------------------------------------------------------------ sessions and export
     async def list_sessions(self, platform: str | None = None, limit: int | None = 50) -> list[dict[str, Any]]:
-        from ..sessions import PLATFORMS, list_sessions
+        from p2pd.agents.sessions import PLATFORMS, list_sessions
 
         if platform is not None and platform not in PLATFORMS:
             raise InvalidInputError(f"unknown platform {platform!r} (one of {', '.join(PLATFORMS)})")
@@ -165,8 +165,8 @@ class DaemonService:
     async def load(self, session: str | None = None, *, transcript_path: str | None = None,
                    redact: bool | None = None) -> ConversationDocument:
         """A session (id, prefix, 'latest', file) or a transcript path → document, redacted if asked/configured."""
-        from ..config import redact_default
-        from ..sources import load_conversation, load_file
+        from p2pd.agents.sources import load_conversation, load_file
+        from p2pd.config import redact_default
 
         if transcript_path and (not session or Path(transcript_path).is_file()):
             doc = await asyncio.to_thread(load_file, transcript_path)
@@ -179,7 +179,7 @@ class DaemonService:
         else:
             raise InvalidInputError("name a session (id, prefix, 'latest') or a transcript path")
         if redact if redact is not None else redact_default():
-            from ..redact import redact_document
+            from p2pd.conversation.redact import redact_document
 
             doc, _report = await asyncio.to_thread(redact_document, doc)
         return doc
@@ -234,7 +234,7 @@ class DaemonService:
 
     async def _outbox_blob(self, doc: ConversationDocument) -> tuple[Path, str, int]:
         """The document as a wire blob in ``outbox/``, named by its payload's SHA-256 (kept for resume)."""
-        from .network import pack_outbox
+        from p2pd.daemon.network import pack_outbox
 
         path, _info, digest = await asyncio.to_thread(pack_outbox, doc, self.home.outbox)
         return path, digest, path.stat().st_size
@@ -248,7 +248,7 @@ class DaemonService:
             raise NoNetworkError()
         code = None
         if to.kind == "code" and to.code:
-            from ..pairing.codes import parse_code
+            from p2pd.pairing.codes import parse_code
 
             code = str(parse_code(to.code))
         doc = await self.load(session, transcript_path=transcript_path, redact=redact)
@@ -286,7 +286,7 @@ class DaemonService:
 
     async def _send_code(self, tid: str, doc: ConversationDocument, code: str | None, ui: _TransferUI,
                          control: TransferControl, timeout: float) -> None:
-        from ..exchange import send_document
+        from p2pd.exchange.handover import send_document
 
         await asyncio.to_thread(self.store.update_transfer, tid, state="running")
         outcome = await send_document(doc, signal_url=self.signal_url(), code=code, ui=ui, peer_timeout=timeout,
@@ -303,7 +303,7 @@ class DaemonService:
 
     async def receive(self, code: str, *, wait: float = 0.0, timeout: float = 300.0) -> TransferRow:
         """Receive with a code into the inbox (background; ``wait`` > 0 waits for the outcome)."""
-        from ..pairing.codes import parse_code
+        from p2pd.pairing.codes import parse_code
 
         parsed = str(parse_code(code))
         row = await asyncio.to_thread(self.store.create_transfer, "in", "code", code=parsed, detail={"kind": "code"})
@@ -311,7 +311,7 @@ class DaemonService:
         ui = _TransferUI(self.store, tid)
 
         async def work(control: TransferControl) -> None:
-            from ..exchange import receive_document
+            from p2pd.exchange.handover import receive_document
 
             await asyncio.to_thread(self.store.update_transfer, tid, state="running")
             outcome = await receive_document(signal_url=self.signal_url(), code=parsed, ui=ui,
@@ -371,7 +371,7 @@ class DaemonService:
                                   handoff_id: str | None, link_id: str | None) -> str:
         """File a verified blob from a paired device in the inbox; for a handoff, import it too and return the
         resume command (the handoff's output)."""
-        from ..exchange import fallback_file
+        from p2pd.exchange.handover import fallback_file
 
         def file_it() -> tuple[ConversationDocument, Path, str]:
             raw = blob_path.read_bytes()
@@ -386,7 +386,7 @@ class DaemonService:
                                               sha256=digest, handoff_id=handoff_id)
         if handoff_id is None:
             return ""
-        from ..config import daemon_settings
+        from p2pd.config import daemon_settings
 
         package = package_of(doc) or {}
         folders = [package.get("cwd"), package.get("project_path")]
@@ -399,7 +399,7 @@ class DaemonService:
         return str(result["resume_command"])
 
     def should_claim(self, device: Device, offer: HandoffOffer) -> bool:
-        from ..config import daemon_settings
+        from p2pd.config import daemon_settings
 
         return daemon_settings().accept_handoffs
 
@@ -435,7 +435,7 @@ class DaemonService:
     async def import_inbox(self, inbox_id: str, *, to: str = "claude-code", cwd: str | None = None,
                            same_account: bool = False) -> dict[str, Any]:
         """Import a received conversation; returns the session id, file and the resume command."""
-        from ..importing import import_document
+        from p2pd.agents.importing import import_document
 
         row = await asyncio.to_thread(self.store.get_inbox, inbox_id)
         doc = await asyncio.to_thread(read_document, row.document_path)

@@ -24,8 +24,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from ..errors import ConflictError, InvalidInputError, NotFoundError
-from .handoffs import STATES, check_state, check_transition
+from p2pd.daemon.handoffs import STATES, check_state, check_transition
+from p2pd.errors import ConflictError, InvalidInputError, NotFoundError
 
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_MS = 30_000

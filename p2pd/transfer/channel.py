@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..blob import DEFAULT_MAX_RAW_SIZE, HEADER_SIZE, BlobHeader
-from ..errors import InvalidInputError, NotFoundError, P2pdError, TransferFailedError
-from .events import (
+from p2pd.blob.container import DEFAULT_MAX_RAW_SIZE, HEADER_SIZE, BlobHeader
+from p2pd.errors import InvalidInputError, NotFoundError, P2pdError, TransferFailedError
+from p2pd.transfer.events import (
     Action,
     Completed,
     Failed,
@@ -44,11 +44,11 @@ from .events import (
     VerifyPayload,
     WriteChunk,
 )
-from .frames import BASE_MESSAGE_SIZE, MAX_MESSAGE_SIZE, Code, Offer, OfferInfo
-from .partial import BusyError, PartialBlob
-from .receiver import DEFAULT_WINDOW as RECEIVE_WINDOW
-from .receiver import Receiver, ReceiverState
-from .sender import Sender
+from p2pd.transfer.frames import BASE_MESSAGE_SIZE, MAX_MESSAGE_SIZE, Code, Offer, OfferInfo
+from p2pd.transfer.partial import BusyError, PartialBlob
+from p2pd.transfer.receiver import DEFAULT_WINDOW as RECEIVE_WINDOW
+from p2pd.transfer.receiver import Receiver, ReceiverState
+from p2pd.transfer.sender import Sender
 
 log = logging.getLogger(__name__)
 

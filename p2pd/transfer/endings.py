@@ -8,8 +8,8 @@ from __future__ import annotations
 from enum import Enum
 from typing import ClassVar
 
-from .events import Action, Failed, Failure, SendFrame
-from .frames import Cancel, Code, Error, encode, reason_text
+from p2pd.transfer.events import Action, Failed, Failure, SendFrame
+from p2pd.transfer.frames import Cancel, Code, Error, encode, reason_text
 
 
 class Endings:

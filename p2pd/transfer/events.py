@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import DeclinedError, P2pdError, TooLargeError, TransferFailedError
-from .frames import Code, Offer, code_name, printable
+from p2pd.errors import DeclinedError, P2pdError, TooLargeError, TransferFailedError
+from p2pd.transfer.frames import Code, Offer, code_name, printable
 
 
 class TransferCancelledError(TransferFailedError):

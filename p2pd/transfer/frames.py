@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import ClassVar
 
-from ..codecs import CODECS, CODECS_BY_ID
+from p2pd.blob.codecs import CODECS, CODECS_BY_ID
 
 PROTOCOL_VERSION = 1
 

@@ -23,10 +23,10 @@ import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..atomic import _fsync_dir, atomic_write_bytes
-from ..blob import HEADER_SIZE, BlobHeader
-from ..errors import ConflictError
-from .frames import Offer
+from p2pd.blob.container import HEADER_SIZE, BlobHeader
+from p2pd.errors import ConflictError
+from p2pd.support.atomic import _fsync_dir, atomic_write_bytes
+from p2pd.transfer.frames import Offer
 
 PARTIAL_DIR = ".p2pd-partial"
 STATE_VERSION = 1

@@ -9,7 +9,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 
-from .frames import FrameError, Offer
+from p2pd.transfer.frames import FrameError, Offer
 
 
 def check_ranges(have: Sequence[tuple[int, int]], nchunks: int) -> None:

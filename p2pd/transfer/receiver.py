@@ -13,10 +13,10 @@ from collections import deque
 from collections.abc import Sequence
 from enum import Enum
 
-from ..blob import DEFAULT_MAX_RAW_SIZE
-from ..codecs import CODECS
-from .endings import Endings
-from .events import (
+from p2pd.blob.codecs import CODECS
+from p2pd.blob.container import DEFAULT_MAX_RAW_SIZE
+from p2pd.transfer.endings import Endings
+from p2pd.transfer.events import (
     Action,
     Completed,
     Failure,
@@ -27,7 +27,7 @@ from .events import (
     VerifyPayload,
     WriteChunk,
 )
-from .frames import (
+from p2pd.transfer.frames import (
     CHUNK_OVERHEAD,
     MAX_MESSAGE_SIZE,
     MAX_RANGES,
@@ -52,7 +52,7 @@ from .frames import (
     encode,
     reason_text,
 )
-from .plan import Plan, check_ranges
+from p2pd.transfer.plan import Plan, check_ranges
 
 DEFAULT_WINDOW = 8 * 1024 * 1024
 # lz4/zstd never expand incompressible input by more than ~0.4% plus a few bytes (the same bound as blob.py).

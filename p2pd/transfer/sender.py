@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections import deque
 from enum import Enum
 
-from ..codecs import CODECS, get_codec
-from .endings import Endings
-from .events import Action, Completed, Failure, Progress, SendFrame
-from .frames import (
+from p2pd.blob.codecs import CODECS, get_codec
+from p2pd.transfer.endings import Endings
+from p2pd.transfer.events import Action, Completed, Failure, Progress, SendFrame
+from p2pd.transfer.frames import (
     BASE_MESSAGE_SIZE,
     CHUNK_OVERHEAD,
     MAX_MESSAGE_SIZE,
@@ -37,7 +37,7 @@ from .frames import (
     encode,
     encode_chunk,
 )
-from .plan import Plan
+from p2pd.transfer.plan import Plan
 
 DEFAULT_WINDOW = 8 * 1024 * 1024
 

@@ -9,15 +9,15 @@ import zstandard
 from a2a.types import Message as SdkMessage
 from google.protobuf import json_format
 
-from p2pd.claude_code.transcript import parse_lines
-from p2pd.codex.export import export_rollout
-from p2pd.codex.restore import restored_values, to_jsonl
+from p2pd.agents.claude_code.transcript import parse_lines
+from p2pd.agents.codex.export import export_rollout
+from p2pd.agents.codex.restore import restored_values, to_jsonl
+from p2pd.agents.sessions import list_sessions
+from p2pd.agents.sources import detect, load_conversation
 from p2pd.conversation import media_types as mt
 from p2pd.conversation.document_io import dumps, parse_document
 from p2pd.conversation.neutral import Reasoning, ToolCall, ToolResult, message_items
 from p2pd.errors import CodecError
-from p2pd.sessions import list_sessions
-from p2pd.sources import detect, load_conversation
 from tests.agents.helpers import every_kind_rollout
 from tests.corpus import codex_files, file_id
 

@@ -7,12 +7,12 @@ import json
 
 import pytest
 
-from p2pd.cli import main
-from p2pd.codex.export import export_rollout
-from p2pd.codex.importer import import_to_codex
-from p2pd.codex.paths import find_rollouts
-from p2pd.crossagent import import_into_claude_code
-from p2pd.sources import load_file
+from p2pd.agents.codex.export import export_rollout
+from p2pd.agents.codex.importer import import_to_codex
+from p2pd.agents.codex.paths import find_rollouts
+from p2pd.agents.crossagent import import_into_claude_code
+from p2pd.agents.sources import load_file
+from p2pd.cli.main import main
 from tests.agents.helpers import every_kind_rollout
 from tests.conversion.helpers import rich_session
 from tests.corpus import CORPUS

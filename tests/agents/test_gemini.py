@@ -8,11 +8,11 @@ import pytest
 from a2a.types import Message as SdkMessage
 from google.protobuf import json_format
 
+from p2pd.agents.gemini.export import export_gemini
+from p2pd.agents.sessions import list_sessions
+from p2pd.agents.sources import detect
 from p2pd.conversation import media_types as mt
 from p2pd.conversation.neutral import Reasoning, ToolCall, ToolResult, message_items
-from p2pd.gemini.export import export_gemini
-from p2pd.sessions import list_sessions
-from p2pd.sources import detect
 from tests.agents.helpers import PNG_B64
 from tests.corpus import file_id, gemini_files
 

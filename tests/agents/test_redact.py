@@ -7,13 +7,13 @@ import json
 
 import pytest
 
-from p2pd.cli import main
-from p2pd.codex.export import export_rollout
+from p2pd.agents.codex.export import export_rollout
+from p2pd.agents.sources import load_file
+from p2pd.cli.main import main
 from p2pd.config import redact_default
 from p2pd.conversation.document_io import read_document
+from p2pd.conversation.redact import KINDS, MASK, redact_document, redact_text
 from p2pd.errors import InvalidInputError
-from p2pd.redact import KINDS, MASK, redact_document, redact_text
-from p2pd.sources import load_file
 from tests.agents.helpers import Rollout
 from tests.conversion.helpers import Session
 from tests.corpus import claude_code_files, codex_files, file_id, gemini_files

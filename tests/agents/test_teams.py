@@ -6,10 +6,10 @@ import io
 
 from rich.console import Console
 
-from p2pd.claude_code.export import export_session
-from p2pd.render import render
-from p2pd.sources import load_file
-from p2pd.teams import TeamEvent, apply, document_events, reduce
+from p2pd.agents.claude_code.export import export_session
+from p2pd.agents.sources import load_file
+from p2pd.conversation.render import render
+from p2pd.conversation.teams import TeamEvent, apply, document_events, reduce
 from tests.conversion.helpers import Session
 
 

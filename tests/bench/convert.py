@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from p2pd.claude_code.export import export_session
+from p2pd.agents.claude_code.export import export_session
 from p2pd.conversation.document_io import dumps, to_blob
 from tests.corpus import claude_code_files, file_id
 

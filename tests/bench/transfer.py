@@ -30,8 +30,8 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from p2pd import blob  # noqa: E402
-from p2pd.eventloop import run  # noqa: E402
+from p2pd.blob import container as blob  # noqa: E402
+from p2pd.support.eventloop import run  # noqa: E402
 from tests.corpus import claude_code_files  # noqa: E402
 from tests.transfer.gen import generate_conversation  # noqa: E402
 from tests.transfer.procs import PeerProcess, connect_processes  # noqa: E402

@@ -10,9 +10,9 @@ import pytest
 from a2a.types import Message as SdkMessage
 from google.protobuf import json_format
 
-from p2pd.claude_code.export import convert_transcript, export_session
-from p2pd.claude_code.restore import restored_objects
-from p2pd.claude_code.transcript import parse_lines, read_text
+from p2pd.agents.claude_code.export import convert_transcript, export_session
+from p2pd.agents.claude_code.restore import restored_objects
+from p2pd.agents.claude_code.transcript import parse_lines, read_text
 from p2pd.conversation.document_io import dumps, parse_document
 from tests.corpus import claude_code_files, file_id
 

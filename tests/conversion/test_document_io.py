@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from p2pd import blob
+from p2pd.blob import container as blob
 from p2pd.conversation.document_io import parse_document, read_document, write_document
 from p2pd.conversation.model import ConversationDocument, Message, Origin, Part, Role
 from p2pd.errors import ChecksumMismatchError, CodecError, InvalidInputError, NotFoundError, TooLargeError

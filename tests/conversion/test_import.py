@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from p2pd.claude_code.export import export_session
-from p2pd.claude_code.importer import MISSING_RESULT, import_to_claude_code
-from p2pd.claude_code.paths import encode_project_dir
+from p2pd.agents.claude_code.export import export_session
+from p2pd.agents.claude_code.importer import MISSING_RESULT, import_to_claude_code
+from p2pd.agents.claude_code.paths import encode_project_dir
 from p2pd.conversation.document_io import parse_document
 from p2pd.errors import ConflictError, InvalidInputError
 from tests.conversion.helpers import Session, rich_session

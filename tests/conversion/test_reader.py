@@ -7,9 +7,9 @@ import json
 from a2a.types import Message as SdkMessage
 from google.protobuf import json_format
 
-from p2pd.claude_code.export import convert_transcript, export_session
-from p2pd.claude_code.restore import restored_objects
-from p2pd.claude_code.transcript import active_chain, parse_lines
+from p2pd.agents.claude_code.export import convert_transcript, export_session
+from p2pd.agents.claude_code.restore import restored_objects
+from p2pd.agents.claude_code.transcript import active_chain, parse_lines
 from p2pd.conversation import media_types as mt
 from tests.conversion.helpers import PNG_B64, Session, rich_session
 

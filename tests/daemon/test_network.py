@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from p2pd.agents.sources import load_file
 from p2pd.conversation.document_io import parse_document, write_document
 from p2pd.conversation.model import ConversationDocument
 from p2pd.daemon.device_pairing import pair_device
@@ -18,8 +19,7 @@ from p2pd.daemon.network import DeviceNetwork, pack_outbox
 from p2pd.daemon.peer_protocol import HandoffOffer
 from p2pd.daemon.store import Store
 from p2pd.errors import ConflictError, WrongCodeError
-from p2pd.exchange import QuietUI
-from p2pd.sources import load_file
+from p2pd.exchange.handover import QuietUI
 from tests.corpus import claude_code_files
 from tests.signal_process import SignalProcess, signal_server
 
@@ -49,7 +49,7 @@ class InboxHost:
 
     async def accept_conversation(self, device: Device, blob_path: Path, *, transfer_id: str,
                                   handoff_id: str | None, link_id: str | None) -> str:
-        from p2pd import blob
+        from p2pd.blob import container as blob
 
         doc = parse_document(blob.read(blob_path), source="received")
         path = self.folder / "inbox" / f"{transfer_id}.a2a.json"

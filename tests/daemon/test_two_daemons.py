@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
+from p2pd.agents.sources import load_file
 from p2pd.conversation.document_io import write_document
 from p2pd.conversation.model import Message, Part
-from p2pd.sources import load_file
 from tests.daemon.conftest import SESSION_ID, Daemon, corpus_session
 from tests.daemon.test_mcp import call, mcp_client
 from tests.signal_process import SignalProcess

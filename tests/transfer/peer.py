@@ -32,7 +32,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from p2pd.errors import P2pdError  # noqa: E402
-from p2pd.eventloop import run  # noqa: E402
+from p2pd.support.eventloop import run  # noqa: E402
 from p2pd.transfer.channel import TransferControl, attach, receive_blob, send_blob  # noqa: E402
 from p2pd.transfer.frames import OfferInfo  # noqa: E402
 from tests.transfer import rtc  # noqa: E402
@@ -149,7 +149,7 @@ def compress_file(raw_path: Path) -> Path:
 
     import lz4.frame
 
-    from p2pd.blob import HEADER_SIZE, BlobHeader
+    from p2pd.blob.container import HEADER_SIZE, BlobHeader
 
     out = raw_path.with_suffix(".blob")
     size = raw_path.stat().st_size
@@ -179,7 +179,7 @@ def decompress_file(blob_path: Path) -> int:
     """Stream-decompress a received blob (payload already verified); return the raw size after checking it."""
     import lz4.frame
 
-    from p2pd.blob import HEADER_SIZE, BlobHeader
+    from p2pd.blob.container import HEADER_SIZE, BlobHeader
 
     dec = lz4.frame.LZ4FrameDecompressor()
     total = 0

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from p2pd import blob
+from p2pd.blob import container as blob
 from p2pd.errors import DeclinedError, InvalidInputError, NotFoundError, TooLargeError, TransferFailedError
 from p2pd.transfer.channel import HIGH_WATER, TransferControl, attach, receive_blob, send_blob
 from p2pd.transfer.events import TransferCancelledError

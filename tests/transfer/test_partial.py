@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from p2pd import blob
+from p2pd.blob import container as blob
 from p2pd.transfer.frames import Offer, OfferInfo
 from p2pd.transfer.partial import PARTIAL_DIR, BusyError, PartialBlob, bytes_to_chunks, final_name, merge
 

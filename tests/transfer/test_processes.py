@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from p2pd import blob
+from p2pd.blob import container as blob
 from p2pd.errors import TransferFailedError
 from p2pd.transfer.channel import receive_blob, send_blob
 from p2pd.transfer.frames import MAX_MESSAGE_SIZE, Offer, OfferInfo

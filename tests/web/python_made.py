@@ -9,8 +9,8 @@ import random
 
 import lz4.frame
 
-from p2pd import blob
-from p2pd.codecs import CODECS
+from p2pd.blob import container as blob
+from p2pd.blob.codecs import CODECS
 
 
 def b64(data: bytes) -> str:

@@ -25,7 +25,7 @@ ENDED = "body[data-state=done], body[data-state=sent], body[data-state=failed]"
 
 
 def export(source: Path) -> dict[str, Any]:
-    from p2pd.claude_code.export import export_session
+    from p2pd.agents.claude_code.export import export_session
 
     return export_session(source).to_json_dict()  # type: ignore[no-any-return]
 

@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 
-from p2pd import blob
+from p2pd.blob import container as blob
 from tests.signal_process import ROOT
 from tests.web.conftest import node
 
@@ -23,7 +23,7 @@ def test_node_unit_tests_pass() -> None:
 
 
 def test_python_reads_a_blob_made_by_the_page(tmp_path) -> None:
-    from p2pd.claude_code.export import export_session
+    from p2pd.agents.claude_code.export import export_session
     from p2pd.conversation.document_io import dumps
     from tests.corpus import claude_code_files
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from p2pd.errors import InvalidInputError
-from p2pd.weblink import page_link, qr_text, web_base
+from p2pd.exchange.weblink import page_link, qr_text, web_base
 
 
 @pytest.fixture(autouse=True)

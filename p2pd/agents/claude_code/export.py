@@ -1,0 +1,276 @@
+"""Claude Code session → p2pd conversation document (A2A 1.0 messages), losslessly.
+
+Every source line ends up either in a message (user/assistant lines; one A2A message per API message, so the
+lines Claude Code writes for one response — one per content block, sharing ``message.id`` — become one message)
+or in ``records`` (everything else: progress rows, system lines, snapshots, queue operations, unknown types, and
+malformed lines, which are also listed in ``issues`` with their line number and reason).
+
+Each message keeps, per source line, the line's JSON minus ``message.content`` (the content is in the parts), so
+:mod:`p2pd.claude_code.restore` can give back every line exactly.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from p2pd.agents.claude_code.blocks import block_to_part
+from p2pd.agents.claude_code.transcript import (
+    MESSAGE_TYPES,
+    TITLE_TYPES,
+    SourceLine,
+    active_chain,
+    message_problem,
+    parse_lines,
+    read_text,
+)
+from p2pd.conversation import media_types as mt
+from p2pd.conversation.model import (
+    ConversationDocument,
+    Counts,
+    LineIssue,
+    Message,
+    Origin,
+    Record,
+    Role,
+    SidecarFile,
+    Subagent,
+    Transcript,
+)
+
+CC_KEY = "claudeCode"
+PLATFORM = "claude-code"
+TITLE_MAX = 80
+
+
+@dataclass
+class _Group:
+    role: Role
+    lines: list[tuple[SourceLine, dict[str, Any]]] = field(default_factory=list)
+    message_id: str | None = None
+
+
+def convert_transcript(lines: list[SourceLine], context_id: str) -> Transcript:
+    """Turn parsed lines into messages + records + issues (one file)."""
+    active = set(active_chain(lines))
+    messages: list[Message] = []
+    records: list[Record] = []
+    issues: list[LineIssue] = []
+    used_ids: set[str] = set()
+    group: _Group | None = None
+
+    def flush() -> None:
+        nonlocal group
+        if group is not None:
+            messages.append(_group_to_message(group, context_id, active, used_ids))
+            group = None
+
+    for line in lines:
+        obj = line.obj
+        if obj is None:
+            # Malformed (not JSON, not an object, blank): reported, and kept byte for byte.
+            issues.append(LineIssue(line=line.n, reason=line.error or "unreadable"))
+            records.append(Record(line=line.n, text=line.text))
+            continue
+        ltype = line.type
+        if ltype is None:
+            issues.append(LineIssue(line=line.n, reason="JSON object without a 'type' field"))
+            records.append(Record(line=line.n, value=obj))
+            continue
+        if ltype in MESSAGE_TYPES:
+            problem = message_problem(obj)
+            if problem is not None:
+                issues.append(LineIssue(line=line.n, reason=problem))
+                records.append(Record(line=line.n, value=obj))
+                continue
+            role = Role.USER if ltype == "user" else Role.AGENT
+            msg_id = obj["message"].get("id") if role is Role.AGENT else None
+            same_response = (group is not None and role is Role.AGENT and group.role is Role.AGENT
+                             and isinstance(msg_id, str) and msg_id == group.message_id
+                             and bool(group.lines[-1][1].get("isSidechain")) == bool(obj.get("isSidechain")))
+            if not same_response:
+                flush()
+                group = _Group(role=role, message_id=msg_id if isinstance(msg_id, str) else None)
+            assert group is not None
+            group.lines.append((line, obj))
+            continue
+        # Non-message lines keep their place; they do not end an assistant response that continues after them.
+        records.append(Record(line=line.n, value=obj))
+    flush()
+    return Transcript(messages=messages, records=records, issues=issues, line_count=len(lines))
+
+
+def _group_to_message(group: _Group, context_id: str, active: set[int], used_ids: set[str]) -> Message:
+    parts = []
+    sources = []
+    for line, obj in group.lines:
+        content = obj["message"]["content"]
+        envelope = dict(obj)
+        envelope["message"] = {k: v for k, v in obj["message"].items() if k != "content"}
+        if isinstance(content, str):
+            parts.append(block_to_part({"type": "text", "text": content}))
+            sources.append({"line": line.n, "content": "string", "parts": 1, "source": envelope})
+        else:
+            parts.extend(block_to_part(b) for b in content)
+            sources.append({"line": line.n, "content": "blocks", "parts": len(content), "source": envelope})
+    first = group.lines[0][1]
+    uid = first.get("uuid")
+    mid: str = uid if isinstance(uid, str) else f"line-{group.lines[0][0].n}"
+    if mid in used_ids:
+        mid = f"{mid}#L{group.lines[0][0].n}"
+    used_ids.add(mid)
+    is_active = any(line.n in active for line, _ in group.lines)
+    neutral: dict[str, Any] = {"active": is_active, "kind": _kind(group, parts)}
+    ts = first.get("timestamp")
+    if isinstance(ts, str):
+        neutral["timestamp"] = ts
+    if first.get("isSidechain"):
+        neutral["sidechain"] = True
+    model = first["message"].get("model")
+    if isinstance(model, str):
+        neutral["model"] = model
+    return Message(message_id=mid, context_id=context_id, role=group.role, parts=parts,
+                   metadata={"p2pd": neutral, CC_KEY: {"lines": sources}}, extensions=[mt.EXT_CLAUDE_CODE])
+
+
+def _kind(group: _Group, parts: list[Any]) -> str:
+    first = group.lines[0][1]
+    if group.role is Role.AGENT:
+        return "response"
+    if first.get("isCompactSummary"):
+        return "compact-summary"
+    if first.get("isMeta"):
+        return "meta"
+    if parts and all(p.media_type == mt.TOOL_RESULT for p in parts):
+        return "tool-result"
+    return "prompt"
+
+
+def session_dir_for(transcript: Path) -> Path:
+    """``<id>.jsonl`` keeps its subagents and spilled tool results in the folder ``<id>/`` beside it."""
+    return transcript.with_suffix("")
+
+
+def read_subagents(transcript: Path, context_id: str) -> list[Subagent]:
+    folder = session_dir_for(transcript) / "subagents"
+    if not folder.is_dir():
+        return []
+    out = []
+    for path in sorted(folder.rglob("*.jsonl")):
+        rel = path.relative_to(folder).as_posix()
+        agent_id = path.stem.removeprefix("agent-")
+        meta_path = path.with_name(path.stem + ".meta.json")
+        meta = None
+        if meta_path.is_file():
+            try:
+                loaded = json.loads(meta_path.read_text(encoding="utf-8"))
+                meta = loaded if isinstance(loaded, dict) else {"value": loaded}
+            except (ValueError, UnicodeDecodeError):
+                meta = {"unreadable": meta_path.read_text(encoding="utf-8", errors="replace")}
+        t = convert_transcript(parse_lines(read_text(path)), context_id)
+        out.append(Subagent(agent_id=agent_id, file_name=rel, meta=meta, messages=t.messages, records=t.records,
+                            issues=t.issues, line_count=t.line_count))
+    return out
+
+
+def read_tool_results(transcript: Path) -> list[SidecarFile]:
+    folder = session_dir_for(transcript) / "tool-results"
+    if not folder.is_dir():
+        return []
+    out = []
+    for path in sorted(p for p in folder.iterdir() if p.is_file()):
+        data = path.read_bytes()
+        try:
+            out.append(SidecarFile(name=path.name, text=data.decode("utf-8")))
+        except UnicodeDecodeError:
+            out.append(SidecarFile(name=path.name, raw=base64.b64encode(data).decode("ascii")))
+    return out
+
+
+def export_session(path: Path, *, progress: Callable[[str], None] | None = None) -> ConversationDocument:
+    """Read a Claude Code session file (plus its subagents and tool results) into a conversation document."""
+    path = Path(path)
+    lines = parse_lines(read_text(path))
+    session_id = _first_str(lines, "sessionId") or path.stem
+    main = convert_transcript(lines, session_id)
+    if progress:
+        progress(f"read {len(lines)} lines")
+    subagents = read_subagents(path, session_id)
+    tool_results = read_tool_results(path)
+    doc = ConversationDocument(
+        context_id=session_id,
+        title=session_title(lines, main.messages),
+        created_at=datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+        origin=Origin(platform=PLATFORM, session_id=session_id, cwd=_first_str(lines, "cwd"),
+                      git_branch=_last_str(lines, "gitBranch"), client_version=_last_str(lines, "version"),
+                      transcript_path=str(path.resolve()), hostname=socket.gethostname()),
+        messages=main.messages, records=main.records, issues=main.issues, line_count=main.line_count,
+        subagents=subagents, tool_results=tool_results,
+    )
+    doc.counts = count(doc)
+    return doc
+
+
+def count(doc: ConversationDocument) -> Counts:
+    c = Counts()
+    for m in doc.messages:
+        c.messages += 1
+        if m.role is Role.USER:
+            c.user_messages += 1
+        else:
+            c.agent_messages += 1
+        if m.p2pd.get("active", True):
+            c.active_messages += 1
+        else:
+            c.side_branch_messages += 1
+        for p in m.parts:
+            if p.media_type == mt.TOOL_USE:
+                c.tool_calls += 1
+            elif p.media_type == mt.TOOL_RESULT:
+                c.tool_results += 1
+    c.source_lines = doc.line_count
+    c.records = len(doc.records)
+    c.malformed_lines = len(doc.issues) + sum(len(s.issues) for s in doc.subagents)
+    c.subagents = len(doc.subagents)
+    return c
+
+
+def _first_str(lines: list[SourceLine], key: str) -> str | None:
+    for ln in lines:
+        v = ln.obj.get(key) if ln.obj else None
+        if isinstance(v, str) and v:
+            return v
+    return None
+
+
+def _last_str(lines: list[SourceLine], key: str) -> str | None:
+    for ln in reversed(lines):
+        v = ln.obj.get(key) if ln.obj else None
+        if isinstance(v, str) and v:
+            return v
+    return None
+
+
+def session_title(lines: list[SourceLine], messages: list[Message]) -> str:
+    """The session's own title line when there is one (last wins), else its first real prompt."""
+    for ln in reversed(lines):
+        key = TITLE_TYPES.get(ln.type or "")
+        if key and ln.obj and isinstance(ln.obj.get(key), str) and ln.obj[key].strip():
+            return _clip(ln.obj[key])
+    for m in messages:
+        if m.role is Role.USER and m.p2pd.get("kind") == "prompt":
+            text = " ".join(p.text for p in m.parts if p.text is not None).strip()
+            if text and not text.startswith("<") and not text.startswith("Caveat:"):
+                return _clip(text)
+    return ""
+
+
+def _clip(text: str, limit: int = TITLE_MAX) -> str:
+    one_line = " ".join(text.split())
+    return one_line if len(one_line) <= limit else one_line[: limit - 1].rstrip() + "…"

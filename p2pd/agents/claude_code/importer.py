@@ -1,0 +1,287 @@
+"""Importing a conversation into Claude Code so that ``claude --resume <id>`` opens it on this machine.
+
+Rules (research: shared notes formats.md §1.9), each covered by a test:
+
+1. The file is ``<config>/projects/<encoded realpath(cwd)>/<new uuid>.jsonl``; ``cwd`` defaults to the current
+   directory and is written into every line.
+2. ``sessionId`` equals the file name on every line (subagent files included).
+3. The active branch is written as a strictly linear chain: fresh uuids, the first line's ``parentUuid`` is null
+   and every other line's is the line before it. A compaction boundary stays a root, as Claude Code writes it,
+   with ``logicalParentUuid`` pointing at the line before it. Side branches, progress rows and other
+   bookkeeping lines are left out.
+4. Every ``tool_use`` is followed by its ``tool_result`` before the next assistant turn. A call with no recorded
+   result gets an explicit error result (the API refuses an unanswered call); a result with no call is dropped.
+5. Thinking blocks are dropped (their signatures are tied to the account that made them) unless the caller
+   says the target is the same account.
+6. Subagent transcripts (with their ``.meta.json``) and spilled tool results are copied beside the session.
+7. Nothing existing is overwritten, and nothing is written outside the projects folder.
+8. The exact resume command is returned for printing.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import os
+import re
+import shlex
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from p2pd.agents.claude_code.paths import config_dir, project_dir_for
+from p2pd.agents.claude_code.restore import has_claude_code_source, restore_transcript
+from p2pd.agents.claude_code.synthesize import synthesize_lines
+from p2pd.agents.claude_code.transcript import SourceLine, active_chain
+from p2pd.conversation.model import ConversationDocument, Transcript
+from p2pd.errors import ConflictError, InvalidInputError
+from p2pd.support.atomic import atomic_write_bytes
+
+THINKING_TYPES = {"thinking", "redacted_thinking"}
+_SAFE_REL = re.compile(r"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$")
+MISSING_RESULT = "[p2pd: no result was recorded for this tool call in the original conversation]"
+
+
+@dataclass
+class ImportResult:
+    session_id: str
+    path: Path
+    cwd: str
+    lines: int
+    subagent_files: list[Path] = field(default_factory=list)
+    tool_result_files: list[Path] = field(default_factory=list)
+    dropped_thinking: int = 0
+    synthesized_results: int = 0
+    dropped_orphan_results: int = 0
+    warnings: list[str] = field(default_factory=list)
+    dry_run: bool = False
+
+    @property
+    def resume_command(self) -> str:
+        return f"cd {shlex.quote(self.cwd)} && claude --resume {self.session_id}"
+
+
+def source_objects(transcript: Transcript) -> list[SourceLine]:
+    out = []
+    for n, value in restore_transcript(transcript):
+        if isinstance(value, dict):
+            out.append(SourceLine(n, "", value=value))
+    return out
+
+
+def linearize(lines: list[SourceLine], session_id: str, cwd: str, *, keep_thinking: bool,
+              result: ImportResult | None = None) -> list[dict[str, Any]]:
+    """The active branch of ``lines`` as a resumable, strictly linear list of new line objects."""
+    stats = result or ImportResult(session_id, Path(), cwd, 0)
+    by_n = {ln.n: ln for ln in lines}
+    chain = [by_n[n] for n in active_chain(lines) if n in by_n]
+    out: list[dict[str, Any]] = []
+    pending: dict[str, dict[str, Any]] = {}  # tool_use id -> the assistant line that asked
+    id_map: dict[str, str] = {}
+    last_response_id: str | None = None
+
+    def flush_pending() -> None:
+        if not pending:
+            return
+        blocks = [{"type": "tool_result", "tool_use_id": tid, "content": MISSING_RESULT, "is_error": True}
+                  for tid in pending]
+        stats.synthesized_results += len(blocks)
+        template = next(iter(pending.values()))
+        out.append(_new_line(template, "user", {"role": "user", "content": blocks}))
+        pending.clear()
+
+    for ln in chain:
+        obj = ln.obj
+        if obj is None:
+            continue
+        ltype = obj.get("type")
+        if ltype == "system" and obj.get("subtype") == "compact_boundary":
+            flush_pending()
+            out.append(copy.deepcopy(obj))
+            continue
+        if ltype not in ("user", "assistant"):
+            continue
+        line = copy.deepcopy(obj)
+        msg = line.get("message")
+        if not isinstance(msg, dict):
+            continue
+        content = msg.get("content")
+        if ltype == "assistant":
+            mid = msg.get("id")
+            if pending and mid != last_response_id:
+                flush_pending()
+            last_response_id = mid if isinstance(mid, str) else None
+            if isinstance(content, list):
+                kept = []
+                for b in content:
+                    if isinstance(b, dict) and b.get("type") in THINKING_TYPES and not keep_thinking:
+                        stats.dropped_thinking += 1
+                        continue
+                    if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("id"), str):
+                        pending[b["id"]] = line
+                    kept.append(b)
+                if not kept:
+                    continue
+                msg["content"] = kept
+        else:
+            if isinstance(content, list):
+                kept = []
+                for b in content:
+                    if isinstance(b, dict) and b.get("type") == "tool_result":
+                        tid = b.get("tool_use_id")
+                        if tid not in pending:
+                            stats.dropped_orphan_results += 1
+                            continue
+                        del pending[tid]
+                    kept.append(b)
+                if not kept:
+                    continue
+                has_results = any(isinstance(b, dict) and b.get("type") == "tool_result" for b in kept)
+                if not has_results:
+                    flush_pending()
+                msg["content"] = kept
+            else:
+                flush_pending()
+        out.append(line)
+    flush_pending()
+
+    # Fresh ids, a strictly linear chain, this session and this cwd on every line.
+    prev: str | None = None
+    for line in out:
+        old = line.get("uuid")
+        new = str(uuid.uuid4())
+        if isinstance(old, str):
+            id_map[old] = new
+        line["uuid"] = new
+        line["sessionId"] = session_id
+        line["cwd"] = cwd
+        line["isSidechain"] = False
+        if line.get("type") == "system" and line.get("subtype") == "compact_boundary":
+            line["parentUuid"] = None
+            if prev is not None:
+                line["logicalParentUuid"] = prev
+            else:
+                line.pop("logicalParentUuid", None)
+        else:
+            line["parentUuid"] = prev
+        prev = new
+    for line in out:
+        src = line.get("sourceToolAssistantUUID")
+        if isinstance(src, str):
+            if src in id_map:
+                line["sourceToolAssistantUUID"] = id_map[src]
+            else:
+                line.pop("sourceToolAssistantUUID")
+    return out
+
+
+def _new_line(template: dict[str, Any], ltype: str, message: dict[str, Any]) -> dict[str, Any]:
+    keys = ("isSidechain", "userType", "cwd", "sessionId", "version", "gitBranch")
+    line: dict[str, Any] = {k: template[k] for k in keys if k in template}
+    line.update({"type": ltype, "message": message, "uuid": "", "parentUuid": None,
+                 "timestamp": template.get("timestamp", "")})
+    return line
+
+
+def _rewrite_sidecar(lines: list[Any], session_id: str, cwd: str, keep_thinking: bool) -> list[Any]:
+    out = []
+    for value in lines:
+        if isinstance(value, dict):
+            value = copy.deepcopy(value)
+            if "sessionId" in value:
+                value["sessionId"] = session_id
+            if "cwd" in value:
+                value["cwd"] = cwd
+            msg = value.get("message")
+            if not keep_thinking and isinstance(msg, dict) and isinstance(msg.get("content"), list):
+                msg["content"] = [b for b in msg["content"]
+                                  if not (isinstance(b, dict) and b.get("type") in THINKING_TYPES)]
+        out.append(value)
+    return out
+
+
+def _jsonl(values: list[Any]) -> bytes:
+    return "".join(
+        (v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, separators=(",", ":"))) + "\n"
+        for v in values).encode("utf-8", errors="surrogateescape")
+
+
+def _inside(base: Path, rel: str) -> Path:
+    if not _SAFE_REL.match(rel) or any(part in ("..", ".") for part in rel.split("/")):
+        raise InvalidInputError(f"refusing unsafe file name in conversation: {rel!r}")
+    target = (base / rel).resolve()
+    if not target.is_relative_to(base.resolve()):
+        raise InvalidInputError(f"refusing to write outside the session folder: {rel!r}")
+    return target
+
+
+def import_to_claude_code(doc: ConversationDocument, *, cwd: str | os.PathLike[str] | None = None,
+                          config: Path | None = None, same_account: bool = False,
+                          dry_run: bool = False, session_id: str | None = None) -> ImportResult:
+    target_cwd = os.path.realpath(os.fspath(cwd) if cwd is not None else os.getcwd())
+    cfg = config or config_dir()
+    projects = (cfg / "projects").resolve() if cfg.exists() else (cfg / "projects")
+    new_id = session_id or str(uuid.uuid4())
+    project_dir = project_dir_for(target_cwd, cfg)
+    path = project_dir / f"{new_id}.jsonl"
+    if not path.resolve().is_relative_to(projects.resolve()):
+        raise InvalidInputError(f"refusing to write outside {projects}: {path}")
+    if path.exists() or (project_dir / new_id).exists():
+        raise ConflictError(f"a session {new_id} already exists at {path}; not overwriting it")
+    result = ImportResult(new_id, path, target_cwd, 0, dry_run=dry_run)
+
+    main = doc.main_transcript()
+    if has_claude_code_source(main):
+        lines = linearize(source_objects(main), new_id, target_cwd, keep_thinking=same_account, result=result)
+    else:
+        synthesized = synthesize_lines(doc, new_id, target_cwd)
+        src = [SourceLine(i + 1, "", value=v) for i, v in enumerate(synthesized)]
+        for i in range(1, len(synthesized)):
+            synthesized[i]["parentUuid"] = synthesized[i - 1]["uuid"]
+        lines = linearize(src, new_id, target_cwd, keep_thinking=same_account, result=result)
+        result.warnings.append(f"this conversation comes from {doc.origin.platform}: its turns were rebuilt as "
+                               "Claude Code messages")
+    if not lines:
+        raise InvalidInputError("the conversation has no messages to import")
+    result.lines = len(lines)
+    if result.dropped_thinking:
+        result.warnings.append(f"dropped {result.dropped_thinking} thinking blocks (signed by the original "
+                               "account; use --same-account to keep them)")
+    if result.synthesized_results:
+        result.warnings.append(f"{result.synthesized_results} tool calls had no recorded result; they were "
+                               "answered with an explicit error")
+
+    writes: list[tuple[Path, bytes]] = [(path, _jsonl(lines))]
+    session_folder = project_dir / new_id
+    for sub in doc.subagents:
+        rel = f"subagents/{sub.file_name}"
+        target = _inside(session_folder, rel)
+        values = [v for _, v in restore_transcript(sub)]
+        writes.append((target, _jsonl(_rewrite_sidecar(values, new_id, target_cwd, same_account))))
+        result.subagent_files.append(target)
+        if sub.meta is not None:
+            meta_target = target.with_name(target.stem + ".meta.json")
+            writes.append((meta_target, json.dumps(sub.meta, ensure_ascii=False).encode("utf-8")))
+    for tr in doc.tool_results:
+        target = _inside(session_folder, f"tool-results/{tr.name}")
+        data = tr.text.encode("utf-8") if tr.text is not None else base64.b64decode(tr.raw or "")
+        writes.append((target, data))
+        result.tool_result_files.append(target)
+    if doc.tool_results:
+        result.warnings.append("tool outputs saved to files are copied, but the conversation still names them "
+                               "by their path on the original machine")
+
+    if dry_run:
+        return result
+    written: list[Path] = []
+    try:
+        for target, data in writes:
+            atomic_write_bytes(target, data, overwrite=False)
+            written.append(target)
+    except BaseException:
+        for p in written:
+            p.unlink(missing_ok=True)
+        raise
+    return result

@@ -1,0 +1,84 @@
+"""A2A messages that did not come from Claude Code → Claude Code transcript lines.
+
+Used when a conversation from another agent (or a plain A2A message list) is imported into Claude Code. Tool
+calls and results keep their structure when the parts carry p2pd's tool media types; anything Claude Code cannot
+take as is becomes readable text, so the resumed agent still sees it.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from p2pd.conversation import media_types as mt
+from p2pd.conversation.model import ConversationDocument, Message, Part, Role
+
+SYNTH_VERSION = "2.1.39"
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def part_to_blocks(part: Part, role: Role) -> list[dict[str, Any]]:
+    media = part.media_type or ""
+    if part.text is not None:
+        return [_text(part.text)] if part.text else []
+    if part.raw is not None:
+        if media.startswith("image/"):
+            return [{"type": "image", "source": {"type": "base64", "media_type": media, "data": part.raw}}]
+        return [_text(f"[attached file {part.filename or ''} ({media or 'binary'}), not shown]")]
+    if part.url is not None:
+        return [_text(f"[file: {part.filename or part.url}]({part.url})")]
+    data = part.data_value
+    if media == mt.TOOL_USE and isinstance(data, dict) and role is Role.AGENT:
+        tool_id = data.get("id") or f"toolu_p2pd_{uuid.uuid4().hex[:20]}"
+        tool_input = data.get("input")
+        if not isinstance(tool_input, dict):
+            tool_input = {"value": tool_input}
+        return [{"type": "tool_use", "id": tool_id, "name": str(data.get("name") or "tool"), "input": tool_input}]
+    if media == mt.TOOL_RESULT and isinstance(data, dict) and role is Role.USER:
+        content = data.get("content")
+        if not isinstance(content, (str, list)):
+            content = json.dumps(content, ensure_ascii=False)
+        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": str(data.get("tool_use_id", "")),
+                                 "content": content}
+        if data.get("is_error"):
+            block["is_error"] = True
+        return [block]
+    if media in mt.THINKING_KINDS:
+        return []  # reasoning from another model cannot be replayed; it is dropped (and reported)
+    return [_text(f"```json\n{json.dumps(data, ensure_ascii=False, indent=1)}\n```")]
+
+
+def synthesize_lines(doc: ConversationDocument, session_id: str, cwd: str) -> list[dict[str, Any]]:
+    """Claude Code lines for a conversation without Claude Code source data (one line per message)."""
+    start = datetime.now(UTC) - timedelta(seconds=len(doc.messages) + 1)
+    out: list[dict[str, Any]] = []
+    for i, m in enumerate(doc.active_messages()):
+        blocks: list[dict[str, Any]] = []
+        for p in m.parts:
+            blocks.extend(part_to_blocks(p, m.role))
+        if not blocks:
+            continue
+        ts = (start + timedelta(seconds=i)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        line: dict[str, Any] = {
+            "parentUuid": None, "isSidechain": False, "userType": "external", "cwd": cwd,
+            "sessionId": session_id, "version": SYNTH_VERSION, "gitBranch": doc.origin.git_branch or "",
+            "type": "user" if m.role is Role.USER else "assistant", "uuid": str(uuid.uuid4()), "timestamp": ts,
+        }
+        if m.role is Role.USER:
+            line["message"] = {"role": "user", "content": blocks}
+        else:
+            line["message"] = {"id": f"msg_p2pd_{uuid.uuid4().hex[:24]}", "type": "message", "role": "assistant",
+                               "model": str(m.p2pd.get("model") or "<synthetic>"), "content": blocks,
+                               "stop_reason": "end_turn", "stop_sequence": None,
+                               "usage": {"input_tokens": 0, "output_tokens": 0}}
+        out.append(line)
+    return out
+
+
+def messages_text(messages: list[Message]) -> str:
+    return "\n".join(p.text for m in messages for p in m.parts if p.text)

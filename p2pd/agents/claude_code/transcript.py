@@ -1,0 +1,291 @@
+"""Reading a Claude Code JSONL transcript line by line, and finding its active conversation chain.
+
+Nothing here fails on bad input: every line becomes a :class:`SourceLine`, malformed ones carry the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from p2pd.errors import InvalidInputError, NotFoundError
+
+_HAS_SURROGATE = re.compile("[\udc80-\udcff]")
+
+# Line types that take part in the parentUuid tree (as the official Agent SDK reads it).
+CHAIN_TYPES = frozenset({"user", "assistant", "progress", "system", "attachment"})
+MESSAGE_TYPES = frozenset({"user", "assistant"})
+TITLE_TYPES = {"custom-title": "customTitle", "ai-title": "aiTitle", "summary": "summary"}
+
+
+@dataclass
+class SourceLine:
+    n: int  # 1-based line number
+    text: str
+    value: Any = None
+    error: str | None = None
+
+    @property
+    def obj(self) -> dict[str, Any] | None:
+        return self.value if self.error is None and isinstance(self.value, dict) else None
+
+    @property
+    def type(self) -> str | None:
+        o = self.obj
+        t = o.get("type") if o else None
+        return t if isinstance(t, str) else None
+
+
+def read_text(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise NotFoundError(f"transcript not found: {path}") from None
+    except IsADirectoryError:
+        raise InvalidInputError(f"{path} is a directory, not a transcript") from None
+    return data.decode("utf-8", errors="surrogateescape")
+
+
+def parse_lines(text: str) -> list[SourceLine]:
+    """Split JSONL text into lines (a final newline does not make an extra line) and parse each one."""
+    raw_lines = text.split("\n")
+    truncated = bool(text) and not text.endswith("\n")
+    if raw_lines and raw_lines[-1] == "":
+        raw_lines.pop()
+    out: list[SourceLine] = []
+    for i, line in enumerate(raw_lines, start=1):
+        out.append(parse_line(i, line, last_without_newline=truncated and i == len(raw_lines)))
+    return out
+
+
+def parse_line(n: int, line: str, *, last_without_newline: bool = False) -> SourceLine:
+    if not line.strip():
+        return SourceLine(n, line, error="blank line")
+    try:
+        value = json.loads(line)
+    except json.JSONDecodeError as exc:
+        reason = f"not valid JSON ({exc.msg} at column {exc.colno})"
+        if last_without_newline:
+            reason = f"truncated: the file ends inside this line ({exc.msg} at column {exc.colno})"
+        return SourceLine(n, line, error=reason)
+    except RecursionError:
+        return SourceLine(n, line, error="not valid JSON (nested too deeply)")
+    if _HAS_SURROGATE.search(line):
+        return SourceLine(n, line, value=value, error="not valid UTF-8")
+    if not isinstance(value, dict):
+        return SourceLine(n, line, value=value, error=f"not a JSON object (a {type(value).__name__})")
+    return SourceLine(n, line, value=value)
+
+
+def message_problem(obj: dict[str, Any]) -> str | None:
+    """Why a user/assistant line cannot be read as a conversation message, or None when it can."""
+    msg = obj.get("message")
+    if not isinstance(msg, dict):
+        return f"{obj.get('type')} line without a message object"
+    content = msg.get("content")
+    if not isinstance(content, (str, list)):
+        return f"{obj.get('type')} line without message.content"
+    return None
+
+
+def _uuid(obj: dict[str, Any]) -> str | None:
+    u = obj.get("uuid")
+    return u if isinstance(u, str) and u else None
+
+
+def _parent(obj: dict[str, Any]) -> str | None:
+    p = obj.get("parentUuid")
+    return p if isinstance(p, str) and p else None
+
+
+def active_chain(lines: Sequence[SourceLine]) -> list[int]:
+    """Line numbers of the active conversation, root first, as Claude Code chooses it.
+
+    Leaves are the user/assistant lines nearest to the tree's terminal nodes; non-sidechain, non-meta,
+    non-team leaves win, and among them the one latest in the file. The chain is the walk up ``parentUuid``.
+    Where the walk reaches a compaction boundary, it continues through ``logicalParentUuid`` into the history
+    before the compaction, so the whole logical conversation is kept (Claude Code itself resumes from the
+    boundary on; the earlier part stays readable).
+
+    Transcripts with no parent links at all (old or synthetic files) are taken in file order.
+    """
+    nodes: dict[str, SourceLine] = {}
+    for line in lines:
+        o = line.obj
+        if o is None or line.type not in CHAIN_TYPES:
+            continue
+        u = _uuid(o)
+        if u is not None and u not in nodes:
+            nodes[u] = line
+    if not nodes:
+        return []
+    if _unlinked(lines):
+        return [ln.n for ln in lines if ln.type in MESSAGE_TYPES and ln.obj is not None
+                and not ln.obj.get("isSidechain")]
+    referenced = {p for ln in nodes.values() if ln.obj and (p := _parent(ln.obj))}
+    leaves: list[SourceLine] = []
+    seen_leaf: set[int] = set()
+    for u, ln in nodes.items():
+        if u in referenced:
+            continue
+        leaf = _walk_to_message(ln, nodes)
+        if leaf is not None and leaf.n not in seen_leaf:
+            seen_leaf.add(leaf.n)
+            leaves.append(leaf)
+    chain: list[int] = []
+    visited: set[str] = set()
+    limit: int | None = None  # when set, only leaves before this line may continue the history
+    while True:
+        pool = [ln for ln in leaves if limit is None or ln.n < limit]
+        leaf = _pick_leaf(pool)
+        if leaf is None:
+            break
+        segment, boundary = _walk_up(leaf, nodes, visited)
+        chain[:0] = segment
+        if boundary is None:
+            break
+        # A compaction boundary whose logical parent is missing from the file (trimmed or sanitized
+        # transcripts): continue with the newest leaf written before the boundary.
+        limit = boundary.n
+    return _with_parallel_tool_branches(lines, chain)
+
+
+def _unlinked(lines: Sequence[SourceLine]) -> bool:
+    """True for old or synthetic files whose messages are not linked by parentUuid.
+
+    A real transcript has one root message (its first); compaction starts new roots with a system line. Two
+    or more root user/assistant lines mean the links are missing, and file order is the best guide.
+    """
+    msgs = [ln for ln in lines if ln.type in MESSAGE_TYPES and ln.obj is not None]
+    main = [ln for ln in msgs if not (ln.obj or {}).get("isSidechain")] or msgs
+    roots = sum(1 for ln in main if ln.obj is not None and _parent(ln.obj) is None)
+    return roots >= 2
+
+
+def _tool_use_ids(obj: dict[str, Any]) -> set[str]:
+    content = (obj.get("message") or {}).get("content")
+    if not isinstance(content, list):
+        return set()
+    return {b["id"] for b in content if isinstance(b, dict) and b.get("type") == "tool_use"
+            and isinstance(b.get("id"), str)}
+
+
+def _tool_result_ids(obj: dict[str, Any]) -> set[str] | None:
+    """The tool_use ids a user line answers, or None when it is not purely tool results."""
+    content = (obj.get("message") or {}).get("content")
+    if not isinstance(content, list) or not content:
+        return None
+    ids = set()
+    for b in content:
+        if not (isinstance(b, dict) and b.get("type") == "tool_result" and isinstance(b.get("tool_use_id"), str)):
+            return None
+        ids.add(b["tool_use_id"])
+    return ids
+
+
+def _with_parallel_tool_branches(lines: Sequence[SourceLine], chain: list[int]) -> list[int]:
+    """Add the short forks that parallel tool calls leave beside the chain.
+
+    When Claude Code runs tools in parallel, each tool_use line and each tool_result line may hang off a
+    different parent, so the newest-leaf walk keeps one branch and leaves the other results beside it
+    (anthropics/claude-code #31330). Those results belong to the conversation: a line beside the chain is taken
+    in when its parent is taken and it is either another block of the same assistant response or a result of
+    a tool call that is taken. Lines come back in file order.
+    """
+    if not chain:
+        return chain
+    by_n = {ln.n: ln for ln in lines}
+    taken = set(chain)
+    uuid_taken = {u for n in taken if (o := by_n[n].obj) is not None and (u := _uuid(o))}
+    tool_ids: set[str] = set()
+    response_ids: set[str] = set()
+    for n in taken:
+        o = by_n[n].obj
+        if o is not None and by_n[n].type == "assistant":
+            tool_ids |= _tool_use_ids(o)
+            mid = (o.get("message") or {}).get("id")
+            if isinstance(mid, str):
+                response_ids.add(mid)
+    first, last = min(taken), max(taken)
+    sidechain = bool((by_n[chain[-1]].obj or {}).get("isSidechain"))
+    candidates = [ln for ln in lines if ln.n not in taken and first < ln.n and ln.type in MESSAGE_TYPES
+                  and ln.obj is not None and bool(ln.obj.get("isSidechain")) == sidechain]
+    changed = True
+    while changed:
+        changed = False
+        for ln in candidates:
+            o = ln.obj
+            if o is None or ln.n in taken or _parent(o) not in uuid_taken:
+                continue
+            if ln.type == "assistant":
+                mid = (o.get("message") or {}).get("id")
+                ok = isinstance(mid, str) and mid in response_ids and ln.n < last
+            else:
+                answered = _tool_result_ids(o)
+                ok = answered is not None and answered <= tool_ids
+            if ok:
+                taken.add(ln.n)
+                if (u := _uuid(o)) is not None:
+                    uuid_taken.add(u)
+                if ln.type == "assistant":
+                    tool_ids |= _tool_use_ids(o)
+                changed = True
+    return sorted(taken)
+
+
+def _pick_leaf(leaves: Sequence[SourceLine]) -> SourceLine | None:
+    def preferred(ln: SourceLine) -> bool:
+        o = ln.obj or {}
+        return not (o.get("isSidechain") or o.get("isMeta") or o.get("teamName"))
+
+    pool = [ln for ln in leaves if preferred(ln)] or list(leaves)
+    return max(pool, key=lambda ln: ln.n) if pool else None
+
+
+def _walk_up(leaf: SourceLine, nodes: dict[str, SourceLine],
+             visited: set[str]) -> tuple[list[int], SourceLine | None]:
+    """Walk from a leaf to its root, through compaction boundaries whose logical parent is present.
+
+    Returns the line numbers (root first) and the boundary line where the walk stopped for want of its logical
+    parent, if any.
+    """
+    segment: list[int] = []
+    cur: SourceLine | None = leaf
+    stopped_at: SourceLine | None = None
+    while cur is not None and cur.obj is not None:
+        u = _uuid(cur.obj)
+        if u is None or u in visited:
+            break
+        visited.add(u)
+        segment.append(cur.n)
+        parent = _parent(cur.obj)
+        if parent is None:
+            logical = cur.obj.get("logicalParentUuid")
+            if isinstance(logical, str) and logical:
+                if logical in nodes:
+                    parent = logical
+                else:
+                    stopped_at = cur
+        cur = nodes.get(parent) if parent else None
+    segment.reverse()
+    return segment, stopped_at
+
+
+def _walk_to_message(line: SourceLine, nodes: dict[str, SourceLine]) -> SourceLine | None:
+    seen: set[int] = set()
+    cur: SourceLine | None = line
+    while cur is not None and cur.n not in seen:
+        seen.add(cur.n)
+        if cur.type in MESSAGE_TYPES:
+            return cur
+        p = _parent(cur.obj) if cur.obj else None
+        cur = nodes.get(p) if p else None
+    return None
+
+
+def lines_to_text(values: Iterable[str]) -> str:
+    return "".join(v + "\n" for v in values)

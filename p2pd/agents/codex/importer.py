@@ -1,0 +1,177 @@
+"""Importing a conversation into Codex CLI so that ``codex resume <id>`` can open it on this machine.
+
+Rules, each covered by a test:
+
+1. The file is ``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<YYYY-MM-DDThh-mm-ss>-<new uuid>.jsonl`` (local time, as
+   Codex names them), written atomically; nothing existing is overwritten.
+2. The first line is ``session_meta`` with the new id, this machine's ``cwd`` and an RFC3339 timestamp; every line
+   is ``{"timestamp", "type", "payload"}``.
+3. A conversation that came from Codex is written back line for line (ids and cwd rewritten). Its ``reasoning``
+   items carry ``encrypted_content`` that only the same OpenAI account can use: they are dropped unless the caller
+   says the target is the same account.
+4. A conversation from another agent becomes ``response_item`` messages — user text and images as ``input_text``
+   / ``input_image``, the agent's words, tool calls and results as ``output_text`` (see
+   :mod:`p2pd.crossagent`) — each followed by the ``event_msg`` (``user_message`` / ``agent_message``) the Codex
+   UI shows when the session is resumed.
+5. Codex CLI 0.99 and later find sessions through an index (``$CODEX_HOME/state_5.sqlite``) that p2pd does not
+   write; the result says so and how to open the file by path.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shlex
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from p2pd.agents.codex.paths import codex_home
+from p2pd.agents.codex.restore import has_codex_source, restore_rollout
+from p2pd.agents.crossagent import CarryReport, carry_warnings, readable_turns
+from p2pd.conversation.model import ConversationDocument, Role
+from p2pd.errors import ConflictError, InvalidInputError
+from p2pd.support.atomic import atomic_write_bytes
+
+ORIGINATOR = "p2pd_import"
+CLI_VERSION = "0.89.0"
+INDEX_NAME = "state_5.sqlite"
+
+
+@dataclass
+class CodexImportResult:
+    session_id: str
+    path: Path
+    cwd: str
+    lines: int
+    warnings: list[str] = field(default_factory=list)
+    dropped_reasoning: int = 0
+    dropped_malformed: int = 0
+    dry_run: bool = False
+
+    @property
+    def resume_command(self) -> str:
+        return f"cd {shlex.quote(self.cwd)} && codex resume {self.session_id}"
+
+    @property
+    def by_path_command(self) -> str:
+        return f"cd {shlex.quote(self.cwd)} && codex -c experimental_resume={shlex.quote(str(self.path))}"
+
+
+def _ts(dt: datetime) -> str:
+    return dt.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _line(ts: str, ltype: str, payload: Any) -> dict[str, Any]:
+    return {"timestamp": ts, "type": ltype, "payload": payload}
+
+
+def rewrite_codex_lines(doc: ConversationDocument, session_id: str, cwd: str, *, keep_reasoning: bool,
+                        result: CodexImportResult) -> list[Any]:
+    out: list[Any] = []
+    for _, value in restore_rollout(doc.main_transcript()):
+        if not isinstance(value, dict) or not isinstance(value.get("type"), str) \
+                or not isinstance(value.get("payload"), dict):
+            result.dropped_malformed += 1  # not written into a session Codex will read
+            continue
+        line = copy.deepcopy(value)
+        payload = line["payload"]
+        ltype = line["type"]
+        if ltype == "session_meta":
+            target = payload["meta"] if isinstance(payload.get("meta"), dict) else payload
+            target["id"] = session_id
+            target["cwd"] = cwd
+        elif ltype == "turn_context" and "cwd" in payload:
+            payload["cwd"] = cwd
+        elif ltype == "response_item" and payload.get("type") == "reasoning" and not keep_reasoning:
+            result.dropped_reasoning += 1
+            continue
+        out.append(line)
+    if not out or out[0].get("type") != "session_meta":
+        out.insert(0, _line(_ts(datetime.now(UTC)), "session_meta", _meta(session_id, cwd, doc)))
+    return out
+
+
+def _meta(session_id: str, cwd: str, doc: ConversationDocument) -> dict[str, Any]:
+    meta: dict[str, Any] = {"id": session_id, "timestamp": _ts(datetime.now(UTC)), "cwd": cwd,
+                            "originator": ORIGINATOR, "cli_version": CLI_VERSION, "source": "cli"}
+    if doc.origin.git_branch:
+        meta["git"] = {"branch": doc.origin.git_branch}
+    return meta
+
+
+def synthesize_codex_lines(doc: ConversationDocument, session_id: str, cwd: str,
+                           report: CarryReport) -> list[dict[str, Any]]:
+    now = datetime.now(UTC)
+    out = [_line(_ts(now), "session_meta", _meta(session_id, cwd, doc))]
+    for t in readable_turns(doc, report):
+        ts = t.timestamp or _ts(now)
+        text = "\n\n".join(t.texts)
+        if t.role is Role.USER:
+            content: list[dict[str, Any]] = [{"type": "input_text", "text": text}] if text else []
+            urls = []
+            for img in t.images:
+                if img.data is not None and img.media_type.startswith("image/"):
+                    urls.append(f"data:{img.media_type};base64,{img.data}")
+                elif img.url is not None:
+                    urls.append(img.url)
+                else:
+                    report.images_dropped += 1
+            content.extend({"type": "input_image", "image_url": u} for u in urls)
+            if not content:
+                continue
+            out.append(_line(ts, "response_item", {"type": "message", "role": "user", "content": content}))
+            out.append(_line(ts, "event_msg", {"type": "user_message", "message": text, "images": urls}))
+        else:
+            report.images_dropped += len(t.images)  # the Responses API takes no images in assistant turns
+            if not text:
+                continue
+            out.append(_line(ts, "response_item", {"type": "message", "role": "assistant",
+                                                   "content": [{"type": "output_text", "text": text}]}))
+            out.append(_line(ts, "event_msg", {"type": "agent_message", "message": text}))
+    return out
+
+
+def rollout_path(home: Path, session_id: str, when: datetime) -> Path:
+    local = when.astimezone()
+    return (home / "sessions" / f"{local:%Y}" / f"{local:%m}" / f"{local:%d}"
+            / f"rollout-{local:%Y-%m-%dT%H-%M-%S}-{session_id}.jsonl")
+
+
+def import_to_codex(doc: ConversationDocument, *, cwd: str | os.PathLike[str] | None = None,
+                    home: Path | None = None, same_account: bool = False, dry_run: bool = False,
+                    session_id: str | None = None) -> CodexImportResult:
+    target_cwd = os.path.realpath(os.fspath(cwd) if cwd is not None else os.getcwd())
+    base = home or codex_home()
+    new_id = session_id or str(uuid.uuid4())
+    path = rollout_path(base, new_id, datetime.now(UTC))
+    if path.exists():
+        raise ConflictError(f"a Codex session file already exists at {path}; not overwriting it")
+    result = CodexImportResult(new_id, path, target_cwd, 0, dry_run=dry_run)
+    main = doc.main_transcript()
+    if doc.origin.platform == "codex" and has_codex_source(main):
+        lines: list[Any] = rewrite_codex_lines(doc, new_id, target_cwd, keep_reasoning=same_account, result=result)
+        if result.dropped_malformed:
+            result.warnings.append(f"left out {result.dropped_malformed} malformed source lines")
+        if result.dropped_reasoning:
+            result.warnings.append(f"dropped {result.dropped_reasoning} reasoning items (their encrypted content "
+                                   "only works for the OpenAI account that made them; use --same-account to keep "
+                                   "them)")
+    else:
+        report = CarryReport(source=doc.origin.platform, target="Codex")
+        lines = synthesize_codex_lines(doc, new_id, target_cwd, report)
+        result.warnings.extend(carry_warnings(report))
+        result.dropped_reasoning = report.reasoning_dropped
+    if not any(isinstance(v, dict) and v.get("type") == "response_item" for v in lines):
+        raise InvalidInputError("the conversation has no messages to import")
+    result.lines = len(lines)
+    result.warnings.append(
+        f"Codex CLI 0.99 and later list sessions from their index ({base / INDEX_NAME}), which p2pd does not write; "
+        f"if `codex resume {new_id}` does not find the session, open the file by path: {result.by_path_command}")
+    data = "".join(json.dumps(v, ensure_ascii=False, separators=(",", ":")) + "\n" for v in lines)
+    if not dry_run:
+        atomic_write_bytes(path, data.encode("utf-8", errors="surrogateescape"), overwrite=False)
+    return result

@@ -1,0 +1,171 @@
+"""Cross-agent import: a conversation from one agent rebuilt so another agent can read it and carry on.
+
+What each direction keeps and what it cannot carry is written down in ``crossagent.md`` beside this file; the
+same facts are the warnings :func:`carry_warnings` returns, which ``p2pd import`` prints.
+
+The conversation is read through :mod:`p2pd.conversation.neutral`. The receiving agent gets the earlier turns as
+plain messages: the user's words (and images) as user messages; the agent's words, its tool calls and their
+results as readable text in agent messages. Tool calls are not replayed as structured calls: the other agent's
+tools do not exist on the receiving side, and a structured call to an unknown tool is either refused by the
+model API or invites the model to call it again.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from p2pd.conversation import media_types as mt
+from p2pd.conversation.model import ConversationDocument, Message, Part, Role
+from p2pd.conversation.neutral import Image, Other, Reasoning, Text, ToolCall, ToolResult, message_items
+
+SKIPPED_KINDS = {"meta", "info", "warning", "error"}  # injected context and UI notices, not conversation
+
+
+@dataclass
+class Turn:
+    role: Role
+    texts: list[str] = field(default_factory=list)
+    images: list[Image] = field(default_factory=list)
+    timestamp: str | None = None
+    model: str | None = None
+
+
+@dataclass
+class CarryReport:
+    """What was turned into text or left out, counted, for the warnings."""
+
+    source: str
+    target: str
+    reasoning_dropped: int = 0
+    opaque_reasoning_dropped: int = 0
+    tool_calls_as_text: int = 0
+    tool_results_as_text: int = 0
+    images_dropped: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+
+
+def _fence(text: str) -> str:
+    ticks = "```"
+    while ticks in text:
+        ticks += "`"
+    return f"{ticks}\n{text}\n{ticks}"
+
+
+def call_text(call: ToolCall, platform: str) -> str:
+    args = call.input if isinstance(call.input, str) else json.dumps(call.input, ensure_ascii=False, indent=1)
+    return f"[{platform} tool call: {call.name}" + (f" (id {call.id})" if call.id else "") + f"]\n{_fence(args)}"
+
+
+def result_text(result: ToolResult, names: dict[str, str]) -> str:
+    name = result.name or names.get(result.id, "tool")
+    status = "error" if result.is_error else "result"
+    images = f"\n[{len(result.images)} image(s) in this result were not carried]" if result.images else ""
+    return f"[{status} of {name}" + (f" (id {result.id})" if result.id else "") + f"]\n{_fence(result.text)}{images}"
+
+
+def readable_turns(doc: ConversationDocument, report: CarryReport) -> list[Turn]:
+    """The active conversation as alternating readable turns."""
+    platform = doc.origin.platform
+    turns: list[Turn] = []
+    names: dict[str, str] = {}
+    for m in doc.active_messages():
+        kind = str(m.p2pd.get("kind", "prompt" if m.role is Role.USER else "response"))
+        if kind in SKIPPED_KINDS:
+            report.skipped[kind] += 1
+            continue
+        texts: list[str] = []
+        images: list[Image] = []
+        for item in message_items(m):
+            if isinstance(item, Text):
+                if item.text.strip():
+                    texts.append(item.text)
+            elif isinstance(item, Image):
+                images.append(item)
+            elif isinstance(item, ToolCall):
+                names[item.id] = item.name
+                texts.append(call_text(item, platform))
+                report.tool_calls_as_text += 1
+            elif isinstance(item, ToolResult):
+                texts.append(result_text(item, names))
+                report.tool_results_as_text += 1
+                report.images_dropped += len(item.images)
+            elif isinstance(item, Reasoning):
+                report.reasoning_dropped += 1
+                report.opaque_reasoning_dropped += int(item.opaque)
+            elif isinstance(item, Other):
+                texts.append(f"[{item.media_type or 'data'}]\n{_fence(json.dumps(item.data, ensure_ascii=False))}")
+        if not texts and not images:
+            continue
+        # tool results travel with the agent's turn: they are what its calls produced, not the user speaking
+        role = Role.AGENT if kind == "tool-result" else m.role
+        if turns and turns[-1].role is role and (role is Role.AGENT or kind == "tool-result"):
+            turns[-1].texts.extend(texts)
+            turns[-1].images.extend(images)
+            continue
+        turns.append(Turn(role, texts, images, _str(m.p2pd.get("timestamp")), _str(m.p2pd.get("model"))))
+    return turns
+
+
+def _str(v: Any) -> str | None:
+    return v if isinstance(v, str) and v else None
+
+
+def plain_document(doc: ConversationDocument, report: CarryReport) -> ConversationDocument:
+    """The conversation as plain A2A text/image messages (what the Claude Code synthesizer takes)."""
+    messages = []
+    for i, t in enumerate(readable_turns(doc, report)):
+        parts = [Part(text="\n\n".join(t.texts), media_type=mt.TEXT)] if t.texts else []
+        for img in t.images:
+            if img.data is not None and img.media_type.startswith("image/"):
+                parts.append(Part(raw=img.data, media_type=img.media_type))
+            else:
+                report.images_dropped += 1
+        if not parts:
+            continue
+        neutral: dict[str, Any] = {"active": True, "kind": "prompt" if t.role is Role.USER else "response"}
+        if t.model:
+            neutral["model"] = t.model
+        messages.append(Message(message_id=f"turn-{i}", context_id=doc.context_id, role=t.role, parts=parts,
+                                metadata={"p2pd": neutral}))
+    return ConversationDocument(context_id=doc.context_id, title=doc.title, summary=doc.summary,
+                                created_at=doc.created_at, origin=doc.origin, messages=messages)
+
+
+def carry_warnings(report: CarryReport) -> list[str]:
+    out = [f"this conversation comes from {report.source}; {report.target} gets its turns as readable messages "
+           "(see what cannot be carried in p2pd/crossagent.md)"]
+    if report.tool_calls_as_text or report.tool_results_as_text:
+        out.append(f"{report.tool_calls_as_text} tool calls and {report.tool_results_as_text} results were written "
+                   f"as text: {report.target} can read them but not replay them, and the tools may not exist there")
+    if report.reasoning_dropped:
+        why = []
+        if report.opaque_reasoning_dropped:
+            why.append(f"{report.opaque_reasoning_dropped} signed or encrypted (only the original provider and "
+                       "account can verify them)")
+        out.append(f"dropped {report.reasoning_dropped} reasoning blocks" + (f" ({', '.join(why)})" if why else "")
+                   + "; the receiving model cannot use another model's reasoning")
+    if report.images_dropped:
+        out.append(f"{report.images_dropped} images (inside tool results, or not inline) were not carried")
+    if report.skipped:
+        what = ", ".join(f"{n} {k}" for k, n in sorted(report.skipped.items()))
+        out.append(f"left out injected context and UI notices ({what}); the receiving agent adds its own")
+    return out
+
+
+FOREIGN_TO_CLAUDE_CODE = {"codex", "gemini"}
+
+
+def import_into_claude_code(doc: ConversationDocument, **kwargs: Any) -> Any:
+    """Import into Claude Code: exactly when it came from Claude Code, as readable turns when from Codex/Gemini."""
+    from p2pd.agents.claude_code.importer import import_to_claude_code
+
+    if doc.origin.platform not in FOREIGN_TO_CLAUDE_CODE:
+        return import_to_claude_code(doc, **kwargs)
+    report = CarryReport(source=doc.origin.platform, target="Claude Code")
+    result = import_to_claude_code(plain_document(doc, report), **kwargs)
+    result.warnings[:0] = carry_warnings(report)
+    result.warnings = [w for w in result.warnings if "were rebuilt as Claude Code messages" not in w]
+    return result

@@ -1,0 +1,136 @@
+"""Masking secrets in a conversation before it leaves the machine (``p2pd export --redact``).
+
+Every string in the document is scanned — text parts, tool inputs and outputs in data parts, the per-message source
+envelopes (Claude Code's ``toolUseResult`` repeats tool output there), records (progress rows carry command output),
+subagents, spilled tool-result files, title and summary — except ``raw`` parts (base64 bytes, not text). Each match
+becomes ``[REDACTED:<kind>]``; nothing else changes. The report counts masks by kind and never holds a secret.
+
+| kind              | what                                                                  |
+|-------------------|-----------------------------------------------------------------------|
+| private-key       | PEM ``-----BEGIN … PRIVATE KEY-----`` blocks (also cut-off ones)      |
+| jwt               | ``eyJ….eyJ….…`` JSON Web Tokens                                        |
+| anthropic-key     | ``sk-ant-…``                                                          |
+| openai-key        | ``sk-…``, ``sk-proj-…``                                               |
+| github-token      | ``ghp_/gho_/ghu_/ghs_/ghr_…``, ``github_pat_…``                        |
+| gitlab-token      | ``glpat-…`` (and other ``gl…-`` token prefixes)                       |
+| slack-token       | ``xoxb-/xoxp-/xoxa-/xoxr-/xoxs-/xoxo-…``, Slack webhook URLs          |
+| aws-access-key    | ``AKIA…``/``ASIA…`` key ids                                           |
+| aws-secret-key    | the value after ``aws_secret_access_key``                             |
+| gcp-api-key       | ``AIza…`` Google API keys                                             |
+| azure-storage-key | ``AccountKey=…`` in connection strings                                |
+| url-credentials   | the password in ``scheme://user:password@host``                       |
+| env-secret        | the value of ``.env``-style ``…SECRET…=``, ``…TOKEN…=``, ``…PASSWORD…=``, ``…API_KEY…=`` |
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from p2pd.conversation.document_io import document_from_json
+from p2pd.conversation.model import ConversationDocument
+
+MASK = "[REDACTED:{}]"
+MASK_RE = re.compile(r"\[REDACTED:[a-z0-9-]+\]")
+_SKIP_KEYS = {"raw"}
+
+
+def _whole(kind: str) -> Callable[[re.Match[str]], str]:
+    return lambda m: MASK.format(kind)
+
+
+def _group(kind: str, group: str) -> Callable[[re.Match[str]], str]:
+    def sub(m: re.Match[str]) -> str:
+        start, end = m.span(group)
+        s0 = m.start()
+        text = m.group(0)
+        return text[: start - s0] + MASK.format(kind) + text[end - s0:]
+    return sub
+
+
+_ENV_KEY = (r"[A-Z0-9_]*(?:SECRET|TOKEN|PASSWORD|PASSWD|PWD|API_KEY|APIKEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIALS?)"
+            r"[A-Z0-9_]*")
+
+PATTERNS: list[tuple[str, re.Pattern[str], Callable[[re.Match[str]], str]]] = [
+    ("private-key", re.compile(
+        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----(?:.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----|"
+        r"(?:[A-Za-z0-9+/=\s]|\\n|\\r)*)", re.S), _whole("private-key")),
+    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), _whole("jwt")),
+    ("anthropic-key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}"), _whole("anthropic-key")),
+    ("openai-key", re.compile(r"\bsk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"), _whole("openai-key")),
+    ("github-token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{20,255})\b"),
+     _whole("github-token")),
+    ("gitlab-token", re.compile(r"\bgl(?:pat|dt|ptt|rt|cbt|oas|ft|imt|agent|soat)-[A-Za-z0-9_-]{20,}"),
+     _whole("gitlab-token")),
+    ("slack-token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}|https://hooks\.slack\.com/(?:services|workflows)/"
+                               r"[A-Za-z0-9/_-]{20,}"), _whole("slack-token")),
+    ("aws-access-key", re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b"), _whole("aws-access-key")),
+    ("aws-secret-key", re.compile(r"(?i)aws_?secret_?access_?key[\"']?\s*[:=]\s*[\"']?(?P<v>[A-Za-z0-9/+=]{40})"
+                                  r"(?![A-Za-z0-9/+=])"), _group("aws-secret-key", "v")),
+    ("gcp-api-key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"), _whole("gcp-api-key")),
+    ("azure-storage-key", re.compile(r"AccountKey=(?P<v>[A-Za-z0-9+/]{40,}={0,2})"), _group("azure-storage-key", "v")),
+    ("url-credentials", re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s/:@\"'<>]+:(?P<v>[^\s/@\"'<>]+)@[^\s/@\"'<>]+"),
+     _group("url-credentials", "v")),
+    ("env-secret", re.compile(
+        r"(?<![A-Za-z0-9_])(?:export\s+)?" + _ENV_KEY + r"\s*=\s*(?P<q>[\"']?)"
+        r"(?P<v>(?=[^\s\"'#]*[0-9])[A-Za-z0-9_\-./+=:@!%^*~]{8,}|[A-Za-z0-9_\-./+=:@!%^*~]{16,})(?P=q)"
+        r"(?![A-Za-z0-9_\-./+=:@!%^*~(\[])"), _group("env-secret", "v")),
+]
+KINDS = [kind for kind, _, _ in PATTERNS]
+
+
+@dataclass
+class RedactionReport:
+    counts: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    def describe(self) -> str:
+        if not self.total:
+            return "no secrets found"
+        kinds = ", ".join(f"{n} {k}" for k, n in sorted(self.counts.items()))
+        return f"masked {self.total} secret{'s' if self.total != 1 else ''} ({kinds})"
+
+
+def redact_text(text: str, counts: Counter[str] | None = None) -> str:
+    """``text`` with every secret masked; ``counts`` (if given) is increased by kind."""
+    for kind, pattern, sub in PATTERNS:
+        if counts is None:
+            text = pattern.sub(sub, text)
+        else:
+            text, n = pattern.subn(sub, text)
+            if n:
+                counts[kind] += n
+    return text
+
+
+def redact_value(value: Any, counts: Counter[str]) -> Any:
+    """A copy of a JSON value with every string (not keys; not ``raw`` part bytes) redacted."""
+    if isinstance(value, str):
+        return redact_text(value, counts)
+    if isinstance(value, list):
+        return [redact_value(v, counts) for v in value]
+    if isinstance(value, dict):
+        return {k: (v if k in _SKIP_KEYS else redact_value(v, counts)) for k, v in value.items()}
+    return value
+
+
+def redact_document(doc: ConversationDocument) -> tuple[ConversationDocument, RedactionReport]:
+    """A redacted copy of the document and the counts by kind."""
+    from p2pd.conversation.summary import summarize
+
+    report = RedactionReport()
+    data = redact_value(doc.to_json_dict(), report.counts)
+    red = document_from_json(data, source="redacted document")
+    if report.total:
+        # the title and summary were clipped from the text before masking: a clip can cut a secret short enough
+        # that no pattern sees it any more, so both are made again from the masked conversation
+        red.title = ""
+        red.summary = None
+        summarize(red)
+    return red, report

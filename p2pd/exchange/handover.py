@@ -1,0 +1,221 @@
+"""``p2pd send`` and ``p2pd receive``: pair through the signaling server with a code, connect peer to peer,
+move the conversation with the transfer protocol — or, when no peer can be reached, hand over a file.
+
+The steps are plain functions with a small UI interface, so the CLI and the daemon can drive them alike:
+
+sender:   document → blob (in a thread) → rendezvous (allocate or join the code's room) → PAKE → sealed
+          SDP offer/answer → data channel → transfer (progress = what the receiver acknowledged) → DONE
+receiver: code → rendezvous → PAKE → sealed SDP → data channel → OFFER shown → accept/decline → chunks →
+          SHA-256 verified → .a2a.json saved → optional import
+
+Fallback: when no peer joins within the timeout, the signaling server cannot be reached or drops out, or no
+peer connection can be made, ``send`` writes the conversation as ``.a2a.json`` and says how to import it.
+A wrong code or a declined offer is not a reason to fall back: both are answers from the other side.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from p2pd.blob import container as blob
+from p2pd.conversation.document_io import dumps, parse_document, write_document
+from p2pd.conversation.model import ConversationDocument
+from p2pd.errors import ConflictError, TransferFailedError
+
+DAEMON_MESSAGE_SIZE = 65536
+
+
+class UI(Protocol):
+    """What the orchestration tells the person (or the daemon's log) along the way."""
+
+    def code_ready(self, code: str) -> None: ...
+
+    def paired(self, verification: str) -> None: ...
+
+    def status(self, text: str) -> None: ...
+
+    def progress(self, done: int, total: int) -> None: ...
+
+    async def decide(self, offer: Any) -> bool: ...
+
+
+class QuietUI:
+    """A UI that says nothing and accepts every offer (tests, daemon)."""
+
+    def __init__(self, accept: bool = True) -> None:
+        self.accept = accept
+        self.codes: list[str] = []
+        self.lines: list[str] = []
+
+    def code_ready(self, code: str) -> None:
+        self.codes.append(code)
+
+    def paired(self, verification: str) -> None:
+        self.lines.append(f"paired {verification}")
+
+    def status(self, text: str) -> None:
+        self.lines.append(text)
+
+    def progress(self, done: int, total: int) -> None:
+        pass
+
+    async def decide(self, offer: Any) -> bool:
+        return self.accept
+
+
+@dataclass
+class SendOutcome:
+    sent: bool
+    code: str | None = None
+    verification: str | None = None
+    result: Any = None  # p2pd.transfer.channel.TransferResult when sent
+    fallback_path: Path | None = None
+    fallback_reason: str | None = None
+
+
+@dataclass
+class ReceiveOutcome:
+    document: ConversationDocument
+    path: Path
+    verification: str | None = None
+    bytes_received: int = 0
+    resumed_bytes: int = 0
+    imported: Any = None
+    notes: list[str] = field(default_factory=list)
+
+
+def fallback_file(doc: ConversationDocument, folder: Path) -> Path:
+    """Write the conversation as ``<id>.a2a.json`` in ``folder`` (a new name if one exists)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    base = "".join(c if c.isalnum() or c in "-_." else "-" for c in doc.context_id)[:80] or "conversation"
+    for i in range(1000):
+        path = folder / (f"{base}.a2a.json" if i == 0 else f"{base}-{i}.a2a.json")
+        try:
+            write_document(doc, path, overwrite=False)
+            return path
+        except ConflictError:
+            continue
+    raise ConflictError(f"could not find a free file name for {base}.a2a.json in {folder}")
+
+
+async def _write_blob(doc: ConversationDocument, folder: Path) -> Path:
+    def work() -> Path:
+        path = folder / "conversation.a2a.p2pd"
+        path.write_bytes(blob.encode(dumps(doc, pretty=False)))
+        return path
+
+    return await asyncio.to_thread(work)
+
+
+async def send_document(doc: ConversationDocument, *, signal_url: str, code: str | None, ui: UI,
+                        peer_timeout: float = 300.0, connect_timeout: float = 30.0,
+                        idle_timeout: float = 30.0, fallback_dir: Path | None = None,
+                        control: Any = None) -> SendOutcome:
+    """Send one conversation. Raises WrongCodeError / DeclinedError / TransferFailedError (after the peer
+    connected); falls back to a file (``SendOutcome.sent == False``) when no peer could be reached."""
+    from p2pd.pairing.rendezvous import Rendezvous
+    from p2pd.transfer.channel import send_blob
+    from p2pd.transfer.frames import OfferInfo
+    from p2pd.transfer.peer import connect
+
+    work = Path(tempfile.mkdtemp(prefix="p2pd-send-"))
+    rv: Rendezvous | None = None
+    link = None
+    outcome = SendOutcome(sent=False)
+
+    async def fall_back(reason: str) -> SendOutcome:
+        outcome.fallback_reason = reason
+        outcome.fallback_path = await asyncio.to_thread(fallback_file, doc, fallback_dir or Path.cwd())
+        return outcome
+
+    try:
+        blob_path = await _write_blob(doc, work)
+        ui.status(f"conversation packed: {blob_path.stat().st_size} bytes compressed")
+        try:
+            rv = await Rendezvous.open(signal_url, role="sender", code=code, connect_timeout=min(10.0, connect_timeout))
+        except (TransferFailedError, OSError) as exc:
+            return await fall_back(f"signaling server unreachable: {exc}")
+        outcome.code = str(rv.code)
+        ui.code_ready(outcome.code)
+        try:
+            outcome.verification = await rv.pair(timeout=peer_timeout)
+        except TransferFailedError as exc:
+            return await fall_back(str(exc))
+        ui.paired(outcome.verification)
+        try:
+            link = await connect("offer", rv.send_sealed, _recv(rv, connect_timeout), timeout=connect_timeout)
+        except TransferFailedError as exc:
+            return await fall_back(str(exc))
+        ui.status("connected peer to peer")
+        info = OfferInfo.normalized(doc.title or doc.context_id, doc.origin.platform,
+                                    doc.origin.session_id or doc.context_id, doc.counts.messages)
+        outcome.result = await send_blob(link.channel, blob_path, info, on_progress=ui.progress,
+                                         idle_timeout=idle_timeout, max_message_size=DAEMON_MESSAGE_SIZE,
+                                         control=control)
+        outcome.sent = True
+        return outcome
+    finally:
+        if link is not None:
+            await link.close()
+        if rv is not None:
+            await rv.close()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _recv(rv: Any, timeout: float) -> Callable[[], Awaitable[dict[str, Any]]]:
+    async def recv() -> dict[str, Any]:
+        msg = await rv.recv_sealed(timeout=timeout)
+        if not isinstance(msg, dict):
+            raise TransferFailedError("the peer sent a malformed signaling message")
+        return msg
+
+    return recv
+
+
+async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir: Path,
+                           peer_timeout: float = 300.0, connect_timeout: float = 30.0,
+                           idle_timeout: float = 30.0, control: Any = None) -> ReceiveOutcome:
+    """Receive one conversation into ``out_dir`` (as ``.a2a.json``). ``code=None`` allocates a code for the
+    sender to use (the receiver goes first). Raises WrongCodeError, DeclinedError, TransferFailedError,
+    NotFoundError (no such code)."""
+    from p2pd.pairing.rendezvous import Rendezvous
+    from p2pd.transfer.channel import receive_blob
+    from p2pd.transfer.peer import connect
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rv = await Rendezvous.open(signal_url, role="receiver", code=code, connect_timeout=min(10.0, connect_timeout))
+    link = None
+    try:
+        ui.code_ready(str(rv.code))
+        verification = await rv.pair(timeout=peer_timeout)
+        ui.paired(verification)
+        link = await connect("answer", rv.send_sealed, _recv(rv, connect_timeout), timeout=connect_timeout)
+        ui.status("connected peer to peer")
+        received = await receive_blob(link.channel, out_dir, decide=ui.decide, on_progress=ui.progress,
+                                      idle_timeout=idle_timeout, max_message_size=DAEMON_MESSAGE_SIZE,
+                                      control=control)
+    finally:
+        if link is not None:
+            await link.close()
+        await rv.close()
+    doc = await asyncio.to_thread(_document_from_blob, received.path)
+    path = await asyncio.to_thread(fallback_file, doc, out_dir)
+    with contextlib.suppress(OSError):
+        os.unlink(received.path)
+    return ReceiveOutcome(document=doc, path=path, verification=verification,
+                          bytes_received=received.bytes_received, resumed_bytes=received.resumed_bytes)
+
+
+def _document_from_blob(path: Path) -> ConversationDocument:
+    return parse_document(blob.read(path), source="the received conversation")
+
+
+__all__ = ["UI", "QuietUI", "ReceiveOutcome", "SendOutcome", "fallback_file", "receive_document", "send_document"]
