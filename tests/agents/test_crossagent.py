@@ -13,8 +13,8 @@ from p2pd.agents.codex.paths import find_rollouts
 from p2pd.agents.crossagent import import_into_claude_code
 from p2pd.agents.sources import load_file
 from p2pd.cli.main import main
+from tests.agents.claude_code.helpers import rich_session
 from tests.agents.helpers import every_kind_rollout
-from tests.conversion.helpers import rich_session
 from tests.corpus import CORPUS
 
 

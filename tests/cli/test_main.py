@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from p2pd.errors import ExitCode
-from tests.conversion.helpers import Session
+from tests.agents.claude_code.helpers import Session
 from tests.corpus import claude_code_files
 
 SHORT = next(f for f in claude_code_files(include_subagents=False) if f.name == "short.jsonl")

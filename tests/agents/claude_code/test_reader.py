@@ -11,7 +11,7 @@ from p2pd.agents.claude_code.export import convert_transcript, export_session
 from p2pd.agents.claude_code.restore import restored_objects
 from p2pd.agents.claude_code.transcript import active_chain, parse_lines
 from p2pd.conversation import media_types as mt
-from tests.conversion.helpers import PNG_B64, Session, rich_session
+from tests.agents.claude_code.helpers import PNG_B64, Session, rich_session
 
 
 def test_images_thinking_and_tools_map_to_documented_parts(tmp_path):

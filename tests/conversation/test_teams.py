@@ -10,7 +10,7 @@ from p2pd.agents.claude_code.export import export_session
 from p2pd.agents.sources import load_file
 from p2pd.conversation.render import render
 from p2pd.conversation.teams import TeamEvent, apply, document_events, reduce
-from tests.conversion.helpers import Session
+from tests.agents.claude_code.helpers import Session
 
 
 def team_session() -> Session:

@@ -14,8 +14,8 @@ from p2pd.config import redact_default
 from p2pd.conversation.document_io import read_document
 from p2pd.conversation.redact import KINDS, MASK, redact_document, redact_text
 from p2pd.errors import InvalidInputError
+from tests.agents.claude_code.helpers import Session
 from tests.agents.helpers import Rollout
-from tests.conversion.helpers import Session
 from tests.corpus import claude_code_files, codex_files, file_id, gemini_files
 
 PEM = ("-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7Vx3rS1q2w3e4r5t6y7u8i9o0pLkJhGfDsAzXcVbNm\n"

@@ -8,8 +8,8 @@ from p2pd.agents.claude_code.export import export_session
 from p2pd.agents.sources import load_file
 from p2pd.cli.main import main
 from p2pd.conversation.summary import SUMMARY_MAX, TITLE_MAX, offer_text, summarize
+from tests.agents.claude_code.helpers import Session
 from tests.agents.helpers import every_kind_rollout
-from tests.conversion.helpers import Session
 
 
 def _session() -> Session:

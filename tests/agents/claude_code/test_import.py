@@ -14,7 +14,7 @@ from p2pd.agents.claude_code.importer import MISSING_RESULT, import_to_claude_co
 from p2pd.agents.claude_code.paths import encode_project_dir
 from p2pd.conversation.document_io import parse_document
 from p2pd.errors import ConflictError, InvalidInputError
-from tests.conversion.helpers import Session, rich_session
+from tests.agents.claude_code.helpers import Session, rich_session
 from tests.corpus import claude_code_files
 
 
