@@ -5,8 +5,8 @@ cancellable (protocol: ``SPEC.md``).
 ``partial`` keeps the receiver's resumable state on disk.
 """
 
+from p2pd.errors import TransferCancelledError
 from p2pd.transfer.channel import ReceivedBlob, TransferControl, TransferResult, attach, receive_blob, send_blob
-from p2pd.transfer.events import TransferCancelledError
 from p2pd.transfer.frames import Offer, OfferInfo
 
 __all__ = ["Offer", "OfferInfo", "ReceivedBlob", "TransferCancelledError", "TransferControl",

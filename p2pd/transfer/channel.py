@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from p2pd.blob.container import DEFAULT_MAX_RAW_SIZE, HEADER_SIZE, BlobHeader
-from p2pd.errors import InvalidInputError, NotFoundError, P2pdError, TransferFailedError
+from p2pd.errors import BusyError, InvalidInputError, NotFoundError, P2pdError, TransferFailedError
 from p2pd.transfer.events import (
     Action,
     Completed,
@@ -45,7 +45,7 @@ from p2pd.transfer.events import (
     WriteChunk,
 )
 from p2pd.transfer.frames import BASE_MESSAGE_SIZE, MAX_MESSAGE_SIZE, Code, Offer, OfferInfo
-from p2pd.transfer.partial import BusyError, PartialBlob
+from p2pd.transfer.partial import PartialBlob
 from p2pd.transfer.receiver import DEFAULT_WINDOW as RECEIVE_WINDOW
 from p2pd.transfer.receiver import Receiver, ReceiverState
 from p2pd.transfer.sender import Sender

@@ -8,12 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from p2pd.errors import DeclinedError, P2pdError, TooLargeError, TransferFailedError
+from p2pd.errors import DeclinedError, P2pdError, TooLargeError, TransferCancelledError, TransferFailedError
 from p2pd.transfer.frames import Code, Offer, code_name, printable
-
-
-class TransferCancelledError(TransferFailedError):
-    """The transfer was cancelled, by this side or by the peer."""
 
 
 @dataclass(frozen=True)

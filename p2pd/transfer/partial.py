@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from p2pd.blob.container import HEADER_SIZE, BlobHeader
-from p2pd.errors import ConflictError
+from p2pd.errors import BusyError
 from p2pd.support.atomic import _fsync_dir, atomic_write_bytes
 from p2pd.transfer.frames import Offer
 
@@ -36,10 +36,6 @@ try:
     import fcntl
 except ImportError:  # pragma: no cover - not POSIX
     fcntl = None  # type: ignore[assignment]
-
-
-class BusyError(ConflictError):
-    """Another transfer is writing the same blob into the same folder right now."""
 
 
 def final_name(sha256: bytes) -> str:

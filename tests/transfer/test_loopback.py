@@ -13,9 +13,15 @@ from typing import Any
 import pytest
 
 from p2pd.blob import container as blob
-from p2pd.errors import DeclinedError, InvalidInputError, NotFoundError, TooLargeError, TransferFailedError
+from p2pd.errors import (
+    DeclinedError,
+    InvalidInputError,
+    NotFoundError,
+    TooLargeError,
+    TransferCancelledError,
+    TransferFailedError,
+)
 from p2pd.transfer.channel import HIGH_WATER, TransferControl, attach, receive_blob, send_blob
-from p2pd.transfer.events import TransferCancelledError
 from p2pd.transfer.frames import (
     MAX_MESSAGE_SIZE,
     Code,

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from p2pd.blob import container as blob
+from p2pd.errors import BusyError
 from p2pd.transfer.frames import Offer, OfferInfo
-from p2pd.transfer.partial import PARTIAL_DIR, BusyError, PartialBlob, bytes_to_chunks, final_name, merge
+from p2pd.transfer.partial import PARTIAL_DIR, PartialBlob, bytes_to_chunks, final_name, merge
 
 TID = bytes(range(1, 17))
 

@@ -1,0 +1,40 @@
+"""Showing text that came from elsewhere (a peer, a server, a transcript title) without letting it act.
+
+:func:`visible` makes every control character, bidi override/isolate/mark and other invisible format character
+visible as an escape (``\\u202e``), collapses nothing else, and caps the length. Use it on every string a peer or
+server wrote before it reaches a terminal, a table, a log line or the page. Never compare peer text: decide on
+typed fields (:mod:`p2pd.errors`), display text.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+# C0/C1 controls and DEL; bidi embeddings/overrides/isolates/marks; zero-width and other format characters
+# that change how the rest of a line renders; line/paragraph separators.
+_BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_INVISIBLE = "\u200b-\u200d\u2028\u2029\u2060-\u2064\ufeff\ufff9-\ufffb"
+_UNSAFE = re.compile(f"[\x00-\x1f\x7f-\x9f{_BIDI}{_INVISIBLE}]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    ch = match.group(0)
+    code = ord(ch)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def visible(text: str, limit: int | None = 300) -> str:
+    """``text`` with control, bidi and invisible format characters escaped, cut to ``limit`` characters."""
+    out = _UNSAFE.sub(_escape, text)
+    # other format characters (category Cf) not listed above are escaped too
+    if any(unicodedata.category(c) == "Cf" for c in out):
+        out = "".join(f"\\u{ord(c):04x}" if unicodedata.category(c) == "Cf" and ord(c) > 0xFF else c for c in out)
+    if limit is not None and len(out) > limit:
+        out = out[: limit - 1] + "…"
+    return out
+
+
+def visible_line(text: str, limit: int | None = 300) -> str:
+    """Like :func:`visible`, with runs of whitespace (newlines included) first folded to one space."""
+    return visible(" ".join(text.split()), limit)
