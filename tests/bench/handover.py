@@ -1,0 +1,259 @@
+"""Handover benchmark: what a user runs, side by side with what they would run instead (magic-wormhole).
+
+    .venv/bin/python tests/bench/handover.py [--sizes real,1,10,50,200] [--repeat 3]
+
+For each session size, one run interleaves A B A B …:
+  * p2pd: a local ``p2pd-signal``; ``p2pd receive --yes -o DIR`` starts first and prints a code; then
+    ``p2pd send SESSION --code CODE``. p2pd converts the transcript into the conversation document, compresses,
+    pairs, moves it over WebRTC, verifies and writes the ``.a2a.json``.
+  * magic-wormhole 0.24 (installed by this script into its own venv, ~/.cache/p2pd-bench/wormhole, with its
+    mailbox server and transit relay run locally under twistd): ``wormhole receive --accept-file CODE`` first,
+    then ``wormhole send --code CODE SESSION`` — the raw ``.jsonl``, no conversion.
+The clock runs from the sender's start until both processes have exited; the receiver waits first. Peak RSS of
+each process comes from ``wait4``. Printed per size: min/median/max seconds of each tool, the p2pd/wormhole ratio
+pair by pair (its median), and the peak RSS of each process (max over runs).
+
+Sessions: the real 3.5 MB corpus session (spotter/4d5611e5) and generated ones of 1, 10, 50, 200 MB made of the
+corpus's real Claude Code lines (user and agent turns, tool calls and results, thinking), fresh ids per copy.
+Everything runs on loopback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tests.corpus import corpus_root  # noqa: E402
+from tests.transfer.gen import generate_conversation  # noqa: E402
+
+MB = 1_000_000
+WORMHOLE_PINS = ["magic-wormhole==0.24.0", "magic-wormhole-mailbox-server==0.8.0",
+                 "magic-wormhole-transit-relay==0.5.0"]
+WORMHOLE_VENV = Path(os.environ.get("P2PD_BENCH_CACHE", Path.home() / ".cache" / "p2pd-bench")) / "wormhole"
+REAL_SESSION = "claude-code/spotter/4d5611e5-241a-462a-8d15-5122611a9569.jsonl"
+BIN = Path(sys.executable).parent
+CODE_RE = re.compile(r"Code: (\S+)")
+
+
+@dataclass
+class Run:
+    seconds: float
+    rss_send: float  # MiB
+    rss_recv: float
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_port(port: int, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on port {port} after {timeout} s")
+
+
+class Proc:
+    """A child process whose exit and peak RSS are collected with wait4 in a thread."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], cwd: Path, *, watch_stderr: bool = False) -> None:
+        self.stderr_lines: list[str] = []
+        self.code_seen = threading.Event()
+        self.code: str | None = None
+        self.p = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.PIPE, text=True, bufsize=1)
+        self.done = threading.Event()
+        self.status = 0
+        self.rss_mib = 0.0
+        self.ended = 0.0
+        threading.Thread(target=self._read, args=(watch_stderr,), daemon=True).start()
+        threading.Thread(target=self._wait, daemon=True).start()
+
+    def _read(self, watch: bool) -> None:
+        assert self.p.stderr is not None
+        for line in self.p.stderr:
+            self.stderr_lines.append(line)
+            if watch and self.code is None:
+                m = CODE_RE.search(line)
+                if m:
+                    self.code = m.group(1)
+                    self.code_seen.set()
+
+    def _wait(self) -> None:
+        _, status, usage = os.wait4(self.p.pid, 0)
+        self.ended = time.perf_counter()
+        self.status = os.waitstatus_to_exitcode(status)
+        self.rss_mib = usage.ru_maxrss / 1024
+        self.done.set()
+
+    def finish(self, timeout: float) -> None:
+        if not self.done.wait(timeout):
+            self.p.send_signal(signal.SIGKILL)
+            self.done.wait(10)
+            raise RuntimeError(f"{self.p.args[:3]} did not exit within {timeout} s")
+        if self.status != 0:
+            raise RuntimeError(f"{self.p.args[:3]} exited {self.status}: {''.join(self.stderr_lines)[-2000:]}")
+
+
+def ensure_wormhole() -> Path:
+    py = WORMHOLE_VENV / "bin" / "python"
+    if not (WORMHOLE_VENV / "bin" / "wormhole").exists():
+        print(f"installing {', '.join(WORMHOLE_PINS)} into {WORMHOLE_VENV} …", flush=True)
+        subprocess.run([sys.executable, "-m", "venv", str(WORMHOLE_VENV)], check=True)
+        subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", *WORMHOLE_PINS],
+                       check=True)
+    return WORMHOLE_VENV / "bin"
+
+
+class Servers:
+    """p2pd-signal, and wormhole's mailbox server and transit relay, all on loopback."""
+
+    def __init__(self, work: Path, wormhole_bin: Path) -> None:
+        self.signal_port, self.mailbox_port, self.relay_port = free_port(), free_port(), free_port()
+        quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+        self.procs = [
+            subprocess.Popen([str(BIN / "p2pd-signal"), "--host", "127.0.0.1", "--port", str(self.signal_port)],
+                             cwd=work, **quiet),
+            subprocess.Popen([str(wormhole_bin / "twistd"), "-n", "--pidfile=", "--logfile=/dev/null",
+                              "wormhole-mailbox", f"--port=tcp:{self.mailbox_port}:interface=127.0.0.1",
+                              "--channel-db=:memory:"], cwd=work, **quiet),
+            subprocess.Popen([str(wormhole_bin / "twistd"), "-n", "--pidfile=", "--logfile=/dev/null",
+                              "transitrelay", f"--port=tcp:{self.relay_port}:interface=127.0.0.1"], cwd=work, **quiet),
+        ]
+        for port in (self.signal_port, self.mailbox_port, self.relay_port):
+            wait_port(port)
+
+    def close(self) -> None:
+        for p in self.procs:
+            p.terminate()
+        for p in self.procs:
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+def run_p2pd(session: Path, servers: Servers, work: Path, n: int) -> Run:
+    home = work / f"p2pd-home-{n}"
+    out = work / f"p2pd-out-{n}"
+    out.mkdir(parents=True)
+    env = dict(os.environ, HOME=str(home), P2PD_HOME=str(home / "p2pd"), P2PD_CONFIG=str(home / "none.toml"),
+               P2PD_SIGNAL=f"ws://127.0.0.1:{servers.signal_port}", P2PD_ICE_HOST_ADDRESSES="127.0.0.1",
+               TERM="dumb")
+    receiver = Proc([str(BIN / "p2pd"), "receive", "--yes", "-o", str(out)], env, work, watch_stderr=True)
+    if not receiver.code_seen.wait(60):
+        receiver.p.kill()
+        raise RuntimeError(f"p2pd receive printed no code: {''.join(receiver.stderr_lines)}")
+    start = time.perf_counter()
+    sender = Proc([str(BIN / "p2pd"), "send", str(session), "--code", str(receiver.code)], env, work)
+    sender.finish(900)
+    receiver.finish(900)
+    elapsed = max(sender.ended, receiver.ended) - start
+    got = list(out.glob("*.a2a.json"))
+    if len(got) != 1:
+        raise RuntimeError(f"p2pd receive wrote {got}")
+    shutil.rmtree(out)
+    return Run(elapsed, sender.rss_mib, receiver.rss_mib)
+
+
+def run_wormhole(session: Path, servers: Servers, wormhole_bin: Path, work: Path, n: int) -> Run:
+    out = work / f"wh-out-{n}"
+    out.mkdir(parents=True)
+    env = dict(os.environ, HOME=str(work / f"wh-home-{n}"))
+    common = [str(wormhole_bin / "wormhole"), f"--relay-url=ws://127.0.0.1:{servers.mailbox_port}/v1",
+              f"--transit-helper=tcp:127.0.0.1:{servers.relay_port}"]
+    code = f"{n + 2}-bench-handover"
+    receiver = Proc([*common, "receive", "--accept-file", "--hide-progress", "-o", str(out / session.name), code],
+                    env, work)
+    time.sleep(0.3)  # the receiver is waiting first, as with p2pd
+    start = time.perf_counter()
+    sender = Proc([*common, "send", "--hide-progress", "--code", code, str(session)], env, work)
+    sender.finish(900)
+    receiver.finish(900)
+    elapsed = max(sender.ended, receiver.ended) - start
+    if (out / session.name).stat().st_size != session.stat().st_size:
+        raise RuntimeError("wormhole delivered a file of another size")
+    shutil.rmtree(out)
+    return Run(elapsed, sender.rss_mib, receiver.rss_mib)
+
+
+def sessions(work: Path, sizes: list[str]) -> list[tuple[str, Path]]:
+    out: list[tuple[str, Path]] = []
+    for size in sizes:
+        if size == "real":
+            root = corpus_root()
+            path = (root / REAL_SESSION) if root else Path(REAL_SESSION)
+            if not path.exists():
+                raise SystemExit(f"the corpus session {path} is missing")
+            out.append(("3.5 MB (real, 4d5611e5)", path))
+        else:
+            path = work / f"generated-{size}mb.jsonl"
+            path.write_bytes(generate_conversation(int(float(size) * MB), seed=int(float(size) * 10)))
+            out.append((f"{size} MB (generated)", path))
+    return out
+
+
+def spread(values: list[float]) -> str:
+    return f"{min(values):.2f} / {statistics.median(values):.2f} / {max(values):.2f}"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="real,1,10,50,200",
+                    help="comma-separated: 'real' and/or MB (default: %(default)s)")
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each tool per size (default 3)")
+    args = ap.parse_args()
+    wormhole_bin = ensure_wormhole()
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores; p2pd {BIN / 'p2pd'}; wormhole {wormhole_bin}")
+    with tempfile.TemporaryDirectory(prefix="p2pd-bench-") as tmp:
+        work = Path(tmp)
+        servers = Servers(work, wormhole_bin)
+        rows = []
+        try:
+            n = 0
+            for label, path in sessions(work, args.sizes.split(",")):
+                mine: list[Run] = []
+                theirs: list[Run] = []
+                for _ in range(args.repeat):
+                    n += 1
+                    mine.append(run_p2pd(path, servers, work, n))
+                    theirs.append(run_wormhole(path, servers, wormhole_bin, work, n))
+                    print(f"  {label}: p2pd {mine[-1].seconds:.2f} s, wormhole {theirs[-1].seconds:.2f} s", flush=True)
+                ratios = [a.seconds / b.seconds for a, b in zip(mine, theirs, strict=True)]
+                rows.append((label, spread([r.seconds for r in mine]), spread([r.seconds for r in theirs]),
+                             statistics.median(ratios), max(r.rss_send for r in mine), max(r.rss_recv for r in mine),
+                             max(r.rss_send for r in theirs), max(r.rss_recv for r in theirs)))
+        finally:
+            servers.close()
+    print()
+    print("| session | p2pd s (min/med/max) | wormhole s (min/med/max) | p2pd/wormhole (median of pairs) "
+          "| p2pd RSS send/recv MiB | wormhole RSS send/recv MiB |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for label, mine_s, theirs_s, ratio, ps, pr, ws, wr in rows:
+        print(f"| {label} | {mine_s} | {theirs_s} | {ratio:.2f} | {ps:.0f} / {pr:.0f} | {ws:.0f} / {wr:.0f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
