@@ -19,7 +19,8 @@ export const channelIdentifier = (room) => lvCat(utf8('p2pd-pairing-v1'), utf8(r
 // The cause (p2pd/errors.py's Cause) of an error raised below, by its kind; seal.js's Opener raises `tampered`
 // for unauthenticated or out-of-order messages and `failed` for an authenticated one that is not JSON.
 const CODE_BY_KIND = { 'wrong-code': 'wrong_code', tampered: 'tampered', failed: 'protocol' };
-const withCode = (error, code) => Object.assign(error, { code: error.code ?? code });
+/** `error` with `code` set to a p2pd/errors.py cause (kept if it already has one). */
+export const withCode = (error, code) => Object.assign(error, { code: error.code ?? code });
 const roleClash = (role) => withCode(failed(`Both peers joined as ${role}: one side must send and the other ` +
   'receive.'), 'role_clash');
 
