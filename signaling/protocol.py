@@ -9,7 +9,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
 
 SUBPROTOCOL = "p2pd-signal.v1"
 
@@ -145,7 +145,7 @@ class PeerLeft(_Message):
 class Relayed(_Message):
     type: Literal["relay"] = "relay"
     # ``from`` is a Python keyword: the field is ``sender`` in Python and ``from`` on the wire.
-    sender: str = Field(serialization_alias="from")
+    sender: str = Field(validation_alias=AliasChoices("from", "sender"), serialization_alias="from")
     data: Any
 
 
@@ -173,6 +173,14 @@ class Error(_Message):
     code: ErrorCode
     reason: str
     fatal: bool = False
+
+
+ServerMessage = Annotated[Welcome | Joined | PeerJoined | PeerLeft | Relayed | Left | RoomClosed | Pong | Error,
+                          Field(discriminator="type")]
+SERVER_MESSAGE: TypeAdapter[Welcome | Joined | PeerJoined | PeerLeft | Relayed | Left | RoomClosed | Pong | Error] = (
+    TypeAdapter(ServerMessage))
+SERVER_MESSAGE_TYPES = frozenset({"welcome", "joined", "peer_joined", "peer_left", "relay", "left", "room_closed",
+                                  "pong", "error"})
 
 
 def encode(message: BaseModel) -> str:

@@ -15,7 +15,7 @@ from p2pd.daemon.identity import Identity
 from p2pd.daemon.peer_protocol import make_proof, pair_secret, read_proof
 from p2pd.errors import TransferFailedError
 from p2pd.exchange.handover import UI
-from p2pd.pairing.rendezvous import Rendezvous
+from p2pd.pairing.client import Rendezvous
 from p2pd.pairing.seal import Role, other_role
 
 

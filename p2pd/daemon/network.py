@@ -54,8 +54,8 @@ from p2pd.errors import (
     TransferFailedError,
     WrongCodeError,
 )
+from p2pd.pairing.client import Rendezvous
 from p2pd.pairing.codes import Code
-from p2pd.pairing.rendezvous import Rendezvous
 from p2pd.pairing.seal import other_role
 from p2pd.support.atomic import atomic_write_bytes
 from p2pd.transfer.channel import TransferControl, receive_blob, send_blob

@@ -121,7 +121,7 @@ async def send_document(doc: ConversationDocument, *, signal_url: str, code: str
                         control: Any = None) -> SendOutcome:
     """Send one conversation. Raises WrongCodeError / DeclinedError / TransferFailedError (after the peer
     connected); falls back to a file (``SendOutcome.sent == False``) when no peer could be reached."""
-    from p2pd.pairing.rendezvous import Rendezvous
+    from p2pd.pairing.client import Rendezvous
     from p2pd.transfer.channel import send_blob
     from p2pd.transfer.frames import OfferInfo
     from p2pd.transfer.peer import connect
@@ -186,7 +186,7 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
     """Receive one conversation into ``out_dir`` (as ``.a2a.json``). ``code=None`` allocates a code for the
     sender to use (the receiver goes first). Raises WrongCodeError, DeclinedError, TransferFailedError,
     NotFoundError (no such code)."""
-    from p2pd.pairing.rendezvous import Rendezvous
+    from p2pd.pairing.client import Rendezvous
     from p2pd.transfer.channel import receive_blob
     from p2pd.transfer.peer import connect
 

@@ -27,7 +27,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from p2pd.errors import TransferFailedError
+from p2pd.errors import Cause, ProtocolError, TransferFailedError
 from p2pd.pairing.cpace import lv_cat
 
 PROTOCOL_LABEL = b"p2pd-pairing-v1"
@@ -41,7 +41,10 @@ ROLES: tuple[Role, Role] = ("sender", "receiver")
 
 
 class TamperedError(TransferFailedError):
-    """A sealed message failed authentication, or came out of order: someone changed the signaling."""
+    """A sealed message failed authentication, or came out of order, or a pairing message was malformed or
+    out of place: someone (most likely the signaling server) changed the signaling."""
+
+    cause = Cause.TAMPERED
 
 
 def other_role(role: Role) -> Role:
@@ -159,4 +162,4 @@ class Opener:
         try:
             return json.loads(plaintext.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:  # authenticated but not JSON: a buggy peer
-            raise TransferFailedError("the peer sent a sealed message that is not JSON") from exc
+            raise ProtocolError("the peer sent a sealed message that is not JSON") from exc

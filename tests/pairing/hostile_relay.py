@@ -24,7 +24,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.typing import Subprotocol
 
 from p2pd.pairing.codes import parse_code
-from p2pd.pairing.rendezvous import Pairing
+from p2pd.pairing.machine import Pairing
 from p2pd.pairing.seal import Sealer, b64decode, b64encode, derive_keys
 from signaling.protocol import SUBPROTOCOL
 

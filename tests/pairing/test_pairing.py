@@ -8,7 +8,7 @@ import pytest
 
 from p2pd.errors import TransferFailedError, WrongCodeError
 from p2pd.pairing.codes import parse_code
-from p2pd.pairing.rendezvous import Pairing, Step
+from p2pd.pairing.machine import Pairing, Step
 from p2pd.pairing.seal import TamperedError
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from p2pd.errors import NotFoundError, TransferFailedError, WrongCodeError
+from p2pd.errors import Cause, NoPeerError, NotFoundError, PeerGoneError, SignalingError, WrongCodeError
 from p2pd.pairing import Rendezvous, TamperedError, parse_code
 from tests.pairing.hostile_relay import hostile_relay
 from tests.signal_process import SignalProcess
@@ -89,7 +89,7 @@ async def test_wrong_code_fails_on_both_sides_and_nothing_is_transferred(shared_
 
 async def test_no_peer_within_the_timeout(shared_server: SignalProcess):
     async with await Rendezvous.open(shared_server.url, role="sender") as sender:
-        with pytest.raises(TransferFailedError, match=r"no peer joined within 0\.3 s"):
+        with pytest.raises(NoPeerError, match=r"no peer joined within 0\.3 s"):
             await sender.pair(timeout=0.3)
 
 
@@ -97,8 +97,9 @@ async def test_unreachable_server():
     with socket.socket() as probe:  # a port nobody listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    with pytest.raises(TransferFailedError, match="signaling server unreachable"):
+    with pytest.raises(SignalingError, match="signaling server unreachable") as caught:
         await Rendezvous.open(f"ws://127.0.0.1:{port}/", role="sender", connect_timeout=3)
+    assert caught.value.cause is Cause.SIGNALING_UNREACHABLE
 
 
 async def test_unknown_nameplate_and_full_room(shared_server: SignalProcess):
@@ -107,8 +108,9 @@ async def test_unknown_nameplate_and_full_room(shared_server: SignalProcess):
     async with await Rendezvous.open(shared_server.url, role="sender") as sender:
         second = await Rendezvous.open(shared_server.url, role="receiver", code=str(sender.code))
         try:
-            with pytest.raises(TransferFailedError, match="already in use"):
+            with pytest.raises(SignalingError, match="already in use") as caught:
                 await Rendezvous.open(shared_server.url, role="receiver", code=str(sender.code))
+            assert caught.value.cause is Cause.SIGNALING_REFUSED and caught.value.peer_text
         finally:
             await second.close()
 
@@ -122,7 +124,7 @@ async def test_peer_leaving_is_reported(shared_server: SignalProcess):
         leaving = asyncio.create_task(receive_then_leave())
         await sender.pair(timeout=10)
         await leaving
-        with pytest.raises(TransferFailedError, match="the peer left"):
+        with pytest.raises(PeerGoneError, match="the peer left"):
             await sender.recv_sealed(timeout=10)
 
 
@@ -139,10 +141,11 @@ async def test_a_server_that_alters_sealed_messages_is_detected(shared_server: S
             await sender.pair(timeout=10)  # the PAKE itself went through untouched
             await sender.send_sealed(OFFER)
             await sender.send_sealed(CANDIDATES[0])
-            with pytest.raises(TamperedError, match="tampered"):
+            with pytest.raises(TamperedError, match="tampered") as caught:
                 result = await receiving
                 pytest.fail(f"the receiver accepted {result!r}")
-            with pytest.raises(TransferFailedError, match="peer left"):
+            assert caught.value.cause is Cause.TAMPERED
+            with pytest.raises(PeerGoneError, match="peer left"):
                 await sender.recv_sealed(timeout=10)
         assert relay.tampered >= 1
 

@@ -1,6 +1,9 @@
-// The pairing state machine of one peer (sans-I/O), mirrored on p2pd/pairing/rendezvous.py's `Pairing`:
+// The pairing state machine of one peer (sans-I/O), mirrored on p2pd/pairing/machine.py's `Pairing`:
 // CPace → key confirmation → sealed messages. Feed it the peer's relayed `data` objects with `receive`; it
 // returns a Step {send: [...], delivered: [...], error, paired}. Async only because WebCrypto is.
+// Every error it reports carries `code`, the cause as p2pd/errors.py names it (wrong_code, tampered,
+// role_clash, protocol); a failed machine answers every later input with its first failure. The behaviour is
+// pinned by tests/vectors/pairing_machine.json (web/tests/pairing.test.mjs).
 
 import { b64decode, b64encode, lvCat, utf8 } from './bytes.js';
 import { CPace, CPaceError } from './cpace.js';
@@ -13,6 +16,14 @@ const SID_BYTES = 16;
 
 export const channelIdentifier = (room) => lvCat(utf8('p2pd-pairing-v1'), utf8(room));
 
+// The cause (p2pd/errors.py's Cause) of an error raised below, by its kind; seal.js's Opener raises `tampered`
+// for unauthenticated or out-of-order messages and `failed` for an authenticated one that is not JSON.
+const CODE_BY_KIND = { 'wrong-code': 'wrong_code', tampered: 'tampered', failed: 'protocol' };
+/** `error` with `code` set to a p2pd/errors.py cause (kept if it already has one). */
+export const withCode = (error, code) => Object.assign(error, { code: error.code ?? code });
+const roleClash = (role) => withCode(failed(`Both peers joined as ${role}: one side must send and the other ` +
+  'receive.'), 'role_clash');
+
 export class Pairing {
   constructor(code, role, { room = null, sid = null, scalar = null } = {}) {
     if (role !== 'sender' && role !== 'receiver') throw new Error(`role must be sender or receiver, not ${role}`);
@@ -24,6 +35,7 @@ export class Pairing {
     this.scalar = scalar;
     this.keys = null;
     this.verification = null;
+    this.failure = null;
   }
 
   /** Sender only: the first CPace message. */
@@ -37,15 +49,18 @@ export class Pairing {
   }
 
   async receive(data) {
-    if (this.state === 'failed') return { send: [], delivered: [], error: failed('The pairing has already failed.') };
+    if (this.failure) return { send: [], delivered: [], error: this.failure, paired: false };
     let step;
     try {
       step = await this.#receive(data);
     } catch (error) {
       if (!(error instanceof P2pdError)) throw error;
-      step = { send: [], delivered: [], error };
+      step = { send: [], delivered: [], error, paired: false };
     }
-    if (step.error) this.state = 'failed';
+    if (step.error) {
+      this.failure = withCode(step.error, CODE_BY_KIND[step.error.kind] ?? 'protocol');
+      this.state = 'failed';
+    }
     return step;
   }
 
@@ -62,19 +77,16 @@ export class Pairing {
     if (kind === 'pake' && this.state === 'waiting-share') return this.#onShare(data);
     if (kind === 'confirm' && this.state === 'waiting-confirm') return this.#onConfirm(data);
     if (kind === 'sealed' && this.state === 'paired') {
-      return { send: [], delivered: [await this.opener.open(data)], error: null };
+      return { send: [], delivered: [await this.opener.open(data)], error: null, paired: false };
     }
-    if (kind === 'pake' && data.role === this.role) throw this.#bothSame();
+    if (kind === 'pake' && data.role === this.role) throw roleClash(this.role);
     throw tampered(`Unexpected pairing message from the peer while ${this.state}.`);
-  }
-
-  #bothSame() {
-    return failed(`Both peers joined as ${this.role}: one side must send and the other receive.`);
   }
 
   #checkVersion(data) {
     if (data.v !== PAIRING_VERSION) {
-      throw failed(`The peer speaks pairing version ${String(data.v).slice(0, 10)}, this page ${PAIRING_VERSION}.`);
+      throw withCode(failed(`The peer speaks pairing version ${String(data.v).slice(0, 10)}, this page ` +
+        `${PAIRING_VERSION}: update both sides.`), 'protocol');
     }
   }
 
@@ -98,7 +110,7 @@ export class Pairing {
   async #onShare(data) {
     this.#checkVersion(data);
     if (data.role !== otherRole(this.role)) {
-      if (data.role === this.role) throw this.#bothSame();
+      if (data.role === this.role) throw roleClash(this.role);
       throw tampered('Malformed pairing message from the peer.');
     }
     const share = this.#bytes(data.share, 'key exchange message');
@@ -112,7 +124,7 @@ export class Pairing {
       this.keys = await deriveKeys(isk, this.room);
       this.state = 'waiting-confirm';
       return { send: [{ kind: 'pake', v: PAIRING_VERSION, role: 'receiver', share: b64encode(cpace.share),
-        confirm: b64encode(await confirmationTag(this.keys, 'receiver')) }], delivered: [], error: null };
+        confirm: b64encode(await confirmationTag(this.keys, 'receiver')) }], delivered: [], error: null, paired: false };
     }
     const tag = this.#bytes(data.confirm, 'key confirmation');
     const isk = await this.#finish(this.cpace, share, 'receiver');
@@ -121,7 +133,7 @@ export class Pairing {
     const reply = [{ kind: 'confirm', v: PAIRING_VERSION, confirm: b64encode(await confirmationTag(this.keys,
       'sender')) }];
     if (!(await checkConfirmation(this.keys, 'receiver', tag))) {
-      return { send: reply, delivered: [], error: wrongCode() };
+      return { send: reply, delivered: [], error: wrongCode(), paired: false };
     }
     await this.#becomePaired();
     return { send: reply, delivered: [], error: null, paired: true };

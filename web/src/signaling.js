@@ -1,9 +1,12 @@
 // The signaling client: a WebSocket to p2pd-signal (subprotocol p2pd-signal.v1, signaling/PROTOCOL.md) that
 // joins the code's room and runs the Pairing state machine over `relay` messages — the browser twin of
-// p2pd/pairing/rendezvous.py's `Rendezvous`. The server only ever sees the nameplate and sealed data.
+// p2pd/pairing/client.py's `Rendezvous` (and of machine.py's `Session` for the server's events). The server only
+// ever sees the nameplate and sealed data. Every failure carries `code`, the cause as p2pd/errors.py names it
+// (signaling_unreachable, signaling_lost, signaling_refused, peer_gone, no_peer, timeout, not_found, or the
+// pairing's own); the server's words are only shown, never decided on.
 
 import { P2pdError, failed } from './errors.js';
-import { Pairing } from './pairing.js';
+import { Pairing, withCode } from './pairing.js';
 
 export const SUBPROTOCOL = 'p2pd-signal.v1';
 
@@ -55,27 +58,29 @@ export class Rendezvous {
       try {
         ws = new WebSocket(this.url, SUBPROTOCOL);
       } catch (error) {
-        reject(failed(`Cannot reach the signaling server at ${this.url}: ${error.message}`));
+        reject(withCode(failed(`Cannot reach the signaling server at ${this.url}: ${error.message}`),
+          'signaling_unreachable'));
         return;
       }
       this.ws = ws;
       const timer = setTimeout(() => {
-        reject(failed(`The signaling server did not answer within ${timeoutMs / 1000} s.`));
+        reject(withCode(failed(`The signaling server did not answer within ${timeoutMs / 1000} s.`),
+          'signaling_unreachable'));
         ws.close();
       }, timeoutMs);
       let joined = false;
       ws.onerror = () => {
         if (!joined) {
           clearTimeout(timer);
-          reject(failed(`Cannot reach the signaling server at ${this.url}.`));
+          reject(withCode(failed(`Cannot reach the signaling server at ${this.url}.`), 'signaling_unreachable'));
         }
       };
       ws.onclose = () => {
         if (!joined) {
           clearTimeout(timer);
-          reject(failed('The signaling server closed the connection.'));
+          reject(withCode(failed('The signaling server closed the connection.'), 'signaling_lost'));
         } else {
-          this.#fail(failed('Lost the connection to the signaling server.'));
+          this.#fail(withCode(failed('Lost the connection to the signaling server.'), 'signaling_lost'));
         }
       };
       ws.onmessage = (event) => {
@@ -83,7 +88,7 @@ export class Rendezvous {
         try {
           message = JSON.parse(event.data);
         } catch {
-          this.#fail(failed('The signaling server sent a malformed message.'));
+          this.#fail(withCode(failed('The signaling server sent a malformed message.'), 'signaling_lost'));
           return;
         }
         if (message === null || typeof message !== 'object') return;
@@ -91,7 +96,7 @@ export class Rendezvous {
           if (message.type === 'welcome') {
             if (message.protocol !== SUBPROTOCOL) {
               clearTimeout(timer);
-              reject(failed('The signaling server speaks another protocol version.'));
+              reject(withCode(failed('The signaling server speaks another protocol version.'), 'signaling_refused'));
               ws.close();
               return;
             }
@@ -112,7 +117,8 @@ export class Rendezvous {
           return;
         }
         this.chain = this.chain.then(() => this.#dispatch(message)).catch((error) => {
-          this.#fail(error instanceof P2pdError ? error : failed(`Pairing failed: ${error.message}`));
+          this.#fail(error instanceof P2pdError ? error : withCode(failed(`Pairing failed: ${error.message}`),
+            'unexpected'));
         });
       };
     });
@@ -121,11 +127,14 @@ export class Rendezvous {
   #joinError(message) {
     const plate = this.code.nameplate;
     if (message.code === 'no-such-room') {
-      return new P2pdError('not-found', `No one is waiting on number ${plate}: check the code, or start the ` +
-        'other side first.');
+      return withCode(new P2pdError('not-found', `No one is waiting on number ${plate}: check the code, or ` +
+        'start the other side first.'), 'not_found');
     }
-    if (message.code === 'room-full') return failed(`Number ${plate} is already in use by two peers.`);
-    return failed(`The signaling server refused to pair: ${String(message.reason ?? message.code)}`);
+    if (message.code === 'room-full') {
+      return withCode(failed(`Number ${plate} is already in use by two peers.`), 'signaling_refused');
+    }
+    return withCode(failed(`The signaling server refused to pair: ${String(message.reason ?? message.code)}`),
+      'signaling_refused');
   }
 
   async #dispatch(message) {
@@ -137,14 +146,19 @@ export class Rendezvous {
       }
     } else if (kind === 'peer_left') {
       if (message.peer_id === this.peer) {
-        this.#fail(new P2pdError('peer-gone', this.paired ? 'The other side went away (it closed or lost its ' +
-          'connection).' : 'The other side left before the pairing completed.'));
+        this.#fail(withCode(new P2pdError('peer-gone', this.paired ? 'The other side went away (it closed or ' +
+          'lost its connection).' : 'The other side left before the pairing completed.'), 'peer_gone'));
       }
     } else if (kind === 'room_closed') {
-      this.#fail(failed(message.reason === 'expired' ? 'The pairing room expired on the signaling server.'
-        : 'The pairing room was closed on the signaling server.'));
+      if (message.reason !== 'expired' && this.peer !== null && message.by === this.peer) {
+        this.#fail(withCode(new P2pdError('peer-gone', 'The other side closed the pairing room.'), 'peer_gone'));
+      } else {
+        this.#fail(withCode(failed(message.reason === 'expired' ? 'The pairing room expired on the signaling ' +
+          'server.' : 'The pairing room was closed on the signaling server.'), 'signaling_lost'));
+      }
     } else if (kind === 'error') {
-      this.#fail(failed(`The signaling server refused a message: ${String(message.reason)}`));
+      this.#fail(withCode(failed(`The signaling server refused a message: ${String(message.reason)}`),
+        'signaling_refused'));
     } else if (kind === 'relay' && this.peer !== null && message.from === this.peer) {
       const step = await this.pairing.receive(message.data);
       for (const data of step.send) this.#relay(data);
@@ -160,9 +174,13 @@ export class Rendezvous {
   /** Wait for the peer, run the PAKE and key confirmation; resolves to the verification string. */
   async pair(timeoutMs = 300000) {
     if (this.failure) throw this.failure;
+    const seconds = Math.round(timeoutMs / 1000);
     const deadline = new Promise((_, reject) => {
-      this.pairTimer = setTimeout(() => reject(failed(`No peer joined within ${Math.round(timeoutMs / 1000)} s.`)),
-        timeoutMs);
+      // Nobody came (no_peer), or the peer came but did not finish the key exchange (timeout), as in client.py.
+      this.pairTimer = setTimeout(() => reject(this.peer === null
+        ? withCode(failed(`No peer joined within ${seconds} s.`), 'no_peer')
+        : withCode(failed(`The other side did not complete the key exchange within ${seconds} s.`), 'timeout')),
+      timeoutMs);
     });
     const failure = new Promise((_, reject) => this.onFailure(reject));
     try {
@@ -192,7 +210,7 @@ export class Rendezvous {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.waiters = this.waiters.filter((w) => w.resolve !== resolve);
-        reject(failed(`No message from the other side within ${timeoutMs / 1000} s.`));
+        reject(withCode(failed(`No message from the other side within ${timeoutMs / 1000} s.`), 'timeout'));
       }, timeoutMs);
       this.waiters.push({ resolve: (v) => { clearTimeout(timer); resolve(v); },
         reject: (e) => { clearTimeout(timer); reject(e); } });
