@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.markup import escape as _markup_escape
 from rich.table import Table
 
+from p2pd.errors import ExitCode
 from p2pd.support import eventloop
 from p2pd.support.text import visible
 
@@ -71,8 +72,6 @@ def print_rows(rows: list[dict[str, Any]], *, as_json: bool, empty: str, columns
     """A list command's output: the rows as JSON, one line saying there are none, or a table.
 
     ``cells`` returns rich markup: it must pass every value that is not ours through :func:`shown`."""
-    from p2pd.errors import ExitCode
-
     if as_json:
         print_json(rows)
     elif not rows:

@@ -13,14 +13,19 @@ from tests.agents.claude_code.helpers import Session
 from tests.cli.helpers import SHORT, run
 
 
-@pytest.fixture
-def claude_home(tmp_path):
+def claude_home_with(tmp_path, first_message):
+    """A Claude Code home under ``tmp_path`` holding one two-message session that opens with ``first_message``."""
     home = tmp_path / "home"
     s = Session(cwd="/work/demo")
-    s.user("please refactor the parser")
+    s.user(first_message)
     s.assistant([{"type": "text", "text": "done"}])
     s.write(home / "projects" / "-work-demo")
     return home, s
+
+
+@pytest.fixture
+def claude_home(tmp_path):
+    return claude_home_with(tmp_path, "please refactor the parser")
 
 
 def test_sessions_json_and_table(claude_home):
@@ -89,11 +94,7 @@ def test_malformed_lines_reported_and_strict_writes_nothing(tmp_path):
 
 def test_titles_are_shown_not_interpreted(tmp_path):
     """A title is transcript text: rich markup in it prints as written, invisible characters as escapes."""
-    home = tmp_path / "home"
-    s = Session(cwd="/work/demo")
-    s.user("close the [/] tag and [bold]this[/bold] \u202eevil")
-    s.assistant([{"type": "text", "text": "done"}])
-    s.write(home / "projects" / "-work-demo")
+    home, _ = claude_home_with(tmp_path, "close the [/] tag and [bold]this[/bold] \u202eevil")
     r = run("sessions", env={"CLAUDE_CONFIG_DIR": str(home), "COLUMNS": "300"})
     assert r.returncode == 0, r.stderr
     assert "close the [/] tag and [bold]this[/bold] \\u202eevil" in r.stdout and "\u202e" not in r.stdout
