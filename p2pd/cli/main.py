@@ -51,7 +51,7 @@ def error_line(exc: BaseException) -> str:
     if not isinstance(exc, P2pdError):
         return f"[bold red]error:[/] unexpected {type(exc).__name__}: {escape(_one_line(str(exc)))} (run with --debug)"
     line = f"[bold red]error:[/] {escape(_one_line(str(exc)))}"
-    if exc.peer_text is not None:
+    if exc.peer_text:  # display only: never compared
         line += f" ({_SPEAKER.get(exc.party, 'the other side')} said: “{shown(exc.peer_text)}”)"
     return line
 

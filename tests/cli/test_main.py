@@ -86,6 +86,7 @@ def test_peer_text_is_shown_through_visible(capsys: pytest.CaptureFixture[str], 
     err = capsys.readouterr().err
     assert err == f"error: {exc} ({speaker} said: “bye [/] \\u202eevil\\x1b[2J\\x0aline 2”)\n"
     assert "peer" not in error_line(P2pdError("x", party=Party.PEER))  # no peer text: nothing about it
+    assert "said" not in error_line(P2pdError("x", party=Party.PEER, peer_text=""))
 
 
 def test_main_maps_an_error_raised_by_a_command(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
