@@ -1,6 +1,13 @@
-"""The ``p2pd`` command line. Nothing else in p2pd imports from here.
+"""The ``p2pd`` command line. It drives the rest of p2pd; nothing outside this package imports it.
 
-- ``main``    — the argument parser, the conversion/exchange commands and the exit-code mapping;
-- ``daemon``  — ``p2pd serve``, ``transfers``, ``inbox``, ``handoffs``, ``hook``: clients of the daemon's API;
-- ``devices`` — ``p2pd pair``, ``devices``, ``links``.
+- ``main``          — the top-level parser (each group below registers its commands), ``main()``, and the
+                      error → one line + exit code mapping;
+- ``output``        — what every command prints with: the ``out``/``err`` consoles, escaping (``escape`` for our
+                      text, ``shown`` for foreign text), sizes, tables and records, :class:`CliUI` (code,
+                      verification, offer prompt, progress bar) and ``run`` for async commands;
+- ``conversations`` — ``p2pd sessions``, ``export``, ``import``, ``convert``, ``show``: conversations on this machine;
+- ``exchange``      — ``p2pd send``, ``receive``, ``demo``: handing a conversation across with a code;
+- ``daemon``        — ``p2pd serve``, ``transfers``, ``inbox``, ``handoffs``, ``send --to``: the daemon's clients;
+- ``devices``       — ``p2pd pair``, ``devices``, ``links``;
+- ``hook``          — ``p2pd hook``: the Claude Code SessionStart hook (its logic is :mod:`p2pd.daemon.hook`).
 """

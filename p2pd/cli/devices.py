@@ -11,7 +11,8 @@ import argparse
 import json
 from typing import Any
 
-from p2pd.cli.daemon import print_rows
+from p2pd.cli.output import CliUI, err, escape, print_rows, run, shown
+from p2pd.daemon.client import DaemonClient
 from p2pd.errors import ExitCode
 
 
@@ -37,7 +38,6 @@ def register(sub: Any) -> None:
 
 
 def cmd_pair(args: argparse.Namespace) -> int:
-    from p2pd.cli.main import CliUI, _escape, err, run_async
     from p2pd.config import signal_url
     from p2pd.daemon.device_pairing import pair_device
     from p2pd.daemon.devices import DeviceBook
@@ -52,28 +52,23 @@ def cmd_pair(args: argparse.Namespace) -> int:
     class PairUI(CliUI):
         def code_ready(self, code: str) -> None:
             if args.code is None:
-                err.print(f"Code: [bold]{_escape(code)}[/]")
-                err.print(f"  on the other device run: [bold]p2pd pair {_escape(code)}[/]")
+                err.print(f"Code: [bold]{escape(code)}[/]")
+                err.print(f"  on the other device run: [bold]p2pd pair {escape(code)}[/]")
 
     ui = PairUI()
-    err.print(f"This device: [bold]{_escape(identity.name)}[/] ({identity.device_id}), "
+    err.print(f"This device: [bold]{shown(identity.name)}[/] ({identity.device_id}), "
               f"fingerprint {identity.fingerprint}")
-    try:
-        result = run_async(pair_device(signal_url=args.signal or signal_url(), code=str(code) if code else None,
-                                       identity=identity, book=DeviceBook(home.root), ui=ui,
-                                       timeout=args.timeout))
-    finally:
-        ui.stop()
+    result = run(pair_device(signal_url=args.signal or signal_url(), code=str(code) if code else None,
+                             identity=identity, book=DeviceBook(home.root), ui=ui, timeout=args.timeout), ui)
     d = result.device
     again = " (paired again: its secret is new)" if result.replaced else ""
-    err.print(f"Paired with [bold]{_escape(d.name)}[/] ({d.device_id}), fingerprint {d.fingerprint}{again}.")
+    err.print(f"Paired with [bold]{shown(d.name)}[/] ({shown(d.device_id)}), fingerprint {d.fingerprint}{again}.")
     err.print("Sends between the two need no code now, e.g. "
-              f"`p2pd send SESSION --to {d.device_id}` (the daemon must run on both: `p2pd serve`).")
+              f"`p2pd send SESSION --to {shown(d.device_id)}` (the daemon must run on both: `p2pd serve`).")
     return ExitCode.OK
 
 
 def _device_rows() -> list[dict[str, Any]]:
-    from p2pd.daemon.client import DaemonClient
     from p2pd.daemon.devices import DeviceBook
     from p2pd.daemon.home import Home
 
@@ -87,7 +82,6 @@ def _device_rows() -> list[dict[str, Any]]:
 
 
 def cmd_devices(args: argparse.Namespace) -> int:
-    from p2pd.cli.main import _escape, err
     from p2pd.daemon.devices import DeviceBook
     from p2pd.daemon.home import Home
     from p2pd.daemon.identity import load_identity, set_device_name
@@ -105,20 +99,20 @@ def cmd_devices(args: argparse.Namespace) -> int:
         if len(args.args) < 2:
             raise InvalidInputError("usage: p2pd devices rename DEVICE NEW-NAME")
         d = book.rename(args.args[0], " ".join(args.args[1:]))
-        err.print(f"Renamed {d.device_id} to [bold]{_escape(d.name)}[/].")
+        err.print(f"Renamed {shown(d.device_id)} to [bold]{shown(d.name)}[/].")
         return ExitCode.OK
     if args.action == "remove":
         if len(args.args) != 1:
             raise InvalidInputError("usage: p2pd devices remove DEVICE")
         d = book.remove(args.args[0])
-        err.print(f"Removed {_escape(d.name)} ({d.device_id}); its key and secret are forgotten. "
+        err.print(f"Removed {shown(d.name)} ({shown(d.device_id)}); its key and secret are forgotten. "
                   "Pair again with `p2pd pair` to send to it.")
         return ExitCode.OK
     return print_rows(_device_rows(), as_json=args.json,
                       empty="No paired devices. Pair one: `p2pd pair` here, then `p2pd pair CODE` on the other device.",
                       columns=("id", "name", "fingerprint", "state"),
-                      cells=lambda d: (str(d["id"]), _escape(str(d["name"])), str(d["fingerprint"]),
-                                       _escape(_device_state(d))))
+                      cells=lambda d: (shown(str(d["id"])), shown(str(d["name"])), shown(str(d["fingerprint"])),
+                                       shown(_device_state(d))))
 
 
 def _device_state(row: dict[str, Any]) -> str:
@@ -127,8 +121,6 @@ def _device_state(row: dict[str, Any]) -> str:
 
 
 def cmd_links(args: argparse.Namespace) -> int:
-    from p2pd.cli.main import _escape
-    from p2pd.daemon.client import DaemonClient
     from p2pd.errors import InvalidInputError
 
     with DaemonClient.connect(why="links are kept by the daemon") as client:
@@ -144,8 +136,8 @@ def cmd_links(args: argparse.Namespace) -> int:
             return print_rows(client.get("/links"), as_json=args.json,
                               empty="No links. Make one: `p2pd links create NAME DEVICE…`.",
                               columns=("id", "name", "members", "state"),
-                              cells=lambda r: (r["id"], _escape(r["name"]),
-                                               _escape(", ".join(m["name"] or m["id"] for m in r["members"]
+                              cells=lambda r: (shown(r["id"]), shown(r["name"]),
+                                               shown(", ".join(m["name"] or m["id"] for m in r["members"]
                                                                  if m["id"] not in r["left"])),
                                                "closed" if r["closed"] else "open"))
     print(json.dumps(row, indent=1) if args.json else f"{row['id']}\t{'closed' if row['closed'] else 'open'}")

@@ -1,4 +1,5 @@
-"""``p2pd hook install|uninstall|status|session-start``: the Claude Code SessionStart hook.
+"""The Claude Code SessionStart hook: editing Claude Code's ``settings.json`` and recording a starting session.
+The ``p2pd hook install|uninstall|status|session-start`` command that drives it is :mod:`p2pd.cli.hook`.
 
 ``install`` adds one entry to ``hooks.SessionStart`` in Claude Code's ``settings.json`` (``--settings PATH``, else
 ``$CLAUDE_CONFIG_DIR/settings.json``, else ``~/.claude/settings.json``) running ``p2pd hook session-start``. It is
@@ -13,7 +14,6 @@ session id; and appends ``P2PD_URL``/``P2PD_SESSION_ID`` to ``$CLAUDE_ENV_FILE``
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shlex
@@ -23,20 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from p2pd.daemon.home import Home
-from p2pd.errors import ExitCode, InvalidInputError, P2pdError
+from p2pd.errors import InvalidInputError, P2pdError
 from p2pd.support.atomic import atomic_write_bytes
 
 MARKER = "hook session-start"
 EVENT = "SessionStart"
-MAX_INPUT = 1 << 20
-
-
-def register(sub: Any) -> None:
-    s = sub.add_parser("hook", help="the Claude Code SessionStart hook (install, uninstall, status)")
-    s.add_argument("action", choices=["install", "uninstall", "status", "session-start"])
-    s.add_argument("--settings", help="Claude Code settings file (default: $CLAUDE_CONFIG_DIR or ~/.claude, "
-                   "settings.json)")
-    s.set_defaults(func=cmd_hook)
+MAX_INPUT = 1 << 20  # the most hook input (JSON on stdin) read
 
 
 def settings_path(explicit: str | None = None) -> Path:
@@ -195,34 +187,3 @@ def session_start(raw: str, home: Home, env_file: str | None) -> dict[str, Any]:
         with open(env_file, "a", encoding="utf-8") as fh:
             fh.write(f"export P2PD_URL={shlex.quote(url)}\nexport P2PD_SESSION_ID={shlex.quote(sid)}\n")
     return {"hookSpecificOutput": {"hookEventName": EVENT, "additionalContext": " ".join(lines)}}
-
-
-def cmd_hook(args: argparse.Namespace) -> int:
-    from p2pd.cli.main import _escape, err
-
-    if args.action == "session-start":
-        raw = sys.stdin.read(MAX_INPUT + 1)
-        if len(raw) > MAX_INPUT:
-            raise InvalidInputError("the hook input is larger than 1 MiB")
-        out = session_start(raw, Home.default(), os.environ.get("CLAUDE_ENV_FILE") or None)
-        print(json.dumps(out))
-        return ExitCode.OK
-    path = settings_path(args.settings)
-    if args.action == "install":
-        changed = install(path)
-        verb = "Installed" if changed else "Already installed:"
-        err.print(f"{verb} the p2pd SessionStart hook in {_escape(str(path))}")
-        return ExitCode.OK
-    if args.action == "uninstall":
-        n = uninstall(path)
-        err.print(f"Removed {n} p2pd hook(s) from {_escape(str(path))}" if n else
-                  f"No p2pd hook in {_escape(str(path))}")
-        return ExitCode.OK
-    commands = installed(path)
-    if commands:
-        for c in commands:
-            print(c)
-        err.print(f"installed in {_escape(str(path))}")
-    else:
-        err.print(f"not installed in {_escape(str(path))} (run `p2pd hook install`)")
-    return ExitCode.OK

@@ -1,77 +1,24 @@
-"""The p2pd command line, run as a real process: exit codes, one-line errors, the commands end to end."""
+"""The top level (p2pd/cli/main.py): every command is registered, errors are one line chosen by their type, peer
+text is shown escaped, exit codes are the documented ones; ``python -m p2pd`` and the console script work."""
 
 from __future__ import annotations
 
-import json
-import os
+import importlib
 import re
-import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 
-from p2pd.errors import ExitCode
-from tests.agents.claude_code.helpers import Session
-from tests.corpus import claude_code_files
+from p2pd import __version__
+from p2pd.cli.main import build_parser, error_line, exit_code, main, report
+from p2pd.errors import CLASS_BY_CAUSE, Cause, ExitCode, P2pdError, Party, PeerGoneError, SignalingError
+from tests.cli.helpers import run
 
-SHORT = next(f for f in claude_code_files(include_subagents=False) if f.name == "short.jsonl")
-
-
-def run(*args: str, env: dict | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "p2pd", *args], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, **(env or {})}, cwd=cwd)
-
-
-@pytest.fixture
-def claude_home(tmp_path):
-    home = tmp_path / "home"
-    s = Session(cwd="/work/demo")
-    s.user("please refactor the parser")
-    s.assistant([{"type": "text", "text": "done"}])
-    s.write(home / "projects" / "-work-demo")
-    return home, s
-
-
-def test_sessions_json_and_table(claude_home):
-    home, s = claude_home
-    r = run("sessions", "--json", env={"CLAUDE_CONFIG_DIR": str(home)})
-    assert r.returncode == 0, r.stderr
-    data = json.loads(r.stdout)
-    assert data[0]["session_id"] == s.session_id and data[0]["title"] == "please refactor the parser"
-    assert data[0]["messages"] == 2 and data[0]["cwd"] == "/work/demo"
-    r = run("sessions", env={"CLAUDE_CONFIG_DIR": str(home)})
-    assert r.returncode == 0 and s.session_id[:8] in r.stdout
-
-
-def test_export_by_prefix_import_and_show(claude_home, tmp_path):
-    home, s = claude_home
-    out = tmp_path / "c.a2a.json"
-    env = {"CLAUDE_CONFIG_DIR": str(home)}
-    r = run("export", s.session_id[:6], "-o", str(out), env=env)
-    assert r.returncode == 0, r.stderr
-    assert json.loads(out.read_text())["contextId"] == s.session_id
-    r = run("export", "latest", "--compressed", "-o", str(tmp_path / "c.a2a.p2pd"), env=env)
-    assert r.returncode == 0, r.stderr
-    project = tmp_path / "proj"
-    project.mkdir()
-    r = run("import", str(tmp_path / "c.a2a.p2pd"), "--cwd", str(project), env=env)
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.startswith(f"cd {os.path.realpath(project)} && claude --resume ")
-    new_id = r.stdout.split()[-1]
-    assert list((home / "projects").rglob(f"{new_id}.jsonl"))
-    r = run("show", str(out))
-    assert r.returncode == 0 and "please refactor the parser" in r.stdout and "2 messages shown" in r.stdout
-
-
-def test_convert_keep_ids_is_exact(tmp_path):
-    doc = tmp_path / "s.a2a.json"
-    back = tmp_path / "back.jsonl"
-    assert run("convert", str(SHORT), str(doc)).returncode == 0
-    r = run("convert", str(doc), str(back), "--keep-ids")
-    assert r.returncode == 0, r.stderr
-    src = [json.loads(x) for x in SHORT.read_text().splitlines()]
-    assert [json.loads(x) for x in back.read_text().splitlines()] == src
+ROOT = Path(__file__).resolve().parents[2]
+COMMANDS = {"sessions", "export", "import", "convert", "show", "send", "receive", "demo", "serve", "transfers",
+            "inbox", "handoffs", "hook", "pair", "devices", "links"}
 
 
 @pytest.mark.parametrize(("args", "code", "words"), [
@@ -86,38 +33,78 @@ def test_errors_are_one_line_with_exit_code(tmp_path, args, code, words):
     assert len(r.stderr.strip().splitlines()) == 1
 
 
-def test_corrupt_blob_import_writes_nothing(tmp_path):
-    blob_path = tmp_path / "c.a2a.p2pd"
-    assert run("export", str(SHORT), "--compressed", "-o", str(blob_path)).returncode == 0
-    data = bytearray(blob_path.read_bytes())
-    data[100] ^= 1
-    blob_path.write_bytes(bytes(data))
-    home = tmp_path / "home"
-    r = run("import", str(blob_path), "--cwd", str(tmp_path), env={"CLAUDE_CONFIG_DIR": str(home)})
-    assert r.returncode == ExitCode.INVALID_INPUT and "checksum mismatch" in r.stderr
-    assert not home.exists()
-
-
-def test_malformed_lines_reported_and_strict_writes_nothing(tmp_path):
-    s = Session()
-    s.user("hi")
-    s.raw("{not json")
-    src = s.write(tmp_path)
-    r = run("export", str(src), "-o", str(tmp_path / "o.a2a.json"))
-    assert r.returncode == 0 and "line 2: not valid JSON" in r.stderr
-    r = run("export", str(src), "--strict", "-o", str(tmp_path / "strict.a2a.json"))
-    assert r.returncode == ExitCode.INVALID_INPUT and not (tmp_path / "strict.a2a.json").exists()
-
-
 def test_debug_shows_traceback(tmp_path):
     r = run("--debug", "show", str(tmp_path / "missing.json"))
     assert r.returncode != 0 and "Traceback" in r.stderr
 
 
-def test_demo_runs_the_main_job(tmp_path):
-    r = run("demo", str(SHORT))
-    assert r.returncode == 0, r.stderr
-    assert "SHA-256 verified" in r.stderr and "signaling server: ws://127.0.0.1:" in r.stderr
-    cwd, session_id = re.fullmatch(r"cd (\S+) && claude --resume (\S+)", r.stdout.strip()).groups()
-    home = Path(cwd).parent / "claude-home"
-    assert list(home.rglob(f"{session_id}.jsonl"))
+def test_every_command_is_registered() -> None:
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    assert set(sub.choices) == COMMANDS  # type: ignore[arg-type]
+
+
+def test_usage_error_is_exit_code_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as raised:
+        main(["no-such-command"])
+    assert raised.value.code == ExitCode.USAGE
+    assert "invalid choice" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("cause", list(Cause))
+def test_exit_code_is_the_error_classes(cause: Cause) -> None:
+    exc = CLASS_BY_CAUSE[cause]("something failed", cause=cause)
+    assert exit_code(exc) == int(type(exc).exit_code)
+    assert exit_code(P2pdError("x", exit_code=ExitCode.DECLINED)) == ExitCode.DECLINED
+
+
+def test_exit_codes_match_the_readme() -> None:
+    table = (ROOT / "README.md").read_text(encoding="utf-8").split("### Exit codes", 1)[1].split("\n\n## ", 1)[0]
+    documented = {int(m) for m in re.findall(r"^\| (\d+) \|", table, re.M)}
+    assert documented == {int(c) for c in ExitCode}
+
+
+def test_unexpected_errors_are_one_line_and_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
+    assert report(ValueError("bad\nvalue [red]")) == ExitCode.ERROR
+    err = capsys.readouterr().err
+    assert err == "error: unexpected ValueError: bad value [red] (run with --debug)\n"
+
+
+def test_message_markup_is_printed_as_written(capsys: pytest.CaptureFixture[str]) -> None:
+    assert report(P2pdError("cannot read [/] [bold]x[/bold]", exit_code=ExitCode.NOT_FOUND)) == ExitCode.NOT_FOUND
+    assert capsys.readouterr().err == "error: cannot read [/] [bold]x[/bold]\n"
+
+
+@pytest.mark.parametrize(("exc", "speaker"), [
+    (PeerGoneError("the peer closed the transfer", peer_text="bye [/] \u202eevil\x1b[2J\nline 2"), "the peer"),
+    (SignalingError("the server refused", cause=Cause.SIGNALING_REFUSED, peer_text="bye [/] \u202eevil\x1b[2J\n"
+                    "line 2"), "the signaling server"),
+    (P2pdError("odd", party=Party.NETWORK, peer_text="bye [/] \u202eevil\x1b[2J\nline 2"), "the other side"),
+])
+def test_peer_text_is_shown_through_visible(capsys: pytest.CaptureFixture[str], exc: P2pdError,
+                                            speaker: str) -> None:
+    assert report(exc) == exc.exit_code
+    err = capsys.readouterr().err
+    assert err == f"error: {exc} ({speaker} said: “bye [/] \\u202eevil\\x1b[2J\\x0aline 2”)\n"
+    assert "peer" not in error_line(P2pdError("x", party=Party.PEER))  # no peer text: nothing about it
+    assert "said" not in error_line(P2pdError("x", party=Party.PEER, peer_text=""))
+
+
+def test_main_maps_an_error_raised_by_a_command(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                                                tmp_path: Path) -> None:
+    def declined(*_: object) -> int:
+        raise P2pdError("declined by the receiver", exit_code=ExitCode.DECLINED, party=Party.PEER, peer_text="no")
+
+    monkeypatch.setattr("p2pd.cli.conversations.cmd_show", declined)
+    assert main(["show", str(tmp_path)]) == ExitCode.DECLINED
+    assert capsys.readouterr().err == "error: declined by the receiver (the peer said: “no”)\n"
+    with pytest.raises(P2pdError):
+        main(["--debug", "show", str(tmp_path)])
+
+
+def test_python_dash_m_and_the_console_script() -> None:
+    r = run("--version")
+    assert r.returncode == 0 and r.stdout.strip() == f"p2pd {__version__}"
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["scripts"]
+    module, _, func = scripts["p2pd"].partition(":")
+    assert getattr(importlib.import_module(module), func) is main
+    assert sys.modules["p2pd.cli.main"].main is main

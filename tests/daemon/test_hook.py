@@ -8,7 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from p2pd.daemon import hook
+from p2pd.daemon.home import Home
 from p2pd.daemon.store import Store
+from p2pd.errors import InvalidInputError
 from tests.daemon.conftest import SESSION_ID, Daemon, make_env
 
 OTHER = {"model": "opus", "hooks": {
@@ -99,3 +104,23 @@ def test_session_start_with_daemon_records_through_it(daemon: Daemon) -> None:
         h = c.post("/handoffs", json={"summary": "s", "goal": "g", "cwd": "/work/here"})
         assert h.status_code == 201, h.text
         assert h.json()["source"]["session_id"] == SESSION_ID
+
+
+def test_the_hook_logic_in_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """p2pd/daemon/hook.py on its own (no CLI): settings edited in place, a session recorded in the store."""
+    monkeypatch.setenv("P2PD_CONFIG", str(tmp_path / "config.toml"))
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps(OTHER))
+    assert hook.install(settings) is True and hook.install(settings) is False
+    assert hook.installed(settings) == [hook.hook_command()] and hook.MARKER in hook.hook_command()
+    assert hook.uninstall(settings) == 1 and json.loads(settings.read_text()) == OTHER
+    assert hook.settings_path(str(settings)) == settings
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "cc"))
+    assert hook.settings_path() == tmp_path / "cc" / "settings.json"
+    home = Home(tmp_path / "p2pd-home")
+    out = hook.session_start(_hook_input("/here"), home, None)
+    assert "not running" in out["hookSpecificOutput"]["additionalContext"]
+    row = Store(home.db_path).hook_session(SESSION_ID)
+    assert row is not None and row.cwd == "/here"
+    with pytest.raises(InvalidInputError):
+        hook.session_start("[]", home, None)

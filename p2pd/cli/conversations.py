@@ -1,0 +1,205 @@
+"""Commands on conversations on this machine: ``p2pd sessions``, ``export``, ``import``, ``convert``, ``show``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from p2pd.cli.output import err, escape, human, out, shown, shown_block, status
+from p2pd.errors import ExitCode, InvalidInputError
+
+
+def register(sub: Any) -> None:
+    s = sub.add_parser("sessions", help="list local agent sessions, newest first")
+    s.add_argument("--platform", choices=["claude-code", "codex", "gemini"], default=None)
+    s.add_argument("--json", action="store_true", help="machine-readable output")
+    s.add_argument("--limit", type=int, default=None, help="at most N sessions")
+    s.add_argument("--summary", action="store_true", help="print each session's summary under the table")
+    s.set_defaults(func=cmd_sessions)
+
+    s = sub.add_parser("export", help="write a session as a conversation document (.a2a.json)")
+    s.add_argument("session", help="session id, unique prefix, 'latest', or a Claude Code/Codex/Gemini file")
+    s.add_argument("-o", "--output", help="output file (default: <session id>.a2a.json in this folder)")
+    s.add_argument("--compressed", action="store_true", help="write the compressed wire blob (.a2a.p2pd)")
+    s.add_argument("--codec", choices=["lz4", "zstd"], default="lz4", help="codec for --compressed")
+    s.add_argument("--strict", action="store_true", help="fail (writing nothing) if any line is malformed")
+    s.add_argument("--redact", action=argparse.BooleanOptionalAction, default=None,
+                   help="mask secrets (keys, tokens, private keys, passwords) before writing; default from "
+                        "P2PD_REDACT or 'redact' in the p2pd config file")
+    s.set_defaults(func=cmd_export)
+
+    s = sub.add_parser("import", help="import a conversation document so the agent can resume it here")
+    s.add_argument("file", help="a .a2a.json document, .a2a.p2pd blob, or a Claude Code/Codex/Gemini session file")
+    s.add_argument("--to", choices=["claude-code", "codex"], default="claude-code",
+                   help="the agent to resume in (default: claude-code)")
+    s.add_argument("--cwd", help="the project folder to resume in (default: the current directory)")
+    s.add_argument("--dry-run", action="store_true", help="say what would be written, write nothing")
+    s.add_argument("--same-account", action="store_true",
+                   help="keep signed thinking / encrypted reasoning (only valid for the account that made them)")
+    s.set_defaults(func=cmd_import)
+
+    s = sub.add_parser("convert", help="convert between a Claude Code transcript and an A2A document")
+    s.add_argument("input")
+    s.add_argument("output")
+    s.add_argument("--to", choices=["claude-code", "a2a"], help="target format (default: from OUTPUT's suffix)")
+    s.add_argument("--keep-ids", action="store_true", help="give back the original lines exactly")
+    s.set_defaults(func=cmd_convert)
+
+    s = sub.add_parser("show", help="print a conversation readably")
+    s.add_argument("file", help="a .a2a.json/.a2a.p2pd file, or a session id/path")
+    s.add_argument("--full", action="store_true", help="unfold tool results and long texts")
+    s.add_argument("--all", action="store_true", help="include side branches")
+    s.set_defaults(func=cmd_show)
+
+
+def load_conversation(ref: str) -> Any:
+    """A session (id, prefix, ``latest``, a Claude Code/Codex/Gemini file) or a conversation file → document."""
+    from p2pd.agents.sources import load_conversation as load
+
+    return load(ref)
+
+
+def redacted(doc: Any, flag: bool | None) -> Any:
+    """``doc`` with secrets masked when ``--redact`` (or the configured default) asks for it; prints the counts."""
+    from p2pd.config import redact_default
+
+    if not (flag if flag is not None else redact_default()):
+        return doc
+    from p2pd.conversation.redact import redact_document
+
+    with status("Masking secrets…"):
+        doc, report = redact_document(doc)
+    err.print(f"Redaction: {escape(report.describe())}")
+    return doc
+
+
+# ---------------------------------------------------------------- sessions
+def cmd_sessions(args: argparse.Namespace) -> int:
+    from p2pd.agents.sessions import list_sessions
+
+    with status("Reading sessions…"):
+        infos = list_sessions(args.platform, limit=args.limit)
+    if args.json:
+        print(json.dumps([i.to_json() for i in infos], ensure_ascii=False, indent=1))
+        return ExitCode.OK
+    if not infos:
+        err.print("No sessions found (Claude Code keeps them under $CLAUDE_CONFIG_DIR or ~/.claude/projects, "
+                  "Codex under $CODEX_HOME or ~/.codex/sessions, Gemini CLI under ~/.gemini/tmp/*/chats).")
+        return ExitCode.OK
+    table = Table(show_lines=False)
+    for col in ("id", "platform", "project", "title", "msgs", "size", "last activity"):
+        table.add_column(col, overflow="fold" if col == "title" else "ellipsis", no_wrap=col != "title")
+    for i in infos:
+        # titles and folders come from the transcripts: shown, never read as markup
+        table.add_row(shown(i.session_id[:8]), i.platform, shown(i.cwd or ""), shown(i.title), str(i.messages),
+                      human(i.size), escape(i.last_activity.replace("T", " ").removesuffix("Z")))
+    out.print(table)
+    if args.summary:
+        for i in infos:
+            out.print(f"[bold]{shown(i.session_id[:8])}[/] {shown_block(i.summary)}")
+    return ExitCode.OK
+
+
+# ---------------------------------------------------------------- export
+def cmd_export(args: argparse.Namespace) -> int:
+    from p2pd.conversation.document_io import write_document
+
+    started = time.perf_counter()
+    with status(f"Converting {args.session}…"):
+        doc = load_conversation(args.session)
+    if doc.issues or any(s.issues for s in doc.subagents):
+        _report_issues(doc)
+        if args.strict:
+            raise InvalidInputError("malformed lines found (--strict): nothing written")
+    doc = redacted(doc, args.redact)
+    suffix = ".a2a.p2pd" if args.compressed else ".a2a.json"
+    target = Path(args.output) if args.output else Path(f"{doc.context_id}{suffix}")
+    with status(f"Writing {target}…"):
+        size = write_document(doc, target, compressed=args.compressed, codec=args.codec)
+    c = doc.counts
+    err.print(f"Exported [bold]{shown(doc.title or doc.context_id)}[/]: {c.messages} messages, {c.tool_calls} tool "
+              f"calls, {c.subagents} subagents → {escape(str(target))} ({human(size)}, "
+              f"{time.perf_counter() - started:.2f}s)")
+    print(target)
+    return ExitCode.OK
+
+
+def _report_issues(doc: Any) -> None:
+    def show(where: str, issues: Sequence[Any]) -> None:
+        for issue in issues[:20]:
+            err.print(f"[yellow]warning[/]: {escape(where)} line {issue.line}: {escape(issue.reason)} (kept as is)")
+        if len(issues) > 20:
+            err.print(f"[yellow]warning[/]: {escape(where)}: {len(issues) - 20} more malformed lines")
+
+    show(doc.origin.transcript_path or "transcript", doc.issues)
+    for sub in doc.subagents:
+        show(f"subagent {sub.file_name}", sub.issues)
+    total = len(doc.issues) + sum(len(s.issues) for s in doc.subagents)
+    err.print(f"[yellow]{total} malformed line(s) reported; they travel unchanged in the document[/]")
+
+
+# ---------------------------------------------------------------- import
+def cmd_import(args: argparse.Namespace) -> int:
+    from p2pd.agents.importing import import_document, target_name
+    from p2pd.agents.sources import load_file
+
+    with status(f"Reading {args.file}…"):
+        doc = load_file(args.file)
+    result = import_document(doc, to=args.to, cwd=args.cwd, same_account=args.same_account, dry_run=args.dry_run)
+    target = target_name(args.to)
+    for w in result.warnings:
+        err.print(f"[yellow]note[/]: {escape(w)}")
+    verb = "Would import" if result.dry_run else "Imported"
+    err.print(f"{verb} [bold]{shown(doc.title or doc.context_id)}[/] ({shown(doc.origin.platform)}) as {target} "
+              f"session {result.session_id} ({result.lines} lines)")
+    err.print(f"  file: {escape(str(result.path))}")
+    err.print("  resume with:")
+    print(result.resume_command)
+    return ExitCode.OK
+
+
+# ---------------------------------------------------------------- convert
+def cmd_convert(args: argparse.Namespace) -> int:
+    from p2pd.agents.claude_code.importer import linearize, source_objects
+    from p2pd.agents.claude_code.restore import has_claude_code_source, to_jsonl
+    from p2pd.conversation.document_io import write_document
+    from p2pd.support.atomic import atomic_write_bytes
+
+    src, dst = Path(args.input), Path(args.output)
+    to = args.to or ("claude-code" if dst.suffix == ".jsonl" else "a2a")
+    doc = load_conversation(str(src))
+    if to == "a2a":
+        size = write_document(doc, dst, compressed=dst.name.endswith(".p2pd"))
+        err.print(f"Wrote A2A conversation {escape(str(dst))} ({human(size)})")
+        return ExitCode.OK
+    main = doc.main_transcript()
+    if not has_claude_code_source(main):
+        raise InvalidInputError(f"{src} did not come from Claude Code; use `p2pd import` to rebuild it as a session")
+    if args.keep_ids:
+        data = to_jsonl(main).encode("utf-8", errors="surrogateescape")
+    else:
+        import uuid
+
+        sid = str(uuid.uuid4())
+        lines = linearize(source_objects(main), sid, doc.origin.cwd or os.getcwd(), keep_thinking=True)
+        data = "".join(json.dumps(v, ensure_ascii=False, separators=(",", ":")) + "\n" for v in lines).encode()
+    atomic_write_bytes(dst, data)
+    err.print(f"Wrote Claude Code transcript {escape(str(dst))} ({human(len(data))}"
+              f"{', ids kept' if args.keep_ids else ''})")
+    return ExitCode.OK
+
+
+# ---------------------------------------------------------------- show
+def cmd_show(args: argparse.Namespace) -> int:
+    from p2pd.conversation.render import render
+
+    doc = load_conversation(args.file)
+    render(out, doc, full=args.full, all_branches=args.all)
+    return ExitCode.OK
