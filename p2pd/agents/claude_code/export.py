@@ -21,15 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from p2pd.agents.claude_code.blocks import block_to_part
-from p2pd.agents.claude_code.transcript import (
-    MESSAGE_TYPES,
-    TITLE_TYPES,
-    SourceLine,
-    active_chain,
-    message_problem,
-    parse_lines,
-    read_text,
-)
+from p2pd.agents.claude_code.transcript import MESSAGE_TYPES, TITLE_TYPES, active_chain, message_problem
+from p2pd.agents.jsonl import SourceLine, parse_lines, read_text
 from p2pd.conversation import media_types as mt
 from p2pd.conversation.model import (
     ConversationDocument,

@@ -34,7 +34,8 @@ from typing import Any
 from p2pd.agents.claude_code.paths import config_dir, project_dir_for
 from p2pd.agents.claude_code.restore import has_claude_code_source, restore_transcript
 from p2pd.agents.claude_code.synthesize import synthesize_lines
-from p2pd.agents.claude_code.transcript import SourceLine, active_chain
+from p2pd.agents.claude_code.transcript import active_chain
+from p2pd.agents.jsonl import SourceLine
 from p2pd.conversation.model import ConversationDocument, Transcript
 from p2pd.errors import ConflictError, InvalidInputError
 from p2pd.support.atomic import atomic_write_bytes

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from p2pd.agents.claude_code.export import count
-from p2pd.agents.claude_code.transcript import SourceLine
 from p2pd.agents.codex.items import CODEX, payload_to_parts, role_and_kind
 from p2pd.agents.codex.paths import rollout_id
 from p2pd.agents.codex.rollout import read_rollout
+from p2pd.agents.jsonl import SourceLine
 from p2pd.conversation import media_types as mt
 from p2pd.conversation.model import ConversationDocument, LineIssue, Message, Origin, Part, Record, Role, Transcript
 from p2pd.conversation.summary import summarize

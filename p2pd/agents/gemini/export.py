@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from p2pd.agents.claude_code.export import count
-from p2pd.agents.claude_code.transcript import parse_lines, read_text
+from p2pd.agents.jsonl import parse_lines, read_text
 from p2pd.conversation import media_types as mt
 from p2pd.conversation.model import ConversationDocument, LineIssue, Message, Origin, Part, Record, Role
 from p2pd.conversation.summary import TITLE_MAX, clip, summarize
