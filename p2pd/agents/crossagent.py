@@ -17,6 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from p2pd.agents.spec import Note, NoteKind
 from p2pd.conversation import media_types as mt
 from p2pd.conversation.model import ConversationDocument, Message, Part, Role
 from p2pd.conversation.neutral import Image, Other, Reasoning, Text, ToolCall, ToolResult, message_items
@@ -135,6 +136,10 @@ def plain_document(doc: ConversationDocument, report: CarryReport) -> Conversati
 
 
 def carry_warnings(report: CarryReport) -> list[str]:
+    return [Note(NoteKind.CARRIED, text) for text in _carry_texts(report)]
+
+
+def _carry_texts(report: CarryReport) -> list[str]:
     out = [f"this conversation comes from {report.source}; {report.target} gets its turns as readable messages "
            "(see what cannot be carried in p2pd/crossagent.md)"]
     if report.tool_calls_as_text or report.tool_results_as_text:
@@ -155,17 +160,16 @@ def carry_warnings(report: CarryReport) -> list[str]:
     return out
 
 
-FOREIGN_TO_CLAUDE_CODE = {"codex", "gemini"}
-
-
-def import_into_claude_code(doc: ConversationDocument, **kwargs: Any) -> Any:
-    """Import into Claude Code: exactly when it came from Claude Code, as readable turns when from Codex/Gemini."""
+def import_into_claude_code(doc: ConversationDocument, *, foreign: bool, **kwargs: Any) -> Any:
+    """Import into Claude Code: exactly when it came from Claude Code (or is a plain A2A conversation), as readable
+    turns when it came from another agent (``foreign``)."""
     from p2pd.agents.claude_code.importer import import_to_claude_code
 
-    if doc.origin.platform not in FOREIGN_TO_CLAUDE_CODE:
+    if not foreign:
         return import_to_claude_code(doc, **kwargs)
     report = CarryReport(source=doc.origin.platform, target="Claude Code")
     result = import_to_claude_code(plain_document(doc, report), **kwargs)
-    result.warnings[:0] = carry_warnings(report)
-    result.warnings = [w for w in result.warnings if "were rebuilt as Claude Code messages" not in w]
+    # the carry warnings say how the turns were rebuilt, in more detail than the importer's own note
+    result.warnings = carry_warnings(report) + [w for w in result.warnings
+                                                if not (isinstance(w, Note) and w.kind is NoteKind.REBUILT)]
     return result

@@ -145,8 +145,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------- convert
 def cmd_convert(args: argparse.Namespace) -> int:
-    from p2pd.agents.claude_code.importer import linearize, source_objects
-    from p2pd.agents.claude_code.restore import has_claude_code_source, to_jsonl
+    from p2pd.agents import registry
     from p2pd.conversation.document_io import write_document
     from p2pd.support.atomic import atomic_write_bytes
 
@@ -157,19 +156,12 @@ def cmd_convert(args: argparse.Namespace) -> int:
         size = write_document(doc, dst, compressed=dst.name.endswith(".p2pd"))
         err.print(f"Wrote A2A conversation {dst} ({_human(size)})")
         return ExitCode.OK
-    main = doc.main_transcript()
-    if not has_claude_code_source(main):
-        raise InvalidInputError(f"{src} did not come from Claude Code; use `p2pd import` to rebuild it as a session")
-    if args.keep_ids:
-        data = to_jsonl(main).encode("utf-8", errors="surrogateescape")
-    else:
-        import uuid
-
-        sid = str(uuid.uuid4())
-        lines = linearize(source_objects(main), sid, doc.origin.cwd or os.getcwd(), keep_thinking=True)
-        data = "".join(json.dumps(v, ensure_ascii=False, separators=(",", ":")) + "\n" for v in lines).encode()
+    agent = registry.get(to)
+    if agent.restore is None:
+        raise InvalidInputError(agent.no_restore_reason)
+    data = agent.restore(doc, keep_ids=args.keep_ids)
     atomic_write_bytes(dst, data)
-    err.print(f"Wrote Claude Code transcript {dst} ({_human(len(data))}{', ids kept' if args.keep_ids else ''})")
+    err.print(f"Wrote {agent.display} session file {dst} ({_human(len(data))}{', ids kept' if args.keep_ids else ''})")
     return ExitCode.OK
 
 
@@ -381,13 +373,15 @@ def cmd_receive(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------- main
 def build_parser() -> argparse.ArgumentParser:
+    from p2pd.agents import registry
+
     p = argparse.ArgumentParser(prog="p2pd", description="Hand an AI agent conversation to another machine.")
     p.add_argument("--version", action="version", version=f"p2pd {__version__}")
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     s = sub.add_parser("sessions", help="list local agent sessions, newest first")
-    s.add_argument("--platform", choices=["claude-code", "codex", "gemini"], default=None)
+    s.add_argument("--platform", choices=registry.names(), default=None)
     s.add_argument("--json", action="store_true", help="machine-readable output")
     s.add_argument("--limit", type=int, default=None, help="at most N sessions")
     s.add_argument("--summary", action="store_true", help="print each session's summary under the table")
@@ -406,7 +400,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("import", help="import a conversation document so the agent can resume it here")
     s.add_argument("file", help="a .a2a.json document, .a2a.p2pd blob, or a Claude Code/Codex/Gemini session file")
-    s.add_argument("--to", choices=["claude-code", "codex"], default="claude-code",
+    s.add_argument("--to", choices=registry.import_targets(), default="claude-code",
                    help="the agent to resume in (default: claude-code)")
     s.add_argument("--cwd", help="the project folder to resume in (default: the current directory)")
     s.add_argument("--dry-run", action="store_true", help="say what would be written, write nothing")
@@ -417,7 +411,9 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("convert", help="convert between a Claude Code transcript and an A2A document")
     s.add_argument("input")
     s.add_argument("output")
-    s.add_argument("--to", choices=["claude-code", "a2a"], help="target format (default: from OUTPUT's suffix)")
+    s.add_argument("--to", choices=(*registry.names(), "a2a"),
+                   help="target format (default: from OUTPUT's suffix); an agent's own format only for a "
+                        "conversation that came from that agent (Gemini: none)")
     s.add_argument("--keep-ids", action="store_true", help="give back the original lines exactly")
     s.set_defaults(func=cmd_convert)
 
@@ -445,7 +441,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("-o", "--output", default=".", help="folder for the received .a2a.json (default: here)")
     s.add_argument("--file", help="take a .a2a.json handed over as a file instead (the sender's fallback)")
     s.add_argument("--import", dest="do_import", action="store_true", help="import it for resume right away")
-    s.add_argument("--to", choices=["claude-code", "codex"], default="claude-code", help="agent to import into")
+    s.add_argument("--to", choices=registry.import_targets(), default="claude-code", help="agent to import into")
     s.add_argument("--cwd", help="project folder to resume in (with --import; default: the current directory)")
     s.add_argument("--same-account", action="store_true", help="keep thinking blocks on import")
     s.add_argument("--yes", action="store_true", help="accept the offer without asking")

@@ -36,6 +36,7 @@ from p2pd.agents.claude_code.restore import has_claude_code_source, restore_tran
 from p2pd.agents.claude_code.synthesize import synthesize_lines
 from p2pd.agents.claude_code.transcript import active_chain
 from p2pd.agents.jsonl import SourceLine
+from p2pd.agents.spec import Note, NoteKind
 from p2pd.conversation.model import ConversationDocument, Transcript
 from p2pd.errors import ConflictError, InvalidInputError
 from p2pd.support.atomic import atomic_write_bytes
@@ -242,17 +243,17 @@ def import_to_claude_code(doc: ConversationDocument, *, cwd: str | os.PathLike[s
         for i in range(1, len(synthesized)):
             synthesized[i]["parentUuid"] = synthesized[i - 1]["uuid"]
         lines = linearize(src, new_id, target_cwd, keep_thinking=same_account, result=result)
-        result.warnings.append(f"this conversation comes from {doc.origin.platform}: its turns were rebuilt as "
-                               "Claude Code messages")
+        result.warnings.append(Note(NoteKind.REBUILT, f"this conversation comes from {doc.origin.platform}: its "
+                                                      "turns were rebuilt as Claude Code messages"))
     if not lines:
         raise InvalidInputError("the conversation has no messages to import")
     result.lines = len(lines)
     if result.dropped_thinking:
-        result.warnings.append(f"dropped {result.dropped_thinking} thinking blocks (signed by the original "
-                               "account; use --same-account to keep them)")
+        result.warnings.append(Note(NoteKind.DROPPED, f"dropped {result.dropped_thinking} thinking blocks (signed by "
+                                                      "the original account; use --same-account to keep them)"))
     if result.synthesized_results:
-        result.warnings.append(f"{result.synthesized_results} tool calls had no recorded result; they were "
-                               "answered with an explicit error")
+        result.warnings.append(Note(NoteKind.REPAIRED, f"{result.synthesized_results} tool calls had no recorded "
+                                                       "result; they were answered with an explicit error"))
 
     writes: list[tuple[Path, bytes]] = [(path, _jsonl(lines))]
     session_folder = project_dir / new_id
@@ -271,8 +272,9 @@ def import_to_claude_code(doc: ConversationDocument, *, cwd: str | os.PathLike[s
         writes.append((target, data))
         result.tool_result_files.append(target)
     if doc.tool_results:
-        result.warnings.append("tool outputs saved to files are copied, but the conversation still names them "
-                               "by their path on the original machine")
+        result.warnings.append(Note(NoteKind.LOCATION, "tool outputs saved to files are copied, but the "
+                                                       "conversation still names them by their path on the "
+                                                       "original machine"))
 
     if dry_run:
         return result

@@ -32,6 +32,7 @@ from typing import Any
 from p2pd.agents.codex.paths import codex_home
 from p2pd.agents.codex.restore import has_codex_source, restore_rollout
 from p2pd.agents.crossagent import CarryReport, carry_warnings, readable_turns
+from p2pd.agents.spec import Note, NoteKind
 from p2pd.conversation.model import ConversationDocument, Role
 from p2pd.errors import ConflictError, InvalidInputError
 from p2pd.support.atomic import atomic_write_bytes
@@ -155,11 +156,12 @@ def import_to_codex(doc: ConversationDocument, *, cwd: str | os.PathLike[str] | 
     if doc.origin.platform == "codex" and has_codex_source(main):
         lines: list[Any] = rewrite_codex_lines(doc, new_id, target_cwd, keep_reasoning=same_account, result=result)
         if result.dropped_malformed:
-            result.warnings.append(f"left out {result.dropped_malformed} malformed source lines")
+            result.warnings.append(Note(NoteKind.REPAIRED,
+                                        f"left out {result.dropped_malformed} malformed source lines"))
         if result.dropped_reasoning:
-            result.warnings.append(f"dropped {result.dropped_reasoning} reasoning items (their encrypted content "
-                                   "only works for the OpenAI account that made them; use --same-account to keep "
-                                   "them)")
+            result.warnings.append(Note(NoteKind.DROPPED, f"dropped {result.dropped_reasoning} reasoning items (their "
+                                        "encrypted content only works for the OpenAI account that made them; use "
+                                        "--same-account to keep them)"))
     else:
         report = CarryReport(source=doc.origin.platform, target="Codex")
         lines = synthesize_codex_lines(doc, new_id, target_cwd, report)
@@ -168,9 +170,9 @@ def import_to_codex(doc: ConversationDocument, *, cwd: str | os.PathLike[str] | 
     if not any(isinstance(v, dict) and v.get("type") == "response_item" for v in lines):
         raise InvalidInputError("the conversation has no messages to import")
     result.lines = len(lines)
-    result.warnings.append(
+    result.warnings.append(Note(NoteKind.LOCATION,
         f"Codex CLI 0.99 and later list sessions from their index ({base / INDEX_NAME}), which p2pd does not write; "
-        f"if `codex resume {new_id}` does not find the session, open the file by path: {result.by_path_command}")
+        f"if `codex resume {new_id}` does not find the session, open the file by path: {result.by_path_command}"))
     data = "".join(json.dumps(v, ensure_ascii=False, separators=(",", ":")) + "\n" for v in lines)
     if not dry_run:
         atomic_write_bytes(path, data.encode("utf-8", errors="surrogateescape"), overwrite=False)
