@@ -1,6 +1,6 @@
 """Cross-agent import: a conversation from one agent rebuilt so another agent can read it and carry on.
 
-What each direction keeps and what it cannot carry is written down in ``crossagent.md`` beside this file; the
+What each direction keeps and what it cannot carry is written down in ``CROSSAGENT.md`` beside this file; the
 same facts are the warnings :func:`carry_warnings` returns, which ``p2pd import`` prints.
 
 The conversation is read through :mod:`p2pd.conversation.neutral`. The receiving agent gets the earlier turns as
@@ -141,7 +141,7 @@ def carry_warnings(report: CarryReport) -> list[str]:
 
 def _carry_texts(report: CarryReport) -> list[str]:
     out = [f"this conversation comes from {report.source}; {report.target} gets its turns as readable messages "
-           "(see what cannot be carried in p2pd/crossagent.md)"]
+           "(see what cannot be carried in p2pd/agents/CROSSAGENT.md)"]
     if report.tool_calls_as_text or report.tool_results_as_text:
         out.append(f"{report.tool_calls_as_text} tool calls and {report.tool_results_as_text} results were written "
                    f"as text: {report.target} can read them but not replay them, and the tools may not exist there")

@@ -126,12 +126,31 @@ def _with_parallel_tool_branches(lines: Sequence[SourceLine], chain: list[int]) 
     When Claude Code runs tools in parallel, each tool_use line and each tool_result line may hang off a
     different parent, so the newest-leaf walk keeps one branch and leaves the other results beside it
     (anthropics/claude-code #31330). Those results belong to the conversation: a line beside the chain is taken
-    in when its parent is taken and it is either another block of the same assistant response or a result of
-    a tool call that is taken. Lines come back in file order.
+    in when its parent message is taken and it is either another block of the same assistant response or a
+    result of a tool call that is taken. The parent message is the nearest user/assistant line up the
+    ``parentUuid`` links: hooks write ``progress`` rows between a tool call and the next block of the same
+    response, so a parallel call often hangs off a progress row that is itself beside the chain. Lines come
+    back in file order.
     """
     if not chain:
         return chain
     by_n = {ln.n: ln for ln in lines}
+    nodes: dict[str, SourceLine] = {}
+    for ln in lines:
+        if ln.obj is not None and ln.type in CHAIN_TYPES and (u := _uuid(ln.obj)) is not None:
+            nodes.setdefault(u, ln)
+
+    def parent_message(obj: dict[str, Any]) -> str | None:
+        seen: set[str] = set()
+        parent = _parent(obj)
+        while parent is not None and parent not in seen:
+            seen.add(parent)
+            node = nodes.get(parent)
+            if node is None or node.obj is None or node.type != "progress":
+                return parent
+            parent = _parent(node.obj)
+        return None
+
     taken = set(chain)
     uuid_taken = {u for n in taken if (o := by_n[n].obj) is not None and (u := _uuid(o))}
     tool_ids: set[str] = set()
@@ -152,7 +171,7 @@ def _with_parallel_tool_branches(lines: Sequence[SourceLine], chain: list[int]) 
         changed = False
         for ln in candidates:
             o = ln.obj
-            if o is None or ln.n in taken or _parent(o) not in uuid_taken:
+            if o is None or ln.n in taken or parent_message(o) not in uuid_taken:
                 continue
             if ln.type == "assistant":
                 mid = (o.get("message") or {}).get("id")
