@@ -8,7 +8,8 @@ Rules (research: shared notes formats.md §1.9), each covered by a test:
 3. The active branch is written as a strictly linear chain: fresh uuids, the first line's ``parentUuid`` is null
    and every other line's is the line before it. A compaction boundary stays a root, as Claude Code writes it,
    with ``logicalParentUuid`` pointing at the line before it. Side branches, progress rows and other
-   bookkeeping lines are left out.
+   bookkeeping lines are left out, and so is a user/assistant line without a readable ``message.content``
+   (it stays in the document; Claude Code would fail on it).
 4. Every ``tool_use`` is followed by its ``tool_result`` before the next assistant turn. A call with no recorded
    result gets an explicit error result (the API refuses an unanswered call); a result with no call is dropped.
 5. Thinking blocks are dropped (their signatures are tied to the account that made them) unless the caller
@@ -34,7 +35,7 @@ from typing import Any
 from p2pd.agents.claude_code.paths import config_dir, project_dir_for
 from p2pd.agents.claude_code.restore import has_claude_code_source, restore_transcript
 from p2pd.agents.claude_code.synthesize import synthesize_lines
-from p2pd.agents.claude_code.transcript import active_chain
+from p2pd.agents.claude_code.transcript import active_chain, message_problem
 from p2pd.agents.jsonl import SourceLine
 from p2pd.agents.spec import Note, NoteKind
 from p2pd.conversation.model import ConversationDocument, Transcript
@@ -57,6 +58,7 @@ class ImportResult:
     dropped_thinking: int = 0
     synthesized_results: int = 0
     dropped_orphan_results: int = 0
+    dropped_malformed: int = 0
     warnings: list[str] = field(default_factory=list)
     dry_run: bool = False
 
@@ -105,10 +107,11 @@ def linearize(lines: list[SourceLine], session_id: str, cwd: str, *, keep_thinki
             continue
         if ltype not in ("user", "assistant"):
             continue
-        line = copy.deepcopy(obj)
-        msg = line.get("message")
-        if not isinstance(msg, dict):
+        if message_problem(obj) is not None:
+            stats.dropped_malformed += 1  # kept in the document; Claude Code cannot read it back
             continue
+        line = copy.deepcopy(obj)
+        msg = line["message"]
         content = msg.get("content")
         if ltype == "assistant":
             mid = msg.get("id")
@@ -251,6 +254,9 @@ def import_to_claude_code(doc: ConversationDocument, *, cwd: str | os.PathLike[s
     if result.dropped_thinking:
         result.warnings.append(Note(NoteKind.DROPPED, f"dropped {result.dropped_thinking} thinking blocks (signed by "
                                                       "the original account; use --same-account to keep them)"))
+    if result.dropped_malformed:
+        result.warnings.append(Note(NoteKind.REPAIRED, f"left out {result.dropped_malformed} user/assistant lines "
+                                                       "without a readable message (they stay in the document)"))
     if result.synthesized_results:
         result.warnings.append(Note(NoteKind.REPAIRED, f"{result.synthesized_results} tool calls had no recorded "
                                                        "result; they were answered with an explicit error"))

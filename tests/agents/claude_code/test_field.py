@@ -11,9 +11,11 @@ import pytest
 
 from p2pd.agents.claude_code.export import export_session
 from p2pd.agents.claude_code.importer import import_to_claude_code
+from p2pd.agents.claude_code.paths import encode_project_dir
 from p2pd.agents.claude_code.transcript import active_chain
 from p2pd.agents.codex.importer import import_to_codex
 from p2pd.agents.jsonl import parse_lines, read_text
+from p2pd.conversation.document_io import dumps
 from tests.corpus import claude_code_files
 
 FA812 = "fa812bfe"
@@ -74,3 +76,46 @@ def test_codex_import_carries_every_call_with_its_result(tmp_path):
     results = re.findall(r"\[(?:result|error) of \w+ \(id (toolu_\w+)\)\]", text)
     assert "toolu_01AAQc1PRRFCtC2gzJhHPRn4" in calls
     assert sorted(calls) == sorted(results)
+
+
+def test_a_line_without_message_content_stays_in_the_document_but_not_in_the_written_chain(tmp_path):
+    src = next(f for f in claude_code_files() if f.name == "edge_cases.jsonl")
+    doc = export_session(src)
+    raw = [json.loads(x) for x in src.read_text().splitlines() if x.strip().startswith("{")]
+    broken = next(o for o in raw if isinstance(o.get("message"), dict) and "content" not in o["message"])
+    assert broken["message"]["contenst"][0]["content"] in dumps(doc).decode()  # nothing is lost
+    project = tmp_path / "p"
+    project.mkdir()
+    r = import_to_claude_code(doc, cwd=project, config=tmp_path / "home")
+    written = _jsonl(r.path)
+    assert all(isinstance(line["message"].get("content"), (str, list)) for line in written if "message" in line)
+    assert r.dropped_malformed >= 1 and any(w.kind == "repaired" for w in r.warnings)
+
+
+@pytest.mark.parametrize(("cwd", "folder"), [
+    ("/x/emoji😀dir", "-x-emoji--dir"),  # one character, two UTF-16 code units, two dashes
+    ("/x/cafe\u0301", "-x-cafe-"),  # decomposed é: the combining mark is a unit of its own, not normalised away
+    ("/x/caf\u00e9", "-x-caf-"),  # composed é: one unit
+    ("/home/dev/my_project.v2", "-home-dev-my-project-v2"),
+    ("/x/Ünïcödé", "-x--n-c-d-"),
+])
+def test_project_folder_name_replaces_each_utf16_code_unit(cwd, folder):
+    assert encode_project_dir(cwd) == folder
+
+
+def test_long_project_folder_gets_a_hash_of_the_utf16_units():
+    long = "/p/" + "😀" * 150  # 300 code units: cut at 200, hashed over the code units as JavaScript does
+    name = encode_project_dir(long)
+    assert name.startswith("-p-" + "-" * 197 + "-") and len(name) > 201
+    h = 0
+    data = long.encode("utf-16-le")
+    for i in range(0, len(data), 2):
+        h = (h * 31 + int.from_bytes(data[i:i + 2], "little")) % 2**32
+    h = abs(h - 2**32 if h >= 2**31 else h)
+    digits, out = "0123456789abcdefghijklmnopqrstuvwxyz", ""
+    while True:
+        h, r = divmod(h, 36)
+        out = digits[r] + out
+        if h == 0:
+            break
+    assert name == "-p-" + "-" * 197 + "-" + out
