@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from p2pd.agents.spec import Note, NoteKind
+from p2pd.agents.spec import Note, NoteKind, moved_images_note
 from p2pd.conversation import media_types as mt
 from p2pd.conversation.model import ConversationDocument, Message, Part, Role
 from p2pd.conversation.neutral import Image, Other, Reasoning, Text, ToolCall, ToolResult, message_items
@@ -107,7 +107,26 @@ def readable_turns(doc: ConversationDocument, report: CarryReport) -> list[Turn]
             turns[-1].images.extend(images)
             continue
         turns.append(Turn(role, texts, images, _str(m.p2pd.get("timestamp")), _str(m.p2pd.get("model"))))
-    return turns
+    return images_to_user_turns(turns)
+
+
+def images_to_user_turns(turns: list[Turn]) -> list[Turn]:
+    """Images of agent turns move to the user turn that follows (a new one when none does), after a note saying
+    so: the model APIs accept images in user turns only."""
+    out: list[Turn] = []
+    carried: list[Image] = []
+    for t in turns:
+        if t.role is Role.USER and carried:
+            t.texts.insert(0, moved_images_note(len(carried)))
+            t.images[:0] = carried
+            carried = []
+        out.append(t)
+        if t.role is Role.AGENT and t.images:
+            carried.extend(t.images)
+            t.images = []
+    if carried:
+        out.append(Turn(Role.USER, [moved_images_note(len(carried))], carried, out[-1].timestamp))
+    return out
 
 
 def _str(v: Any) -> str | None:

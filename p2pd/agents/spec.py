@@ -75,3 +75,9 @@ class Note(str):
         note = super().__new__(cls, text)
         note.kind = kind
         return note
+
+
+def moved_images_note(n: int) -> str:
+    """The text put before images moved out of an agent turn into the user turn that follows."""
+    return (f"[{n} image(s) shown in the agent's previous turn, moved here: model APIs take images only in user "
+            "turns]")

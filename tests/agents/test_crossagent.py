@@ -59,7 +59,8 @@ def test_claude_code_into_codex(tmp_path, project):
     assert "dropped 2 reasoning blocks (2 signed or encrypted" in notes
     assert "3 tool calls and 3 results were written as text" in notes
     assert "1 images" in notes  # the screenshot inside a tool result
-    assert "state_5.sqlite" in notes and str(r.path) in notes
+    assert f"codex exec resume {r.session_id}" in notes and "experimental_resume" not in notes
+    assert lines[0]["payload"]["model_provider"] == "openai"
     # Codex (and p2pd) can read the written rollout back
     back = export_rollout(r.path)
     assert back.origin.platform == "codex" and back.counts.messages == len(items)

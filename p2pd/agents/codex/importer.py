@@ -13,8 +13,10 @@ Rules, each covered by a test:
    / ``input_image``, the agent's words, tool calls and results as ``output_text`` (see
    :mod:`p2pd.crossagent`) — each followed by the ``event_msg`` (``user_message`` / ``agent_message``) the Codex
    UI shows when the session is resumed.
-5. Codex CLI 0.99 and later find sessions through an index (``$CODEX_HOME/state_5.sqlite``) that p2pd does not
-   write; the result says so and how to open the file by path.
+5. ``session_meta`` always names a ``model_provider`` (``openai`` when the source had none): Codex CLI 0.99 and
+   later keep a session index (``$CODEX_HOME/state_5.sqlite``, which p2pd does not write) and, once it exists,
+   refuse a session without one. Codex opens the session by id (``codex resume <id>`` / ``codex exec resume
+   <id>``; a path is ignored by 0.169); its picker lists it only after the first resume, which the result says.
 """
 
 from __future__ import annotations
@@ -40,6 +42,9 @@ from p2pd.support.atomic import atomic_write_bytes
 ORIGINATOR = "p2pd_import"
 CLI_VERSION = "0.89.0"
 INDEX_NAME = "state_5.sqlite"
+# Codex >= 0.99 with a session index refuses a session_meta without a provider ("Model provider unavailable");
+# the built-in provider is the one every Codex install has.
+MODEL_PROVIDER = "openai"
 
 
 @dataclass
@@ -58,8 +63,9 @@ class CodexImportResult:
         return f"cd {shlex.quote(self.cwd)} && codex resume {self.session_id}"
 
     @property
-    def by_path_command(self) -> str:
-        return f"cd {shlex.quote(self.cwd)} && codex -c experimental_resume={shlex.quote(str(self.path))}"
+    def exec_command(self) -> str:
+        """The non-interactive form, which also opens a session by id (Codex 0.169 ignores a path)."""
+        return f"cd {shlex.quote(self.cwd)} && codex exec resume {self.session_id} 'continue'"
 
 
 def _ts(dt: datetime) -> str:
@@ -85,6 +91,8 @@ def rewrite_codex_lines(doc: ConversationDocument, session_id: str, cwd: str, *,
             target = payload["meta"] if isinstance(payload.get("meta"), dict) else payload
             target["id"] = session_id
             target["cwd"] = cwd
+            if not target.get("model_provider"):
+                target["model_provider"] = MODEL_PROVIDER
         elif ltype == "turn_context" and "cwd" in payload:
             payload["cwd"] = cwd
         elif ltype == "response_item" and payload.get("type") == "reasoning" and not keep_reasoning:
@@ -98,7 +106,8 @@ def rewrite_codex_lines(doc: ConversationDocument, session_id: str, cwd: str, *,
 
 def _meta(session_id: str, cwd: str, doc: ConversationDocument) -> dict[str, Any]:
     meta: dict[str, Any] = {"id": session_id, "timestamp": _ts(datetime.now(UTC)), "cwd": cwd,
-                            "originator": ORIGINATOR, "cli_version": CLI_VERSION, "source": "cli"}
+                            "originator": ORIGINATOR, "cli_version": CLI_VERSION, "source": "cli",
+                            "model_provider": MODEL_PROVIDER}
     if doc.origin.git_branch:
         meta["git"] = {"branch": doc.origin.git_branch}
     return meta
@@ -127,8 +136,7 @@ def synthesize_codex_lines(doc: ConversationDocument, session_id: str, cwd: str,
             out.append(_line(ts, "response_item", {"type": "message", "role": "user", "content": content}))
             out.append(_line(ts, "event_msg", {"type": "user_message", "message": text, "images": urls}))
         else:
-            report.images_dropped += len(t.images)  # the Responses API takes no images in assistant turns
-            if not text:
+            if not text:  # (agent turns carry no images: readable_turns moved them to the next user turn)
                 continue
             out.append(_line(ts, "response_item", {"type": "message", "role": "assistant",
                                                    "content": [{"type": "output_text", "text": text}]}))
@@ -171,8 +179,9 @@ def import_to_codex(doc: ConversationDocument, *, cwd: str | os.PathLike[str] | 
         raise InvalidInputError("the conversation has no messages to import")
     result.lines = len(lines)
     result.warnings.append(Note(NoteKind.LOCATION,
-        f"Codex CLI 0.99 and later list sessions from their index ({base / INDEX_NAME}), which p2pd does not write; "
-        f"if `codex resume {new_id}` does not find the session, open the file by path: {result.by_path_command}"))
+        f"Codex opens the session by its id (`codex resume {new_id}`, or `{result.exec_command}`); Codex CLI 0.99 "
+        f"and later list it in `codex resume`'s picker and `--last` only after its first resume (their index "
+        f"{base / INDEX_NAME} is Codex's own)"))
     data = "".join(json.dumps(v, ensure_ascii=False, separators=(",", ":")) + "\n" for v in lines)
     if not dry_run:
         atomic_write_bytes(path, data.encode("utf-8", errors="surrogateescape"), overwrite=False)
