@@ -6,13 +6,16 @@ JSON, not an object, not UTF-8, or cut off by the end of the file).
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from p2pd.conversation.model import Record
 from p2pd.errors import InvalidInputError, NotFoundError
 
 _HAS_SURROGATE = re.compile("[\udc80-\udcff]")
@@ -79,3 +82,54 @@ def parse_line(n: int, line: str, *, last_without_newline: bool = False) -> Sour
 
 def lines_to_text(values: Iterable[str]) -> str:
     return "".join(v + "\n" for v in values)
+
+
+def verbatim_record(line: SourceLine) -> Record:
+    """A malformed line kept byte for byte: as text, or as base64 when it is not valid UTF-8."""
+    if _HAS_SURROGATE.search(line.text):
+        raw = line.text.encode("utf-8", errors="surrogateescape")
+        return Record(line=line.n, raw=base64.b64encode(raw).decode("ascii"))
+    return Record(line=line.n, text=line.text)
+
+
+def verbatim_text(record: Record) -> str | None:
+    """The line a :func:`verbatim_record` keeps (undecodable bytes as surrogate escapes), or None."""
+    if record.raw is not None:
+        return base64.b64decode(record.raw).decode("utf-8", errors="surrogateescape")
+    return record.text
+
+
+def require_lines(lines: list[SourceLine], path: Path) -> None:
+    """Refuse a file that is not JSON Lines at all, instead of reading it as an empty session."""
+    if any(ln.obj is not None for ln in lines):
+        return
+    if not lines or all(ln.error == "blank line" for ln in lines):
+        raise InvalidInputError(f"{path} is empty: no session lines to read")
+    if len(lines) == 1 and isinstance(lines[0].value, list):
+        raise InvalidInputError(f"{path} holds one JSON array, not JSON Lines (one object per line); if it is a "
+                                "list of conversation messages, save it as .json")
+    raise InvalidInputError(f"{path} holds no JSON object lines: not a session transcript "
+                            f"(line {lines[0].n}: {lines[0].error})")
+
+
+def _instant(value: Any) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+def session_time(stamps: Iterable[Any], path: Path) -> str:
+    """A document's ``createdAt``: the latest time the session itself records (its last activity), else the
+    file's modification time — never the clock, so the same session exports to the same bytes."""
+    latest = max((t for t in map(_instant, stamps) if t is not None), default=None)
+    if latest is None:
+        latest = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+    return latest.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def line_stamps(lines: Iterable[SourceLine], key: str = "timestamp") -> Iterable[Any]:
+    return (ln.obj.get(key) for ln in lines if ln.obj is not None)

@@ -29,9 +29,11 @@ def load_file(path: str | os.PathLike[str]) -> ConversationDocument:
         raise NotFoundError(f"file not found: {p}")
     agent = registry.detect_agent(p)
     if agent is None:
+        from p2pd.agents.counting import count
         from p2pd.conversation.document_io import read_document
 
         doc = read_document(p)
+        doc.counts = count(doc)  # a document from another tool (A2A v0.3, a bare message list) has none stored
     else:
         doc = agent.export(p)
         if agent.enrich is not None:

@@ -12,6 +12,7 @@ from typing import Any
 
 from p2pd.agents.claude_code.blocks import part_to_block
 from p2pd.agents.claude_code.export import CC_KEY
+from p2pd.agents.jsonl import verbatim_text
 from p2pd.conversation.model import Message, Transcript
 from p2pd.errors import InvalidInputError
 
@@ -64,7 +65,8 @@ def restore_transcript(transcript: Transcript) -> list[tuple[int, Any]]:
     for m in transcript.messages:
         items.extend(restore_message_lines(m))
     for rec in transcript.records:
-        items.append((rec.line, _RawText(rec.text) if rec.text is not None else rec.value))
+        text = verbatim_text(rec)
+        items.append((rec.line, _RawText(text) if text is not None else rec.value))
     items.sort(key=lambda item: item[0])
     return items
 

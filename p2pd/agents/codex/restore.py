@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from p2pd.agents.codex.items import CODEX, part_to_content_item
+from p2pd.agents.jsonl import verbatim_text
 from p2pd.conversation.model import Message, Transcript
 from p2pd.errors import InvalidInputError
 
@@ -49,7 +50,8 @@ def restore_rollout(transcript: Transcript) -> list[tuple[int, Any]]:
     """Every line in file order: (line number, JSON value), or (line number, raw text) for malformed lines."""
     items: list[tuple[int, Any]] = [restore_message_line(m) for m in transcript.messages]
     for rec in transcript.records:
-        items.append((rec.line, _RawText(rec.text) if rec.text is not None else rec.value))
+        text = verbatim_text(rec)
+        items.append((rec.line, _RawText(text) if text is not None else rec.value))
     items.sort(key=lambda item: item[0])
     return items
 

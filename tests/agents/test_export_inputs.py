@@ -1,0 +1,84 @@
+"""Export of real-but-bad inputs (issue 12): one clear error or a warning, never a traceback or an empty document;
+and the same session exports to the same bytes."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from p2pd.agents.claude_code.restore import to_jsonl
+from p2pd.agents.codex.export import export_rollout
+from p2pd.agents.sources import load_file
+from p2pd.conversation.document_io import dumps, to_blob
+from p2pd.errors import InvalidInputError
+from tests.corpus import claude_code_files, codex_files, gemini_files
+
+
+def _edge_cases() -> Path:
+    return next(f for f in claude_code_files() if f.name == "edge_cases.jsonl")
+
+
+def test_last_line_cut_inside_a_multibyte_character_is_a_warning_and_round_trips(tmp_path):
+    good = b"".join(_edge_cases().read_bytes().splitlines(keepends=True)[:3])
+    last = json.dumps({"type": "user", "message": {"role": "user", "content": "中文"}}, ensure_ascii=False).encode()
+    cut = last[:last.index("中".encode()) + 2]  # two of the three bytes of 中
+    src = tmp_path / "cut.jsonl"
+    src.write_bytes(good + cut)
+    doc = load_file(src)
+    assert [i.line for i in doc.issues] == [4] and "truncated" in doc.issues[0].reason
+    data = dumps(doc)  # no UnicodeEncodeError: the cut line travels as base64
+    assert doc.records[-1].raw is not None and doc.records[-1].text is None
+    back = load_file_from_bytes(tmp_path, data)
+    restored = to_jsonl(back.main_transcript()).encode("utf-8", errors="surrogateescape")
+    assert restored.endswith(b"\n" + cut + b"\n")  # the cut line comes back byte for byte
+
+
+def load_file_from_bytes(tmp_path: Path, data: bytes):
+    p = tmp_path / "doc.a2a.json"
+    p.write_bytes(data)
+    return load_file(p)
+
+
+@pytest.mark.parametrize("content", [b"", b"\n\n", b'[{"type": "user", "message": {"content": "hi"}}]',
+                                     b"not json at all\n"], ids=["empty", "blank", "array", "text"])
+def test_a_file_that_is_not_json_lines_is_one_clear_error(tmp_path, content):
+    for name in ("x.jsonl", "rollout-2026-01-01T00-00-00-1.jsonl"):
+        src = tmp_path / name
+        src.write_bytes(content)
+        with pytest.raises(InvalidInputError):
+            load_file(src)
+    with pytest.raises(InvalidInputError):
+        export_rollout(src)
+
+
+def test_an_a2a_v03_document_exports_with_its_real_counts(tmp_path):
+    messages = [
+        {"kind": "message", "messageId": "m1", "contextId": "c1", "role": "user",
+         "parts": [{"kind": "text", "text": "hello"}]},
+        {"kind": "message", "messageId": "m2", "contextId": "c1", "role": "agent",
+         "parts": [{"kind": "text", "text": "hi"}, {"kind": "file", "file": {"uri": "https://e.x/a.png",
+                                                                             "mimeType": "image/png"}}]},
+    ]
+    src = tmp_path / "v03.a2a.json"
+    src.write_text(json.dumps(messages))
+    doc = load_file(src)
+    assert (doc.counts.messages, doc.counts.user_messages, doc.counts.agent_messages) == (2, 1, 1)
+
+
+def test_the_same_session_exports_to_the_same_bytes():
+    sources = [claude_code_files(include_subagents=False)[0], codex_files()[0], gemini_files()[0]]
+    first = [load_file(src) for src in sources]
+    time.sleep(1.05)  # createdAt has one-second resolution: a clock-stamped export would differ now
+    for src, doc in zip(sources, first, strict=True):
+        again = load_file(src)
+        assert dumps(doc) == dumps(again) and to_blob(doc) == to_blob(again), src
+
+
+def test_created_at_is_the_sessions_last_recorded_time():
+    src = next(f for f in claude_code_files(include_subagents=False) if f.name.startswith("fa812bfe"))
+    stamps = [json.loads(x).get("timestamp") for x in src.read_text().splitlines()]
+    latest = max(s for s in stamps if isinstance(s, str))
+    assert load_file(src).created_at == latest[:19] + "Z"
