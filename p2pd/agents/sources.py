@@ -16,7 +16,7 @@ from p2pd.conversation.model import ConversationDocument
 from p2pd.errors import NotFoundError
 
 detect = registry.detect
-__all__ = ["detect", "is_gemini_meta", "load_conversation", "load_file"]
+__all__ = ["detect", "document_file_name", "is_gemini_meta", "load_conversation", "load_file"]
 
 
 def load_file(path: str | os.PathLike[str]) -> ConversationDocument:
@@ -41,6 +41,14 @@ def load_file(path: str | os.PathLike[str]) -> ConversationDocument:
     if doc.summary is None or "teams" in (doc.metadata or {}):
         summarize(doc)
     return doc
+
+
+def document_file_name(doc: ConversationDocument, suffix: str) -> str:
+    """A file name for the document in the current folder, from its session id made safe: ASCII letters, digits,
+    ``-``, ``_`` and inner dots only, so an id like ``../../x`` can neither leave the folder nor make one."""
+    stem = "".join(c if c.isascii() and (c.isalnum() or c in "-_.") else "-" for c in doc.context_id)[:80]
+    stem = stem.strip(".")
+    return f"{stem or 'conversation'}{suffix}"
 
 
 def _looks_like_path(ref: str) -> bool:

@@ -87,6 +87,7 @@ def _redacted(doc: Any, flag: bool | None) -> Any:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from p2pd.agents.sources import document_file_name
     from p2pd.conversation.document_io import write_document
 
     started = time.perf_counter()
@@ -98,7 +99,7 @@ def cmd_export(args: argparse.Namespace) -> int:
             raise InvalidInputError("malformed lines found (--strict): nothing written")
     doc = _redacted(doc, args.redact)
     suffix = ".a2a.p2pd" if args.compressed else ".a2a.json"
-    target = Path(args.output) if args.output else Path(f"{doc.context_id}{suffix}")
+    target = Path(args.output) if args.output else Path(document_file_name(doc, suffix))
     with _status(f"Writing {target}…"):
         size = write_document(doc, target, compressed=args.compressed, codec=args.codec)
     c = doc.counts

@@ -4,6 +4,8 @@ and the same session exports to the same bytes."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -11,9 +13,10 @@ import pytest
 
 from p2pd.agents.claude_code.restore import to_jsonl
 from p2pd.agents.codex.export import export_rollout
-from p2pd.agents.sources import load_file
+from p2pd.agents.sources import document_file_name, load_file
 from p2pd.conversation.document_io import dumps, to_blob
 from p2pd.errors import InvalidInputError
+from tests.agents.claude_code.helpers import Session
 from tests.corpus import claude_code_files, codex_files, gemini_files
 
 
@@ -82,3 +85,28 @@ def test_created_at_is_the_sessions_last_recorded_time():
     stamps = [json.loads(x).get("timestamp") for x in src.read_text().splitlines()]
     latest = max(s for s in stamps if isinstance(s, str))
     assert load_file(src).created_at == latest[:19] + "Z"
+
+
+@pytest.mark.parametrize(("session_id", "name"), [
+    ("../../x", "-..-x.a2a.json"), ("/etc/passwd", "-etc-passwd.a2a.json"), ("..", "conversation.a2a.json"),
+    ("a/b\\c", "a-b-c.a2a.json"), ("ünï", "-n-.a2a.json"), (".hidden", "hidden.a2a.json"),
+])
+def test_document_file_name_stays_in_the_folder(session_id, name):
+    doc = load_file(claude_code_files(include_subagents=False)[0])
+    doc.context_id = session_id
+    assert document_file_name(doc, ".a2a.json") == name
+
+
+def test_cli_export_without_output_writes_only_into_the_current_folder(tmp_path):
+    s = Session(session_id="../../x")
+    s.user("hello")
+    s.assistant([{"type": "text", "text": "hi"}])
+    src = s.write(tmp_path / "src", name="s.jsonl")
+    here = tmp_path / "a" / "b" / "c"
+    here.mkdir(parents=True)
+    before = sorted(p for p in tmp_path.rglob("*"))
+    r = subprocess.run([sys.executable, "-m", "p2pd", "export", str(src)], cwd=here, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    created = sorted(set(tmp_path.rglob("*")) - set(before))
+    assert created == [here / "-..-x.a2a.json"]
