@@ -15,7 +15,7 @@ from p2pd.errors import InvalidInputError, NotFoundError
 if TYPE_CHECKING:
     from p2pd.conversation.model import ConversationDocument
 
-NAME = "claude-code"
+from p2pd.agents.claude_code import NAME
 
 
 def _find() -> list[Path]:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from p2pd.agents.claude_code import NAME
 from p2pd.agents.claude_code.blocks import block_to_part
 from p2pd.agents.claude_code.transcript import MESSAGE_TYPES, TITLE_TYPES, active_chain, message_problem
 from p2pd.agents.counting import count
@@ -45,7 +46,7 @@ from p2pd.conversation.model import (
 )
 
 CC_KEY = "claudeCode"
-PLATFORM = "claude-code"
+PLATFORM = NAME
 TITLE_MAX = 80
 
 

@@ -12,7 +12,7 @@ from p2pd.errors import InvalidInputError
 if TYPE_CHECKING:
     from p2pd.conversation.model import ConversationDocument
 
-NAME = "codex"
+from p2pd.agents.codex import NAME
 
 
 def _find() -> list[Path]:

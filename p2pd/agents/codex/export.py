@@ -15,6 +15,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
+from p2pd.agents.codex import NAME
 from p2pd.agents.codex.items import CODEX, payload_to_parts, role_and_kind
 from p2pd.agents.codex.paths import rollout_id
 from p2pd.agents.codex.rollout import read_rollout
@@ -24,7 +25,7 @@ from p2pd.conversation import media_types as mt
 from p2pd.conversation.model import ConversationDocument, LineIssue, Message, Origin, Part, Record, Role, Transcript
 from p2pd.conversation.summary import summarize
 
-PLATFORM = "codex"
+PLATFORM = NAME
 
 
 def convert_rollout(lines: list[SourceLine], context_id: str) -> Transcript:

@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from p2pd.agents.codex import NAME
 from p2pd.agents.codex.paths import codex_home
 from p2pd.agents.codex.restore import has_codex_source, restore_rollout
 from p2pd.agents.crossagent import CarryReport, carry_warnings, readable_turns
@@ -161,7 +162,7 @@ def import_to_codex(doc: ConversationDocument, *, cwd: str | os.PathLike[str] | 
         raise ConflictError(f"a Codex session file already exists at {path}; not overwriting it")
     result = CodexImportResult(new_id, path, target_cwd, 0, dry_run=dry_run)
     main = doc.main_transcript()
-    if doc.origin.platform == "codex" and has_codex_source(main):
+    if doc.origin.platform == NAME and has_codex_source(main):
         lines: list[Any] = rewrite_codex_lines(doc, new_id, target_cwd, keep_reasoning=same_account, result=result)
         if result.dropped_malformed:
             result.warnings.append(Note(NoteKind.REPAIRED,

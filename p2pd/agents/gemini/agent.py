@@ -11,7 +11,7 @@ from p2pd.agents.spec import Agent, FirstLine
 if TYPE_CHECKING:
     from p2pd.conversation.model import ConversationDocument
 
-NAME = "gemini"
+from p2pd.agents.gemini import NAME
 
 
 def _detect(path: Path, first: FirstLine) -> bool:

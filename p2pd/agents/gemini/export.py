@@ -37,13 +37,14 @@ from pathlib import Path
 from typing import Any
 
 from p2pd.agents.counting import count
+from p2pd.agents.gemini import NAME
 from p2pd.agents.jsonl import parse_lines, read_text, require_lines, session_time, verbatim_record
 from p2pd.conversation import media_types as mt
 from p2pd.conversation.model import ConversationDocument, LineIssue, Message, Origin, Part, Record, Role
 from p2pd.conversation.summary import TITLE_MAX, clip, summarize
 from p2pd.errors import InvalidInputError
 
-PLATFORM = "gemini"
+PLATFORM = NAME
 GEMINI = "gemini"
 _KINDS = {"user": "prompt", "gemini": "response", "info": "info", "error": "error", "warning": "warning"}
 
