@@ -151,8 +151,9 @@ def cmd_convert(args: argparse.Namespace) -> int:
     from p2pd.support.atomic import atomic_write_bytes
 
     src, dst = Path(args.input), Path(args.output)
-    to = args.to or ("claude-code" if dst.suffix == ".jsonl" else "a2a")
     doc = load_conversation(str(src))
+    own = doc.origin.platform if doc.origin.platform in registry.restore_targets() else "claude-code"
+    to = args.to or (own if dst.suffix == ".jsonl" else "a2a")  # a .jsonl goes back to the agent it came from
     if to == "a2a":
         size = write_document(doc, dst, compressed=dst.name.endswith(".p2pd"))
         err.print(f"Wrote A2A conversation {dst} ({_human(size)})")
@@ -409,7 +410,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="keep signed thinking / encrypted reasoning (only valid for the account that made them)")
     s.set_defaults(func=cmd_import)
 
-    s = sub.add_parser("convert", help="convert between a Claude Code transcript and an A2A document")
+    s = sub.add_parser("convert", help="convert between an agent session file and an A2A document")
     s.add_argument("input")
     s.add_argument("output")
     s.add_argument("--to", choices=(*registry.names(), "a2a"),

@@ -83,3 +83,13 @@ def test_convert_to_gemini_says_plainly_there_is_no_restore(tmp_path):
 def test_convert_codex_document_to_claude_code_is_refused(tmp_path):
     r = _cli("convert", str(codex_files()[0]), str(tmp_path / "x.jsonl"), "--to", "claude-code", cwd=str(tmp_path))
     assert r.returncode != 0 and "did not come from Claude Code" in r.stderr
+
+
+def test_convert_to_jsonl_defaults_to_the_agent_the_document_came_from(tmp_path):
+    rollout = codex_files()[0]
+    doc_path = tmp_path / "doc.a2a.json"
+    assert _cli("convert", str(rollout), str(doc_path), cwd=str(tmp_path)).returncode == 0
+    r = _cli("convert", str(doc_path), str(tmp_path / "back.jsonl"), cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert [json.loads(x) for x in (tmp_path / "back.jsonl").read_text().splitlines()] == \
+        [json.loads(x) for x in rollout.read_text().splitlines()]

@@ -48,9 +48,9 @@ def test_parallel_call_hanging_off_a_hook_progress_row_is_in_the_active_chain():
     assert missing == [], f"tool calls left out of the active chain at lines {missing}"
 
 
-@pytest.mark.parametrize("name", [FA812, "4d5611e5", "tool_heavy", "edge_cases"])
-def test_every_tool_call_of_the_active_chain_is_imported_with_its_result(tmp_path, name):
-    src = _corpus(name)
+@pytest.mark.parametrize("src", claude_code_files(include_subagents=False), ids=lambda p: p.name[:12])
+def test_every_tool_call_of_the_active_chain_is_imported_with_its_result(tmp_path, src):
+    name = src.name
     lines = parse_lines(read_text(src))
     chain = [lines[n - 1].obj for n in active_chain(lines)]
     calls = set(_tool_ids([o for o in chain if o and o.get("type") == "assistant"], "tool_use", "id"))
@@ -62,7 +62,7 @@ def test_every_tool_call_of_the_active_chain_is_imported_with_its_result(tmp_pat
     assert set(_tool_ids(written, "tool_use", "id")) == calls
     assert set(_tool_ids(written, "tool_result", "tool_use_id")) == calls
     assert r.synthesized_results == len(calls - answered)
-    if name == FA812:
+    if name.startswith(FA812):
         assert "toolu_01AAQc1PRRFCtC2gzJhHPRn4" in calls and r.synthesized_results == 0
 
 
