@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from p2pd.conversation.document_io import escape_lone_surrogates
 from p2pd.conversation.model import Record
 from p2pd.errors import InvalidInputError, NotFoundError
 
@@ -133,3 +134,8 @@ def session_time(stamps: Iterable[Any], path: Path) -> str:
 
 def line_stamps(lines: Iterable[SourceLine], key: str = "timestamp") -> Iterable[Any]:
     return (ln.obj.get(key) for ln in lines if ln.obj is not None)
+
+
+def dumps_line(value: Any) -> str:
+    """One JSONL line (no newline) as the agents write them: compact, UTF-8, lone surrogates escaped."""
+    return escape_lone_surrogates(json.dumps(value, ensure_ascii=False, separators=(",", ":")))

@@ -110,3 +110,31 @@ def test_cli_export_without_output_writes_only_into_the_current_folder(tmp_path)
     assert r.returncode == 0, r.stderr
     created = sorted(set(tmp_path.rglob("*")) - set(before))
     assert created == [here / "-..-x.a2a.json"]
+
+
+def test_a_string_cut_inside_an_emoji_exports_imports_and_restores(tmp_path):
+    """JavaScript writes a lone UTF-16 surrogate as an escape (``\\ud83d``): a tool output cut inside an emoji."""
+    lines = [
+        '{"type":"user","message":{"role":"user","content":"cut emoji \\ud83d here"},"uuid":"a","parentUuid":null,'
+        '"sessionId":"s1","timestamp":"2026-01-01T00:00:00Z"}',
+        '{"type":"assistant","message":{"id":"m1","role":"assistant","content":[{"type":"text","text":"ok \\ude00"}]},'
+        '"uuid":"b","parentUuid":"a","sessionId":"s1","timestamp":"2026-01-01T00:00:01Z"}',
+    ]
+    src = tmp_path / "lone.jsonl"
+    src.write_text("\n".join(lines) + "\n")
+    doc = load_file(src)
+    data = dumps(doc)
+    data.decode("utf-8")  # valid UTF-8
+    back = load_file_from_bytes(tmp_path, data)
+    assert back.messages[0].parts[0].text == "cut emoji \ud83d here"
+    restored = to_jsonl(back.main_transcript())
+    assert [json.loads(x) for x in restored.splitlines()] == [json.loads(x) for x in lines]
+    from p2pd.agents.claude_code.importer import import_to_claude_code
+    from p2pd.agents.codex.importer import import_to_codex
+
+    project = tmp_path / "p"
+    project.mkdir()
+    r = import_to_claude_code(doc, cwd=project, config=tmp_path / "claude")
+    assert "\\ud83d" in r.path.read_text(encoding="utf-8")
+    r2 = import_to_codex(doc, cwd=project, home=tmp_path / "codex")
+    assert "\\ud83d" in r2.path.read_text(encoding="utf-8")

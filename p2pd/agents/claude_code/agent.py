@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import uuid
 from pathlib import Path
@@ -57,6 +56,7 @@ def _restore(doc: ConversationDocument, *, keep_ids: bool) -> bytes:
     """The transcript as Claude Code wrote it (``keep_ids``), else its active chain under a new session id."""
     from p2pd.agents.claude_code.importer import linearize, source_objects
     from p2pd.agents.claude_code.restore import has_claude_code_source, to_jsonl
+    from p2pd.agents.jsonl import dumps_line
 
     main = doc.main_transcript()
     if not has_claude_code_source(main):
@@ -65,7 +65,7 @@ def _restore(doc: ConversationDocument, *, keep_ids: bool) -> bytes:
     if keep_ids:
         return to_jsonl(main).encode("utf-8", errors="surrogateescape")
     lines = linearize(source_objects(main), str(uuid.uuid4()), doc.origin.cwd or os.getcwd(), keep_thinking=True)
-    return "".join(json.dumps(v, ensure_ascii=False, separators=(",", ":")) + "\n" for v in lines).encode()
+    return "".join(dumps_line(v) + "\n" for v in lines).encode()
 
 
 AGENT = Agent(name=NAME, display="Claude Code", aliases=("claude",), find_sessions=_find, detect=_detect,

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import base64
 import copy
-import json
 import os
 import re
 import shlex
@@ -36,7 +35,7 @@ from p2pd.agents.claude_code.paths import config_dir, project_dir_for
 from p2pd.agents.claude_code.restore import has_claude_code_source, restore_transcript
 from p2pd.agents.claude_code.synthesize import synthesize_lines
 from p2pd.agents.claude_code.transcript import active_chain, message_problem
-from p2pd.agents.jsonl import SourceLine
+from p2pd.agents.jsonl import SourceLine, dumps_line
 from p2pd.agents.spec import Note, NoteKind
 from p2pd.conversation.model import ConversationDocument, Transcript
 from p2pd.errors import ConflictError, InvalidInputError
@@ -209,7 +208,7 @@ def _rewrite_sidecar(lines: list[Any], session_id: str, cwd: str, keep_thinking:
 
 def _jsonl(values: list[Any]) -> bytes:
     return "".join(
-        (v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, separators=(",", ":"))) + "\n"
+        (v if isinstance(v, str) else dumps_line(v)) + "\n"
         for v in values).encode("utf-8", errors="surrogateescape")
 
 
@@ -271,7 +270,7 @@ def import_to_claude_code(doc: ConversationDocument, *, cwd: str | os.PathLike[s
         result.subagent_files.append(target)
         if sub.meta is not None:
             meta_target = target.with_name(target.stem + ".meta.json")
-            writes.append((meta_target, json.dumps(sub.meta, ensure_ascii=False).encode("utf-8")))
+            writes.append((meta_target, dumps_line(sub.meta).encode("utf-8")))
     for tr in doc.tool_results:
         target = _inside(session_folder, f"tool-results/{tr.name}")
         data = tr.text.encode("utf-8") if tr.text is not None else base64.b64decode(tr.raw or "")

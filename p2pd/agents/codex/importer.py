@@ -22,7 +22,6 @@ Rules, each covered by a test:
 from __future__ import annotations
 
 import copy
-import json
 import os
 import shlex
 import uuid
@@ -35,6 +34,7 @@ from p2pd.agents.codex import NAME
 from p2pd.agents.codex.paths import codex_home
 from p2pd.agents.codex.restore import has_codex_source, restore_rollout
 from p2pd.agents.crossagent import CarryReport, carry_warnings, readable_turns
+from p2pd.agents.jsonl import dumps_line
 from p2pd.agents.spec import Note, NoteKind
 from p2pd.conversation.model import ConversationDocument, Role
 from p2pd.errors import ConflictError, InvalidInputError
@@ -183,7 +183,7 @@ def import_to_codex(doc: ConversationDocument, *, cwd: str | os.PathLike[str] | 
         f"Codex opens the session by its id (`codex resume {new_id}`, or `{result.exec_command}`); Codex CLI 0.99 "
         f"and later list it in `codex resume`'s picker and `--last` only after its first resume (their index "
         f"{base / INDEX_NAME} is Codex's own)"))
-    data = "".join(json.dumps(v, ensure_ascii=False, separators=(",", ":")) + "\n" for v in lines)
+    data = "".join(dumps_line(v) + "\n" for v in lines)
     if not dry_run:
         atomic_write_bytes(path, data.encode("utf-8", errors="surrogateescape"), overwrite=False)
     return result

@@ -4,11 +4,10 @@
 from __future__ import annotations
 
 import copy
-import json
 from typing import Any
 
 from p2pd.agents.codex.items import CODEX, part_to_content_item
-from p2pd.agents.jsonl import verbatim_text
+from p2pd.agents.jsonl import dumps_line, verbatim_text
 from p2pd.conversation.model import Message, Transcript
 from p2pd.errors import InvalidInputError
 
@@ -68,5 +67,5 @@ def to_jsonl(transcript: Transcript) -> str:
     out = []
     for _, value in restore_rollout(transcript):
         out.append(str(value) if isinstance(value, _RawText)
-                   else json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+                   else dumps_line(value))
     return "".join(line + "\n" for line in out)
