@@ -136,7 +136,9 @@ def daemon_settings() -> DaemonSettings:
     accept = (_bool(env_accept, "P2PD_ACCEPT_HANDOFFS") if env_accept is not None
               else _bool(conf.get("accept_handoffs", True), f"'accept_handoffs' in {where}"))
     agent = os.environ.get("P2PD_HANDOFF_AGENT", "").strip() or conf.get("handoff_agent", "claude-code")
-    if agent not in ("claude-code", "codex"):
-        raise InvalidInputError(f"'handoff_agent' must be 'claude-code' or 'codex', not {agent!r}")
+    from p2pd.agents.registry import import_targets
+
+    if agent not in import_targets():
+        raise InvalidInputError(f"'handoff_agent' must be one of {', '.join(import_targets())}, not {agent!r}")
     return DaemonSettings(host=host, port=port, allow_remote=allow_remote, cors_origins=tuple(origins),
                           accept_handoffs=accept, handoff_agent=agent)

@@ -32,7 +32,6 @@ ALLOWED_LONG_FILES: dict[str, str] = {
 }
 ALLOWED_TEXT_DECISIONS: dict[str, str] = {
     "p2pd/daemon/network.py": "daemon helper (h/daemon): retry/busy/interrupted decided on error causes",
-    "p2pd/agents/crossagent.py": "agents helper (h/agents): a warning dropped by its wording",
 }
 ALLOWED_PRIVATE_IMPORTS: dict[str, str] = {
     "p2pd/transfer/partial.py": "transfer helper (h/transfer): p2pd.support.atomic._fsync_dir",

@@ -1,6 +1,6 @@
 """Cross-agent import: a conversation from one agent rebuilt so another agent can read it and carry on.
 
-What each direction keeps and what it cannot carry is written down in ``crossagent.md`` beside this file; the
+What each direction keeps and what it cannot carry is written down in ``CROSSAGENT.md`` beside this file; the
 same facts are the warnings :func:`carry_warnings` returns, which ``p2pd import`` prints.
 
 The conversation is read through :mod:`p2pd.conversation.neutral`. The receiving agent gets the earlier turns as
@@ -17,6 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from p2pd.agents.spec import Note, NoteKind, moved_images_note
 from p2pd.conversation import media_types as mt
 from p2pd.conversation.model import ConversationDocument, Message, Part, Role
 from p2pd.conversation.neutral import Image, Other, Reasoning, Text, ToolCall, ToolResult, message_items
@@ -106,7 +107,26 @@ def readable_turns(doc: ConversationDocument, report: CarryReport) -> list[Turn]
             turns[-1].images.extend(images)
             continue
         turns.append(Turn(role, texts, images, _str(m.p2pd.get("timestamp")), _str(m.p2pd.get("model"))))
-    return turns
+    return images_to_user_turns(turns)
+
+
+def images_to_user_turns(turns: list[Turn]) -> list[Turn]:
+    """Images of agent turns move to the user turn that follows (a new one when none does), after a note saying
+    so: the model APIs accept images in user turns only."""
+    out: list[Turn] = []
+    carried: list[Image] = []
+    for t in turns:
+        if t.role is Role.USER and carried:
+            t.texts.insert(0, moved_images_note(len(carried)))
+            t.images[:0] = carried
+            carried = []
+        out.append(t)
+        if t.role is Role.AGENT and t.images:
+            carried.extend(t.images)
+            t.images = []
+    if carried:
+        out.append(Turn(Role.USER, [moved_images_note(len(carried))], carried, out[-1].timestamp))
+    return out
 
 
 def _str(v: Any) -> str | None:
@@ -135,8 +155,12 @@ def plain_document(doc: ConversationDocument, report: CarryReport) -> Conversati
 
 
 def carry_warnings(report: CarryReport) -> list[str]:
+    return [Note(NoteKind.CARRIED, text) for text in _carry_texts(report)]
+
+
+def _carry_texts(report: CarryReport) -> list[str]:
     out = [f"this conversation comes from {report.source}; {report.target} gets its turns as readable messages "
-           "(see what cannot be carried in p2pd/crossagent.md)"]
+           "(see what cannot be carried in p2pd/agents/CROSSAGENT.md)"]
     if report.tool_calls_as_text or report.tool_results_as_text:
         out.append(f"{report.tool_calls_as_text} tool calls and {report.tool_results_as_text} results were written "
                    f"as text: {report.target} can read them but not replay them, and the tools may not exist there")
@@ -155,17 +179,16 @@ def carry_warnings(report: CarryReport) -> list[str]:
     return out
 
 
-FOREIGN_TO_CLAUDE_CODE = {"codex", "gemini"}
-
-
-def import_into_claude_code(doc: ConversationDocument, **kwargs: Any) -> Any:
-    """Import into Claude Code: exactly when it came from Claude Code, as readable turns when from Codex/Gemini."""
+def import_into_claude_code(doc: ConversationDocument, *, foreign: bool, **kwargs: Any) -> Any:
+    """Import into Claude Code: exactly when it came from Claude Code (or is a plain A2A conversation), as readable
+    turns when it came from another agent (``foreign``)."""
     from p2pd.agents.claude_code.importer import import_to_claude_code
 
-    if doc.origin.platform not in FOREIGN_TO_CLAUDE_CODE:
+    if not foreign:
         return import_to_claude_code(doc, **kwargs)
     report = CarryReport(source=doc.origin.platform, target="Claude Code")
     result = import_to_claude_code(plain_document(doc, report), **kwargs)
-    result.warnings[:0] = carry_warnings(report)
-    result.warnings = [w for w in result.warnings if "were rebuilt as Claude Code messages" not in w]
+    # the carry warnings say how the turns were rebuilt, in more detail than the importer's own note
+    result.warnings = carry_warnings(report) + [w for w in result.warnings
+                                                if not (isinstance(w, Note) and w.kind is NoteKind.REBUILT)]
     return result

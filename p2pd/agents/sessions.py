@@ -1,25 +1,24 @@
-"""Local agent sessions, listed across platforms (``p2pd sessions``) and resolved by id, prefix or path.
+"""Local agent sessions, listed across agents (``p2pd sessions``).
 
-Claude Code: ``$CLAUDE_CONFIG_DIR`` or ``~/.claude`` ``/projects/*/*.jsonl``; Codex: ``$CODEX_HOME`` or ``~/.codex``
-``/sessions/YYYY/MM/DD/rollout-*.jsonl[.zst]``; Gemini CLI: ``$GEMINI_DIR`` or ``~/.gemini`` ``/tmp/*/chats/session-*``.
+Where each agent keeps its sessions is the agent's own ``find_sessions`` (:mod:`p2pd.agents.registry`): Claude
+Code ``$CLAUDE_CONFIG_DIR`` or ``~/.claude`` ``/projects/*/*.jsonl``; Codex ``$CODEX_HOME`` or ``~/.codex``
+``/sessions/YYYY/MM/DD/rollout-*.jsonl[.zst]``; Gemini CLI ``$GEMINI_DIR`` or ``~/.gemini`` ``/tmp/*/chats/session-*``.
 A file that cannot be read is listed with its error as title rather than hiding the others.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from p2pd.agents.claude_code import paths as cc_paths
-from p2pd.agents.codex import paths as codex_paths
+from p2pd.agents import registry
 from p2pd.conversation.model import ConversationDocument
 from p2pd.errors import P2pdError
 
-PLATFORMS = ("claude-code", "codex", "gemini")
+PLATFORMS = registry.names()
 
 
 @dataclass
@@ -59,45 +58,10 @@ def _info(platform: str, path: Path, load: Callable[[Path], ConversationDocument
                            messages=0, size=path.stat().st_size, last_activity=_mtime(path), path=str(path))
 
 
-def claude_code_info(path: Path) -> SessionInfo:
-    from p2pd.agents.claude_code.export import export_session
-
-    return _info("claude-code", path, export_session)
-
-
-def codex_info(path: Path) -> SessionInfo:
-    from p2pd.agents.codex.export import export_rollout
-
-    return _info("codex", path, export_rollout)
-
-
-def gemini_info(path: Path) -> SessionInfo:
-    from p2pd.agents.gemini.export import export_gemini
-
-    return _info("gemini", path, export_gemini)
-
-
-def gemini_dir() -> Path:
-    env = os.environ.get("GEMINI_DIR")
-    return Path(env).expanduser() if env else Path.home() / ".gemini"
-
-
-def find_gemini_sessions(root: Path | None = None) -> list[Path]:
-    tmp = (root or gemini_dir()) / "tmp"
-    if not tmp.is_dir():
-        return []
-    found = [p for p in tmp.glob("*/chats/session-*") if p.is_file() and p.name.endswith((".json", ".jsonl"))]
-    found.sort(key=lambda p: p.stat().st_mtime, reverse=True)
-    return found
-
-
 def list_sessions(platform: str | None = None, *, limit: int | None = None) -> list[SessionInfo]:
     infos: list[SessionInfo] = []
-    if platform in (None, "claude-code"):
-        infos.extend(claude_code_info(s.path) for s in cc_paths.find_sessions()[:limit])
-    if platform in (None, "codex"):
-        infos.extend(codex_info(r.path) for r in codex_paths.find_rollouts()[:limit])
-    if platform in (None, "gemini"):
-        infos.extend(gemini_info(p) for p in find_gemini_sessions()[:limit])
+    for agent in registry.AGENTS:
+        if platform in (None, agent.name):
+            infos.extend(_info(agent.name, path, agent.export) for path in agent.find_sessions()[:limit])
     infos.sort(key=lambda i: i.last_activity, reverse=True)
     return infos[:limit] if limit else infos

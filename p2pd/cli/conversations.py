@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,8 +16,10 @@ from p2pd.errors import ExitCode, InvalidInputError
 
 
 def register(sub: Any) -> None:
+    from p2pd.agents import registry
+
     s = sub.add_parser("sessions", help="list local agent sessions, newest first")
-    s.add_argument("--platform", choices=["claude-code", "codex", "gemini"], default=None)
+    s.add_argument("--platform", choices=registry.names(), default=None)
     s.add_argument("--json", action="store_true", help="machine-readable output")
     s.add_argument("--limit", type=int, default=None, help="at most N sessions")
     s.add_argument("--summary", action="store_true", help="print each session's summary under the table")
@@ -37,7 +38,7 @@ def register(sub: Any) -> None:
 
     s = sub.add_parser("import", help="import a conversation document so the agent can resume it here")
     s.add_argument("file", help="a .a2a.json document, .a2a.p2pd blob, or a Claude Code/Codex/Gemini session file")
-    s.add_argument("--to", choices=["claude-code", "codex"], default="claude-code",
+    s.add_argument("--to", choices=registry.import_targets(), default="claude-code",
                    help="the agent to resume in (default: claude-code)")
     s.add_argument("--cwd", help="the project folder to resume in (default: the current directory)")
     s.add_argument("--dry-run", action="store_true", help="say what would be written, write nothing")
@@ -45,10 +46,12 @@ def register(sub: Any) -> None:
                    help="keep signed thinking / encrypted reasoning (only valid for the account that made them)")
     s.set_defaults(func=cmd_import)
 
-    s = sub.add_parser("convert", help="convert between a Claude Code transcript and an A2A document")
+    s = sub.add_parser("convert", help="convert between an agent session file and an A2A document")
     s.add_argument("input")
     s.add_argument("output")
-    s.add_argument("--to", choices=["claude-code", "a2a"], help="target format (default: from OUTPUT's suffix)")
+    s.add_argument("--to", choices=(*registry.names(), "a2a"),
+                   help="target format (default: from OUTPUT's suffix); an agent's own format only for a "
+                        "conversation that came from that agent (Gemini: none)")
     s.add_argument("--keep-ids", action="store_true", help="give back the original lines exactly")
     s.set_defaults(func=cmd_convert)
 
@@ -109,6 +112,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------- export
 def cmd_export(args: argparse.Namespace) -> int:
+    from p2pd.agents.sources import document_file_name
     from p2pd.conversation.document_io import write_document
 
     started = time.perf_counter()
@@ -120,7 +124,7 @@ def cmd_export(args: argparse.Namespace) -> int:
             raise InvalidInputError("malformed lines found (--strict): nothing written")
     doc = redacted(doc, args.redact)
     suffix = ".a2a.p2pd" if args.compressed else ".a2a.json"
-    target = Path(args.output) if args.output else Path(f"{doc.context_id}{suffix}")
+    target = Path(args.output) if args.output else Path(document_file_name(doc, suffix))
     with status(f"Writing {target}…"):
         size = write_document(doc, target, compressed=args.compressed, codec=args.codec)
     c = doc.counts
@@ -167,31 +171,24 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------- convert
 def cmd_convert(args: argparse.Namespace) -> int:
-    from p2pd.agents.claude_code.importer import linearize, source_objects
-    from p2pd.agents.claude_code.restore import has_claude_code_source, to_jsonl
+    from p2pd.agents import registry
     from p2pd.conversation.document_io import write_document
     from p2pd.support.atomic import atomic_write_bytes
 
     src, dst = Path(args.input), Path(args.output)
-    to = args.to or ("claude-code" if dst.suffix == ".jsonl" else "a2a")
     doc = load_conversation(str(src))
+    own = doc.origin.platform if doc.origin.platform in registry.restore_targets() else "claude-code"
+    to = args.to or (own if dst.suffix == ".jsonl" else "a2a")  # a .jsonl goes back to the agent it came from
     if to == "a2a":
         size = write_document(doc, dst, compressed=dst.name.endswith(".p2pd"))
         err.print(f"Wrote A2A conversation {escape(str(dst))} ({human(size)})")
         return ExitCode.OK
-    main = doc.main_transcript()
-    if not has_claude_code_source(main):
-        raise InvalidInputError(f"{src} did not come from Claude Code; use `p2pd import` to rebuild it as a session")
-    if args.keep_ids:
-        data = to_jsonl(main).encode("utf-8", errors="surrogateescape")
-    else:
-        import uuid
-
-        sid = str(uuid.uuid4())
-        lines = linearize(source_objects(main), sid, doc.origin.cwd or os.getcwd(), keep_thinking=True)
-        data = "".join(json.dumps(v, ensure_ascii=False, separators=(",", ":")) + "\n" for v in lines).encode()
+    agent = registry.get(to)
+    if agent.restore is None:
+        raise InvalidInputError(agent.no_restore_reason)
+    data = agent.restore(doc, keep_ids=args.keep_ids)
     atomic_write_bytes(dst, data)
-    err.print(f"Wrote Claude Code transcript {escape(str(dst))} ({human(len(data))}"
+    err.print(f"Wrote {agent.display} session file {escape(str(dst))} ({human(len(data))}"
               f"{', ids kept' if args.keep_ids else ''})")
     return ExitCode.OK
 

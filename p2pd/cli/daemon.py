@@ -14,6 +14,7 @@ from p2pd.errors import ExitCode, InvalidInputError
 
 
 def register(sub: Any) -> None:
+    from p2pd.agents.registry import import_targets
     from p2pd.daemon.serve import cmd_serve
 
     s = sub.add_parser("serve", help="run the daemon: local HTTP API, MCP endpoint, inbox, handoffs")
@@ -36,7 +37,7 @@ def register(sub: Any) -> None:
     s = sub.add_parser("inbox", help="conversations received by the daemon (list, show, import, rm)")
     s.add_argument("action", nargs="?", choices=["list", "show", "import", "rm"], default="list")
     s.add_argument("id", nargs="?", help="an inbox id (show, import, rm)")
-    s.add_argument("--to", choices=["claude-code", "codex"], default="claude-code", help="agent to import into")
+    s.add_argument("--to", choices=import_targets(), default="claude-code", help="agent to import into")
     s.add_argument("--cwd", help="project folder to resume in (import; default: the conversation's, if it exists)")
     s.add_argument("--same-account", action="store_true", help="keep thinking blocks on import")
     s.add_argument("--json", action="store_true", help="machine-readable output")

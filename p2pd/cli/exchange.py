@@ -16,6 +16,8 @@ from p2pd.errors import ExitCode, NotFoundError, P2pdError
 
 
 def register(sub: Any) -> None:
+    from p2pd.agents import registry
+
     s = sub.add_parser("send", help="send a conversation to another machine (pairing code, peer to peer)")
     s.add_argument("session", help="session id, unique prefix, 'latest', transcript path, or .a2a.json file")
     s.add_argument("--code", help="use this code (else one is made); '-' reads it from stdin; or $P2PD_CODE")
@@ -34,7 +36,7 @@ def register(sub: Any) -> None:
     s.add_argument("-o", "--output", default=".", help="folder for the received .a2a.json (default: here)")
     s.add_argument("--file", help="take a .a2a.json handed over as a file instead (the sender's fallback)")
     s.add_argument("--import", dest="do_import", action="store_true", help="import it for resume right away")
-    s.add_argument("--to", choices=["claude-code", "codex"], default="claude-code", help="agent to import into")
+    s.add_argument("--to", choices=registry.import_targets(), default="claude-code", help="agent to import into")
     s.add_argument("--cwd", help="project folder to resume in (with --import; default: the current directory)")
     s.add_argument("--same-account", action="store_true", help="keep thinking blocks on import")
     s.add_argument("--yes", action="store_true", help="accept the offer without asking")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -22,14 +23,21 @@ from p2pd.errors import InvalidInputError, NotFoundError, TooLargeError
 from p2pd.support.atomic import atomic_write_bytes
 
 DEFAULT_MAX_SIZE = blob.DEFAULT_MAX_RAW_SIZE
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def escape_lone_surrogates(json_text: str) -> str:
+    """JSON text with each lone UTF-16 surrogate (a string cut inside an emoji, as JavaScript writes it: ``\\ud83d``)
+    written as its escape, so the text encodes as UTF-8 and reads back to the same string."""
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", json_text)
 
 
 def dumps(doc: ConversationDocument, *, pretty: bool = True) -> bytes:
     """Serialize a document. ``pretty`` (the .a2a.json default) indents; the wire form is compact."""
     data = doc.to_json_dict()
     if pretty:
-        return json.dumps(data, ensure_ascii=False, indent=1).encode("utf-8") + b"\n"
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        return escape_lone_surrogates(json.dumps(data, ensure_ascii=False, indent=1)).encode("utf-8") + b"\n"
+    return escape_lone_surrogates(json.dumps(data, ensure_ascii=False, separators=(",", ":"))).encode("utf-8")
 
 
 def write_document(doc: ConversationDocument, path: str | os.PathLike[str], *, compressed: bool = False,

@@ -176,12 +176,14 @@ class Record(_Model):
     """A source line that is not a conversation message (progress rows, snapshots, unknown line types,
     malformed lines). Kept verbatim so the source can be rebuilt exactly.
 
-    ``value`` is the parsed JSON of the line; ``text`` is the raw line when it was not valid JSON.
+    ``value`` is the parsed JSON of the line; ``text`` is the raw line when it was not valid JSON; ``raw`` is the
+    line's bytes in base64 instead of ``text`` when they are not valid UTF-8 (a line cut inside a character).
     """
 
     line: int
     value: Any = None
     text: str | None = None
+    raw: str | None = None
 
 
 class Transcript(_Model):
@@ -248,5 +250,5 @@ def _restore_nulls(out: JsonObject, doc: Transcript | ConversationDocument) -> N
     """``exclude_none`` drops model fields that are None, so a record whose line was JSON ``null`` would lose its
     ``value``; put it back. (Nulls inside JSON values are untouched by ``exclude_none``.)"""
     for rec_out, rec in zip(out.get("records", []), doc.records, strict=True):
-        if rec.value is None and rec.text is None:
+        if rec.value is None and rec.text is None and rec.raw is None:
             rec_out["value"] = None

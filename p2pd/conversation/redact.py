@@ -1,9 +1,16 @@
 """Masking secrets in a conversation before it leaves the machine (``p2pd export --redact``).
 
 Every string in the document is scanned — text parts, tool inputs and outputs in data parts, the per-message source
-envelopes (Claude Code's ``toolUseResult`` repeats tool output there), records (progress rows carry command output),
-subagents, spilled tool-result files, title and summary — except ``raw`` parts (base64 bytes, not text). Each match
-becomes ``[REDACTED:<kind>]``; nothing else changes. The report counts masks by kind and never holds a secret.
+envelopes (Claude Code's ``toolUseResult`` repeats tool output there), records (progress rows carry command output;
+a line kept as base64 because it is not valid UTF-8 is decoded, masked and encoded again), subagents, spilled
+tool-result files, title and summary — except the bytes of file parts and spilled binary files (the ``raw`` field of
+a part or a sidecar file: images and other binaries, not text). A ``raw`` key anywhere else (inside a tool's input
+or output, a source envelope) is an ordinary key and is scanned. Each match becomes ``[REDACTED:<kind>]``; nothing
+else changes. The report counts masks by kind and never holds a secret.
+
+The session's own title (Claude Code's custom or AI title, Gemini's summary) is kept, masked; a title that was
+clipped from the first prompt is made again from the masked prompt, so a secret cut short by the clip cannot
+escape the patterns. The summary is always made again.
 
 | kind              | what                                                                  |
 |-------------------|-----------------------------------------------------------------------|
@@ -20,10 +27,17 @@ becomes ``[REDACTED:<kind>]``; nothing else changes. The report counts masks by 
 | azure-storage-key | ``AccountKey=…`` in connection strings                                |
 | url-credentials   | the password in ``scheme://user:password@host``                       |
 | env-secret        | the value of ``.env``-style ``…SECRET…=``, ``…TOKEN…=``, ``…PASSWORD…=``, ``…API_KEY…=`` |
+| json-secret       | the string value of a JSON key that ends in secret, token, password, api_key… |
+
+``json-secret`` covers JSON in text (``{"password": "…"}``, also backslash-escaped) and keys of structured tool
+inputs and outputs alike; the key must end in ``secret``, ``token``, ``password``, ``passwd``, ``api_key``,
+``apikey``, ``access_key``, ``private_key`` or ``credential(s)`` (so ``access_token`` is masked, ``token_type``
+and ``input_tokens`` are not).
 """
 
 from __future__ import annotations
 
+import base64
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -31,11 +45,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from p2pd.conversation.document_io import document_from_json
-from p2pd.conversation.model import ConversationDocument
+from p2pd.conversation.model import ConversationDocument, Role
 
 MASK = "[REDACTED:{}]"
 MASK_RE = re.compile(r"\[REDACTED:[a-z0-9-]+\]")
-_SKIP_KEYS = {"raw"}
+# a JSON key naming a secret: ends in one of these words (so ``access_token`` and ``clientSecret`` do,
+# ``token_type``, ``input_tokens`` and ``tokenizer`` do not)
+_SECRET_KEY = (r"[A-Za-z0-9_.-]*?(?:secret|token|password|passwd|api_?key|apikey|access_?key|private_?key|"
+               r"credentials?)")
+SECRET_KEY_RE = re.compile(rf"(?i){_SECRET_KEY}")
 
 
 def _whole(kind: str) -> Callable[[re.Match[str]], str]:
@@ -78,6 +96,9 @@ PATTERNS: list[tuple[str, re.Pattern[str], Callable[[re.Match[str]], str]]] = [
         r"(?<![A-Za-z0-9_])(?:export\s+)?" + _ENV_KEY + r"\s*=\s*(?P<q>[\"']?)"
         r"(?P<v>(?=[^\s\"'#]*[0-9])[A-Za-z0-9_\-./+=:@!%^*~]{8,}|[A-Za-z0-9_\-./+=:@!%^*~]{16,})(?P=q)"
         r"(?![A-Za-z0-9_\-./+=:@!%^*~(\[])"), _group("env-secret", "v")),
+    ("json-secret", re.compile(
+        rf"(?i)(?P<qk>\\?\")(?:{_SECRET_KEY})(?P=qk)\s*:\s*(?P<qv>\\?\")(?!\[REDACTED:)"
+        r"(?P<v>(?:(?!(?P=qv))[^\"\n])+)(?P=qv)"), _group("json-secret", "v")),
 ]
 KINDS = [kind for kind, _, _ in PATTERNS]
 
@@ -110,14 +131,82 @@ def redact_text(text: str, counts: Counter[str] | None = None) -> str:
 
 
 def redact_value(value: Any, counts: Counter[str]) -> Any:
-    """A copy of a JSON value with every string (not keys; not ``raw`` part bytes) redacted."""
+    """A copy of a JSON value with every string redacted (keys are kept); the string value of a key naming a
+    secret is masked whole."""
     if isinstance(value, str):
         return redact_text(value, counts)
     if isinstance(value, list):
         return [redact_value(v, counts) for v in value]
     if isinstance(value, dict):
-        return {k: (v if k in _SKIP_KEYS else redact_value(v, counts)) for k, v in value.items()}
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            if isinstance(v, str) and v and SECRET_KEY_RE.fullmatch(k) and not MASK_RE.fullmatch(v):
+                counts["json-secret"] += 1
+                out[k] = MASK.format("json-secret")
+            else:
+                out[k] = redact_value(v, counts)
+        return out
     return value
+
+
+def _keep_bytes(item: Any, counts: Counter[str]) -> Any:
+    """A part or a spilled file: everything but its ``raw`` bytes redacted."""
+    if not isinstance(item, dict):
+        return redact_value(item, counts)
+    return {k: (v if k == "raw" else redact_value(v, counts)) for k, v in item.items()}
+
+
+def _record(item: Any, counts: Counter[str]) -> Any:
+    """A record: a line kept as base64 (not valid UTF-8) is decoded, masked and encoded again."""
+    if not (isinstance(item, dict) and isinstance(item.get("raw"), str)):
+        return redact_value(item, counts)
+    text = base64.b64decode(item["raw"]).decode("utf-8", errors="surrogateescape")
+    masked = redact_text(text, counts).encode("utf-8", errors="surrogateescape")
+    return {**redact_value({k: v for k, v in item.items() if k != "raw"}, counts),
+            "raw": base64.b64encode(masked).decode("ascii")}
+
+
+def _messages(messages: Any, counts: Counter[str]) -> Any:
+    if not isinstance(messages, list):
+        return redact_value(messages, counts)
+    out = []
+    for m in messages:
+        if isinstance(m, dict) and isinstance(m.get("parts"), list):
+            m = {**redact_value({k: v for k, v in m.items() if k != "parts"}, counts),
+                 "parts": [_keep_bytes(p, counts) for p in m["parts"]]}
+        else:
+            m = redact_value(m, counts)
+        out.append(m)
+    return out
+
+
+def _transcript(data: dict[str, Any], counts: Counter[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in data.items():
+        if k == "messages":
+            out[k] = _messages(v, counts)
+        elif k == "records" and isinstance(v, list):
+            out[k] = [_record(r, counts) for r in v]
+        elif k == "toolResults" and isinstance(v, list):
+            out[k] = [_keep_bytes(f, counts) for f in v]
+        elif k == "subagents" and isinstance(v, list):
+            out[k] = [_transcript(sub, counts) if isinstance(sub, dict) else redact_value(sub, counts) for sub in v]
+        else:
+            out[k] = redact_value(v, counts)
+    return out
+
+
+def _title_from_prompt(doc: ConversationDocument) -> bool:
+    """Whether the title was clipped from a user prompt (rather than the session's own title)."""
+    title = " ".join(doc.title.removesuffix("…").split())
+    if not title:
+        return True
+    for m in doc.messages:
+        if m.role is Role.USER:
+            text = " ".join(" ".join(p.text for p in m.parts if p.text is not None).split())
+            if title in text:
+                return True
+    return False
 
 
 def redact_document(doc: ConversationDocument) -> tuple[ConversationDocument, RedactionReport]:
@@ -125,12 +214,13 @@ def redact_document(doc: ConversationDocument) -> tuple[ConversationDocument, Re
     from p2pd.conversation.summary import summarize
 
     report = RedactionReport()
-    data = redact_value(doc.to_json_dict(), report.counts)
+    data = _transcript(doc.to_json_dict(), report.counts)
     red = document_from_json(data, source="redacted document")
     if report.total:
-        # the title and summary were clipped from the text before masking: a clip can cut a secret short enough
-        # that no pattern sees it any more, so both are made again from the masked conversation
-        red.title = ""
+        if _title_from_prompt(doc):
+            # clipped from the prompt before masking: a clip can cut a secret short enough that no pattern sees it
+            # any more, so the title is made again from the masked prompt
+            red.title = ""
         red.summary = None
         summarize(red)
     return red, report

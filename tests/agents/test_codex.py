@@ -9,9 +9,9 @@ import zstandard
 from a2a.types import Message as SdkMessage
 from google.protobuf import json_format
 
-from p2pd.agents.claude_code.transcript import parse_lines
 from p2pd.agents.codex.export import export_rollout
 from p2pd.agents.codex.restore import restored_values, to_jsonl
+from p2pd.agents.jsonl import parse_lines
 from p2pd.agents.sessions import list_sessions
 from p2pd.agents.sources import detect, load_conversation
 from p2pd.conversation import media_types as mt

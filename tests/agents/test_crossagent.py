@@ -59,7 +59,8 @@ def test_claude_code_into_codex(tmp_path, project):
     assert "dropped 2 reasoning blocks (2 signed or encrypted" in notes
     assert "3 tool calls and 3 results were written as text" in notes
     assert "1 images" in notes  # the screenshot inside a tool result
-    assert "state_5.sqlite" in notes and str(r.path) in notes
+    assert f"codex exec resume {r.session_id}" in notes and "experimental_resume" not in notes
+    assert lines[0]["payload"]["model_provider"] == "openai"
     # Codex (and p2pd) can read the written rollout back
     back = export_rollout(r.path)
     assert back.origin.platform == "codex" and back.counts.messages == len(items)
@@ -70,7 +71,7 @@ def test_codex_into_claude_code(tmp_path, project):
     src = every_kind_rollout().write(tmp_path / "src")
     doc = load_file(src)
     config = tmp_path / "claude"
-    r = import_into_claude_code(doc, cwd=project, config=config)
+    r = import_into_claude_code(doc, foreign=True, cwd=project, config=config)
     lines = _jsonl(r.path)
     assert lines[0]["parentUuid"] is None
     assert all(b["parentUuid"] == a["uuid"] for a, b in itertools.pairwise(lines))
@@ -91,7 +92,7 @@ def test_codex_into_claude_code(tmp_path, project):
 
 def test_codex_corpus_into_claude_code(tmp_path, project):
     doc = load_file(CORPUS / "codex" / "unleash" / "codex-sample.jsonl")
-    r = import_into_claude_code(doc, cwd=project, config=tmp_path / "claude")
+    r = import_into_claude_code(doc, foreign=True, cwd=project, config=tmp_path / "claude")
     text = _cc_texts(_jsonl(r.path))
     assert "say hello" in text and "exec_command" in text and "Process exited with code 0" in text
 
@@ -115,7 +116,7 @@ def test_gemini_into_both(tmp_path, project):
     agent = json.dumps(_jsonl(r1.path))
     assert "[gemini tool call: run_shell_command" in agent and "tmux-tool" in agent
     assert any("1 info" in w for w in r1.warnings)
-    r2 = import_into_claude_code(doc, cwd=project, config=tmp_path / "claude")
+    r2 = import_into_claude_code(doc, foreign=True, cwd=project, config=tmp_path / "claude")
     assert "run_shell_command" in _cc_texts(_jsonl(r2.path))
 
 

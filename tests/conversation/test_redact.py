@@ -42,6 +42,7 @@ SECRETS = {  # kind -> (text holding it, the secret part that must vanish)
     "url-credentials": ("psql postgres://admin:S3cr3tPassw0rd@db.example.com:5432/app", "S3cr3tPassw0rd"),
     "env-secret": ("DATABASE_PASSWORD=hunter2hunter2\nexport STRIPE_API_KEY='rk_live_51H8abcdef'",
                    "hunter2hunter2"),
+    "json-secret": ('config.json: {"user": "bob", "password": "Tr0ub4dor&3x"}', "Tr0ub4dor&3x"),
 }
 
 
@@ -197,3 +198,65 @@ def test_config_default_applies_to_export(tmp_path, monkeypatch, capsys):
     out_file = tmp_path / "o.a2a.json"
     assert main(["export", str(s.write(tmp_path / "src")), "-o", str(out_file)]) == 0
     assert secrets[0] not in out_file.read_text() and "Redaction: masked" in capsys.readouterr().err
+
+
+def test_a_key_named_raw_is_scanned_but_image_bytes_are_not(tmp_path):
+    webhook = "https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX"
+    key = "sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789AbCd"
+    png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+    s = Session()
+    s.user([{"type": "text", "text": "post it"},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}}])
+    s.tool_call("Notify", {"raw": {"url": webhook}, "opts": {"raw": key}}, {"raw": f"sent with {key}"})
+    s.assistant([{"type": "text", "text": "done"}])
+    red, report = redact_document(load_file(s.write(tmp_path)))
+    data = json.dumps(red.to_json_dict())
+    assert webhook not in data and key not in data
+    assert report.counts["slack-token"] >= 1 and report.counts["openai-key"] >= 2
+    assert png in data  # the image's bytes travel unchanged
+
+
+def test_json_style_assignments_in_text_and_in_structured_input_are_masked(tmp_path):
+    s = Session()
+    s.user("read the config")
+    s.tool_call("Read", {"file_path": "/app/config.json"},
+                '{\n  "db": {"password": "correct-horse"},\n  "api_key":"abc123xyz",\n  "token_type": "Bearer"\n}')
+    s.tool_call("Bash", {"command": "curl -d '{\\\"client_secret\\\": \\\"s3cr3t-v4lue\\\"}' x"}, "ok")
+    s.tool_call("Login", {"username": "bob", "password": "plain-pass-1"}, "ok")
+    s.assistant([{"type": "text", "text": "done"}])
+    red, report = redact_document(load_file(s.write(tmp_path)))
+    data = json.dumps(red.to_json_dict(), ensure_ascii=False)
+    for secret in ("correct-horse", "abc123xyz", "s3cr3t-v4lue", "plain-pass-1"):
+        assert secret not in data, secret
+    assert "Bearer" in data and '"username": "bob"' in data  # token_type is not a secret key
+    assert report.counts["json-secret"] >= 4
+
+
+def test_the_sessions_own_title_is_kept(tmp_path):
+    text, secret = SECRETS["openai-key"]
+    s = Session()
+    s.user(f"use {text} for the deploy")
+    s.assistant([{"type": "text", "text": "ok"}])
+    s.add({"type": "custom-title", "customTitle": "Deploy pipeline fix", "sessionId": s.session_id})
+    doc = load_file(s.write(tmp_path))
+    assert doc.title == "Deploy pipeline fix"
+    red, report = redact_document(doc)
+    assert report.total and red.title == "Deploy pipeline fix" and secret not in (red.summary or "")
+
+
+def test_a_line_kept_as_bytes_is_masked_too(tmp_path):
+    text, secret = SECRETS["github-token"]
+    s = Session()
+    s.user("hello")
+    s.assistant([{"type": "text", "text": "hi"}])
+    src = s.write(tmp_path)
+    with src.open("ab") as fh:  # a last line cut inside a character, holding a token
+        fh.write(('{"type":"user","message":{"content":"' + text + ' é').encode()[:-1])
+    doc = load_file(src)
+    assert doc.records[-1].raw is not None
+    red, report = redact_document(doc)
+    assert report.counts["github-token"] >= 1
+    import base64
+
+    kept = base64.b64decode(red.records[-1].raw)
+    assert secret.encode() not in kept and b"[REDACTED:github-token]" in kept and kept.endswith(b"\xc3")

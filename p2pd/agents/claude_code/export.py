@@ -16,24 +16,25 @@ import json
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from p2pd.agents.claude_code import NAME
 from p2pd.agents.claude_code.blocks import block_to_part
-from p2pd.agents.claude_code.transcript import (
-    MESSAGE_TYPES,
-    TITLE_TYPES,
+from p2pd.agents.claude_code.transcript import MESSAGE_TYPES, TITLE_TYPES, active_chain, message_problem
+from p2pd.agents.counting import count
+from p2pd.agents.jsonl import (
     SourceLine,
-    active_chain,
-    message_problem,
+    line_stamps,
     parse_lines,
     read_text,
+    require_lines,
+    session_time,
+    verbatim_record,
 )
 from p2pd.conversation import media_types as mt
 from p2pd.conversation.model import (
     ConversationDocument,
-    Counts,
     LineIssue,
     Message,
     Origin,
@@ -45,7 +46,7 @@ from p2pd.conversation.model import (
 )
 
 CC_KEY = "claudeCode"
-PLATFORM = "claude-code"
+PLATFORM = NAME
 TITLE_MAX = 80
 
 
@@ -76,7 +77,7 @@ def convert_transcript(lines: list[SourceLine], context_id: str) -> Transcript:
         if obj is None:
             # Malformed (not JSON, not an object, blank): reported, and kept byte for byte.
             issues.append(LineIssue(line=line.n, reason=line.error or "unreadable"))
-            records.append(Record(line=line.n, text=line.text))
+            records.append(verbatim_record(line))
             continue
         ltype = line.type
         if ltype is None:
@@ -197,6 +198,7 @@ def export_session(path: Path, *, progress: Callable[[str], None] | None = None)
     """Read a Claude Code session file (plus its subagents and tool results) into a conversation document."""
     path = Path(path)
     lines = parse_lines(read_text(path))
+    require_lines(lines, path)
     session_id = _first_str(lines, "sessionId") or path.stem
     main = convert_transcript(lines, session_id)
     if progress:
@@ -206,7 +208,7 @@ def export_session(path: Path, *, progress: Callable[[str], None] | None = None)
     doc = ConversationDocument(
         context_id=session_id,
         title=session_title(lines, main.messages),
-        created_at=datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+        created_at=session_time(line_stamps(lines), path),
         origin=Origin(platform=PLATFORM, session_id=session_id, cwd=_first_str(lines, "cwd"),
                       git_branch=_last_str(lines, "gitBranch"), client_version=_last_str(lines, "version"),
                       transcript_path=str(path.resolve()), hostname=socket.gethostname()),
@@ -215,30 +217,6 @@ def export_session(path: Path, *, progress: Callable[[str], None] | None = None)
     )
     doc.counts = count(doc)
     return doc
-
-
-def count(doc: ConversationDocument) -> Counts:
-    c = Counts()
-    for m in doc.messages:
-        c.messages += 1
-        if m.role is Role.USER:
-            c.user_messages += 1
-        else:
-            c.agent_messages += 1
-        if m.p2pd.get("active", True):
-            c.active_messages += 1
-        else:
-            c.side_branch_messages += 1
-        for p in m.parts:
-            if p.media_type == mt.TOOL_USE:
-                c.tool_calls += 1
-            elif p.media_type == mt.TOOL_RESULT:
-                c.tool_results += 1
-    c.source_lines = doc.line_count
-    c.records = len(doc.records)
-    c.malformed_lines = len(doc.issues) + sum(len(s.issues) for s in doc.subagents)
-    c.subagents = len(doc.subagents)
-    return c
 
 
 def _first_str(lines: list[SourceLine], key: str) -> str | None:

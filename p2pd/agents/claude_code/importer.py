@@ -8,7 +8,8 @@ Rules (research: shared notes formats.md §1.9), each covered by a test:
 3. The active branch is written as a strictly linear chain: fresh uuids, the first line's ``parentUuid`` is null
    and every other line's is the line before it. A compaction boundary stays a root, as Claude Code writes it,
    with ``logicalParentUuid`` pointing at the line before it. Side branches, progress rows and other
-   bookkeeping lines are left out.
+   bookkeeping lines are left out, and so is a user/assistant line without a readable ``message.content``
+   (it stays in the document; Claude Code would fail on it).
 4. Every ``tool_use`` is followed by its ``tool_result`` before the next assistant turn. A call with no recorded
    result gets an explicit error result (the API refuses an unanswered call); a result with no call is dropped.
 5. Thinking blocks are dropped (their signatures are tied to the account that made them) unless the caller
@@ -22,7 +23,6 @@ from __future__ import annotations
 
 import base64
 import copy
-import json
 import os
 import re
 import shlex
@@ -34,7 +34,9 @@ from typing import Any
 from p2pd.agents.claude_code.paths import config_dir, project_dir_for
 from p2pd.agents.claude_code.restore import has_claude_code_source, restore_transcript
 from p2pd.agents.claude_code.synthesize import synthesize_lines
-from p2pd.agents.claude_code.transcript import SourceLine, active_chain
+from p2pd.agents.claude_code.transcript import active_chain, message_problem
+from p2pd.agents.jsonl import SourceLine, dumps_line
+from p2pd.agents.spec import Note, NoteKind
 from p2pd.conversation.model import ConversationDocument, Transcript
 from p2pd.errors import ConflictError, InvalidInputError
 from p2pd.support.atomic import atomic_write_bytes
@@ -55,6 +57,7 @@ class ImportResult:
     dropped_thinking: int = 0
     synthesized_results: int = 0
     dropped_orphan_results: int = 0
+    dropped_malformed: int = 0
     warnings: list[str] = field(default_factory=list)
     dry_run: bool = False
 
@@ -103,10 +106,11 @@ def linearize(lines: list[SourceLine], session_id: str, cwd: str, *, keep_thinki
             continue
         if ltype not in ("user", "assistant"):
             continue
-        line = copy.deepcopy(obj)
-        msg = line.get("message")
-        if not isinstance(msg, dict):
+        if message_problem(obj) is not None:
+            stats.dropped_malformed += 1  # kept in the document; Claude Code cannot read it back
             continue
+        line = copy.deepcopy(obj)
+        msg = line["message"]
         content = msg.get("content")
         if ltype == "assistant":
             mid = msg.get("id")
@@ -204,7 +208,7 @@ def _rewrite_sidecar(lines: list[Any], session_id: str, cwd: str, keep_thinking:
 
 def _jsonl(values: list[Any]) -> bytes:
     return "".join(
-        (v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, separators=(",", ":"))) + "\n"
+        (v if isinstance(v, str) else dumps_line(v)) + "\n"
         for v in values).encode("utf-8", errors="surrogateescape")
 
 
@@ -241,17 +245,20 @@ def import_to_claude_code(doc: ConversationDocument, *, cwd: str | os.PathLike[s
         for i in range(1, len(synthesized)):
             synthesized[i]["parentUuid"] = synthesized[i - 1]["uuid"]
         lines = linearize(src, new_id, target_cwd, keep_thinking=same_account, result=result)
-        result.warnings.append(f"this conversation comes from {doc.origin.platform}: its turns were rebuilt as "
-                               "Claude Code messages")
+        result.warnings.append(Note(NoteKind.REBUILT, f"this conversation comes from {doc.origin.platform}: its "
+                                                      "turns were rebuilt as Claude Code messages"))
     if not lines:
         raise InvalidInputError("the conversation has no messages to import")
     result.lines = len(lines)
     if result.dropped_thinking:
-        result.warnings.append(f"dropped {result.dropped_thinking} thinking blocks (signed by the original "
-                               "account; use --same-account to keep them)")
+        result.warnings.append(Note(NoteKind.DROPPED, f"dropped {result.dropped_thinking} thinking blocks (signed by "
+                                                      "the original account; use --same-account to keep them)"))
+    if result.dropped_malformed:
+        result.warnings.append(Note(NoteKind.REPAIRED, f"left out {result.dropped_malformed} user/assistant lines "
+                                                       "without a readable message (they stay in the document)"))
     if result.synthesized_results:
-        result.warnings.append(f"{result.synthesized_results} tool calls had no recorded result; they were "
-                               "answered with an explicit error")
+        result.warnings.append(Note(NoteKind.REPAIRED, f"{result.synthesized_results} tool calls had no recorded "
+                                                       "result; they were answered with an explicit error"))
 
     writes: list[tuple[Path, bytes]] = [(path, _jsonl(lines))]
     session_folder = project_dir / new_id
@@ -263,15 +270,16 @@ def import_to_claude_code(doc: ConversationDocument, *, cwd: str | os.PathLike[s
         result.subagent_files.append(target)
         if sub.meta is not None:
             meta_target = target.with_name(target.stem + ".meta.json")
-            writes.append((meta_target, json.dumps(sub.meta, ensure_ascii=False).encode("utf-8")))
+            writes.append((meta_target, dumps_line(sub.meta).encode("utf-8")))
     for tr in doc.tool_results:
         target = _inside(session_folder, f"tool-results/{tr.name}")
         data = tr.text.encode("utf-8") if tr.text is not None else base64.b64decode(tr.raw or "")
         writes.append((target, data))
         result.tool_result_files.append(target)
     if doc.tool_results:
-        result.warnings.append("tool outputs saved to files are copied, but the conversation still names them "
-                               "by their path on the original machine")
+        result.warnings.append(Note(NoteKind.LOCATION, "tool outputs saved to files are copied, but the "
+                                                       "conversation still names them by their path on the "
+                                                       "original machine"))
 
     if dry_run:
         return result

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import os
 import re
-import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
 from p2pd.errors import InvalidInputError, NotFoundError
 
-_SANITIZE = re.compile(r"[^a-zA-Z0-9]")
+_ALNUM = re.compile(r"[a-zA-Z0-9]")
 _MAX_NAME = 200
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
@@ -25,11 +24,17 @@ def projects_dir(config: Path | None = None) -> Path:
     return (config or config_dir()) / "projects"
 
 
+def _utf16_units(text: str) -> list[int]:
+    """The string as JavaScript sees it: UTF-16 code units (a character beyond U+FFFF is two)."""
+    data = text.encode("utf-16-le", errors="surrogatepass")
+    return [int.from_bytes(data[i:i + 2], "little") for i in range(0, len(data), 2)]
+
+
 def _js_hash(text: str) -> str:
     """32-bit string hash in base 36, as Claude Code uses to disambiguate very long project paths."""
     h = 0
-    for ch in text.encode("utf-16-le").decode("utf-16-le"):
-        h = ((h << 5) - h + ord(ch)) & 0xFFFFFFFF
+    for unit in _utf16_units(text):
+        h = ((h << 5) - h + unit) & 0xFFFFFFFF
     if h & 0x80000000:
         h = -((~h + 1) & 0xFFFFFFFF)
     h = abs(h)
@@ -43,10 +48,11 @@ def _js_hash(text: str) -> str:
 
 
 def encode_project_dir(cwd: str) -> str:
-    """The folder name Claude Code uses for a working directory: every non-alphanumeric character becomes '-'."""
-    name = unicodedata.normalize("NFC", cwd)
-    s = _SANITIZE.sub("-", name)
-    return s if len(s) <= _MAX_NAME else f"{s[:_MAX_NAME]}-{_js_hash(name)}"
+    """The folder name Claude Code uses for a working directory: every UTF-16 code unit that is not
+    ``[a-zA-Z0-9]`` becomes '-', with no Unicode normalisation (``😀`` is two units, so two dashes; a decomposed
+    accent keeps its combining mark as a dash of its own)."""
+    s = "".join(chr(u) if u < 0x80 and _ALNUM.match(chr(u)) else "-" for u in _utf16_units(cwd))
+    return s if len(s) <= _MAX_NAME else f"{s[:_MAX_NAME]}-{_js_hash(cwd)}"
 
 
 def project_dir_for(cwd: str | os.PathLike[str], config: Path | None = None) -> Path:

@@ -7,11 +7,11 @@ Records come back as they were (malformed lines byte for byte). Lines are put ba
 from __future__ import annotations
 
 import copy
-import json
 from typing import Any
 
 from p2pd.agents.claude_code.blocks import part_to_block
 from p2pd.agents.claude_code.export import CC_KEY
+from p2pd.agents.jsonl import dumps_line, verbatim_text
 from p2pd.conversation.model import Message, Transcript
 from p2pd.errors import InvalidInputError
 
@@ -64,7 +64,8 @@ def restore_transcript(transcript: Transcript) -> list[tuple[int, Any]]:
     for m in transcript.messages:
         items.extend(restore_message_lines(m))
     for rec in transcript.records:
-        items.append((rec.line, _RawText(rec.text) if rec.text is not None else rec.value))
+        text = verbatim_text(rec)
+        items.append((rec.line, _RawText(text) if text is not None else rec.value))
     items.sort(key=lambda item: item[0])
     return items
 
@@ -79,7 +80,7 @@ def to_jsonl(transcript: Transcript) -> str:
         if isinstance(value, _RawText):
             out.append(str(value))
         else:
-            out.append(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+            out.append(dumps_line(value))
     return "".join(line + "\n" for line in out)
 
 

@@ -12,10 +12,14 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from p2pd.agents.spec import moved_images_note
 from p2pd.conversation import media_types as mt
 from p2pd.conversation.model import ConversationDocument, Message, Part, Role
 
 SYNTH_VERSION = "2.1.39"
+# Claude Code restores each message's model as the session model and warns on a name it does not know (another
+# agent's model); "<synthetic>" is what it writes on the messages it makes itself.
+SYNTH_MODEL = "<synthetic>"
 
 
 def _text(text: str) -> dict[str, Any]:
@@ -57,13 +61,21 @@ def synthesize_lines(doc: ConversationDocument, session_id: str, cwd: str) -> li
     """Claude Code lines for a conversation without Claude Code source data (one line per message)."""
     start = datetime.now(UTC) - timedelta(seconds=len(doc.messages) + 1)
     out: list[dict[str, Any]] = []
+    carried: list[dict[str, Any]] = []  # images of agent turns, for the next user line (the API takes them there)
+    ts = _stamp(start)
     for i, m in enumerate(doc.active_messages()):
         blocks: list[dict[str, Any]] = []
         for p in m.parts:
             blocks.extend(part_to_blocks(p, m.role))
+        if m.role is Role.AGENT:
+            carried.extend(b for b in blocks if b["type"] == "image")
+            blocks = [b for b in blocks if b["type"] != "image"]
+        elif carried:
+            blocks += [_text(moved_images_note(len(carried))), *carried]
+            carried = []
         if not blocks:
             continue
-        ts = (start + timedelta(seconds=i)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        ts = _stamp(start + timedelta(seconds=i))
         line: dict[str, Any] = {
             "parentUuid": None, "isSidechain": False, "userType": "external", "cwd": cwd,
             "sessionId": session_id, "version": SYNTH_VERSION, "gitBranch": doc.origin.git_branch or "",
@@ -73,11 +85,20 @@ def synthesize_lines(doc: ConversationDocument, session_id: str, cwd: str) -> li
             line["message"] = {"role": "user", "content": blocks}
         else:
             line["message"] = {"id": f"msg_p2pd_{uuid.uuid4().hex[:24]}", "type": "message", "role": "assistant",
-                               "model": str(m.p2pd.get("model") or "<synthetic>"), "content": blocks,
+                               "model": SYNTH_MODEL, "content": blocks,
                                "stop_reason": "end_turn", "stop_sequence": None,
                                "usage": {"input_tokens": 0, "output_tokens": 0}}
         out.append(line)
+    if carried:
+        out.append({"parentUuid": None, "isSidechain": False, "userType": "external", "cwd": cwd,
+                    "sessionId": session_id, "version": SYNTH_VERSION, "gitBranch": doc.origin.git_branch or "",
+                    "type": "user", "uuid": str(uuid.uuid4()), "timestamp": ts,
+                    "message": {"role": "user", "content": [_text(moved_images_note(len(carried))), *carried]}})
     return out
+
+
+def _stamp(when: datetime) -> str:
+    return when.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def messages_text(messages: list[Message]) -> str:

@@ -1,84 +1,17 @@
-"""Reading a Claude Code JSONL transcript line by line, and finding its active conversation chain.
-
-Nothing here fails on bad input: every line becomes a :class:`SourceLine`, malformed ones carry the reason.
-"""
+"""A Claude Code transcript's line types and its active conversation chain (lines are read by
+:mod:`p2pd.agents.jsonl`)."""
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
-from p2pd.errors import InvalidInputError, NotFoundError
-
-_HAS_SURROGATE = re.compile("[\udc80-\udcff]")
+from p2pd.agents.jsonl import SourceLine
 
 # Line types that take part in the parentUuid tree (as the official Agent SDK reads it).
 CHAIN_TYPES = frozenset({"user", "assistant", "progress", "system", "attachment"})
 MESSAGE_TYPES = frozenset({"user", "assistant"})
 TITLE_TYPES = {"custom-title": "customTitle", "ai-title": "aiTitle", "summary": "summary"}
-
-
-@dataclass
-class SourceLine:
-    n: int  # 1-based line number
-    text: str
-    value: Any = None
-    error: str | None = None
-
-    @property
-    def obj(self) -> dict[str, Any] | None:
-        return self.value if self.error is None and isinstance(self.value, dict) else None
-
-    @property
-    def type(self) -> str | None:
-        o = self.obj
-        t = o.get("type") if o else None
-        return t if isinstance(t, str) else None
-
-
-def read_text(path: Path) -> str:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise NotFoundError(f"transcript not found: {path}") from None
-    except IsADirectoryError:
-        raise InvalidInputError(f"{path} is a directory, not a transcript") from None
-    return data.decode("utf-8", errors="surrogateescape")
-
-
-def parse_lines(text: str) -> list[SourceLine]:
-    """Split JSONL text into lines (a final newline does not make an extra line) and parse each one."""
-    raw_lines = text.split("\n")
-    truncated = bool(text) and not text.endswith("\n")
-    if raw_lines and raw_lines[-1] == "":
-        raw_lines.pop()
-    out: list[SourceLine] = []
-    for i, line in enumerate(raw_lines, start=1):
-        out.append(parse_line(i, line, last_without_newline=truncated and i == len(raw_lines)))
-    return out
-
-
-def parse_line(n: int, line: str, *, last_without_newline: bool = False) -> SourceLine:
-    if not line.strip():
-        return SourceLine(n, line, error="blank line")
-    try:
-        value = json.loads(line)
-    except json.JSONDecodeError as exc:
-        reason = f"not valid JSON ({exc.msg} at column {exc.colno})"
-        if last_without_newline:
-            reason = f"truncated: the file ends inside this line ({exc.msg} at column {exc.colno})"
-        return SourceLine(n, line, error=reason)
-    except RecursionError:
-        return SourceLine(n, line, error="not valid JSON (nested too deeply)")
-    if _HAS_SURROGATE.search(line):
-        return SourceLine(n, line, value=value, error="not valid UTF-8")
-    if not isinstance(value, dict):
-        return SourceLine(n, line, value=value, error=f"not a JSON object (a {type(value).__name__})")
-    return SourceLine(n, line, value=value)
 
 
 def message_problem(obj: dict[str, Any]) -> str | None:
@@ -193,12 +126,31 @@ def _with_parallel_tool_branches(lines: Sequence[SourceLine], chain: list[int]) 
     When Claude Code runs tools in parallel, each tool_use line and each tool_result line may hang off a
     different parent, so the newest-leaf walk keeps one branch and leaves the other results beside it
     (anthropics/claude-code #31330). Those results belong to the conversation: a line beside the chain is taken
-    in when its parent is taken and it is either another block of the same assistant response or a result of
-    a tool call that is taken. Lines come back in file order.
+    in when its parent message is taken and it is either another block of the same assistant response or a
+    result of a tool call that is taken. The parent message is the nearest user/assistant line up the
+    ``parentUuid`` links: hooks write ``progress`` rows between a tool call and the next block of the same
+    response, so a parallel call often hangs off a progress row that is itself beside the chain. Lines come
+    back in file order.
     """
     if not chain:
         return chain
     by_n = {ln.n: ln for ln in lines}
+    nodes: dict[str, SourceLine] = {}
+    for ln in lines:
+        if ln.obj is not None and ln.type in CHAIN_TYPES and (u := _uuid(ln.obj)) is not None:
+            nodes.setdefault(u, ln)
+
+    def parent_message(obj: dict[str, Any]) -> str | None:
+        seen: set[str] = set()
+        parent = _parent(obj)
+        while parent is not None and parent not in seen:
+            seen.add(parent)
+            node = nodes.get(parent)
+            if node is None or node.obj is None or node.type != "progress":
+                return parent
+            parent = _parent(node.obj)
+        return None
+
     taken = set(chain)
     uuid_taken = {u for n in taken if (o := by_n[n].obj) is not None and (u := _uuid(o))}
     tool_ids: set[str] = set()
@@ -219,7 +171,7 @@ def _with_parallel_tool_branches(lines: Sequence[SourceLine], chain: list[int]) 
         changed = False
         for ln in candidates:
             o = ln.obj
-            if o is None or ln.n in taken or _parent(o) not in uuid_taken:
+            if o is None or ln.n in taken or parent_message(o) not in uuid_taken:
                 continue
             if ln.type == "assistant":
                 mid = (o.get("message") or {}).get("id")
@@ -285,7 +237,3 @@ def _walk_to_message(line: SourceLine, nodes: dict[str, SourceLine]) -> SourceLi
         p = _parent(cur.obj) if cur.obj else None
         cur = nodes.get(p) if p else None
     return None
-
-
-def lines_to_text(values: Iterable[str]) -> str:
-    return "".join(v + "\n" for v in values)

@@ -12,20 +12,20 @@ Each message keeps its source line in ``metadata.codex`` as ``{"line": n, "from"
 from __future__ import annotations
 
 import socket
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from p2pd.agents.claude_code.export import count
-from p2pd.agents.claude_code.transcript import SourceLine
+from p2pd.agents.codex import NAME
 from p2pd.agents.codex.items import CODEX, payload_to_parts, role_and_kind
 from p2pd.agents.codex.paths import rollout_id
 from p2pd.agents.codex.rollout import read_rollout
+from p2pd.agents.counting import count
+from p2pd.agents.jsonl import SourceLine, line_stamps, require_lines, session_time, verbatim_record
 from p2pd.conversation import media_types as mt
 from p2pd.conversation.model import ConversationDocument, LineIssue, Message, Origin, Part, Record, Role, Transcript
 from p2pd.conversation.summary import summarize
 
-PLATFORM = "codex"
+PLATFORM = NAME
 
 
 def convert_rollout(lines: list[SourceLine], context_id: str) -> Transcript:
@@ -38,7 +38,7 @@ def convert_rollout(lines: list[SourceLine], context_id: str) -> Transcript:
         obj = line.obj
         if obj is None:
             issues.append(LineIssue(line=line.n, reason=line.error or "unreadable"))
-            records.append(Record(line=line.n, text=line.text))
+            records.append(verbatim_record(line))
             continue
         ltype = obj.get("type")
         payload = obj.get("payload")
@@ -117,6 +117,7 @@ def export_rollout(path: Path) -> ConversationDocument:
     """Read a Codex rollout into a conversation document."""
     path = Path(path)
     lines = read_rollout(path)
+    require_lines(lines, path)
     meta = _meta(lines)
     raw_id = meta.get("id")
     session_id = raw_id if isinstance(raw_id, str) and raw_id else rollout_id(path)
@@ -125,7 +126,7 @@ def export_rollout(path: Path) -> ConversationDocument:
     git: dict[str, Any] = raw_git if isinstance(raw_git, dict) else {}
     doc = ConversationDocument(
         context_id=session_id,
-        created_at=datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+        created_at=session_time(line_stamps(lines), path),
         origin=Origin(platform=PLATFORM, session_id=session_id, cwd=_str(meta.get("cwd")),
                       git_branch=_str(git.get("branch")), client_version=_str(meta.get("cli_version")),
                       transcript_path=str(path.resolve()), hostname=socket.gethostname()),

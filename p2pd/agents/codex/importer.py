@@ -13,14 +13,15 @@ Rules, each covered by a test:
    / ``input_image``, the agent's words, tool calls and results as ``output_text`` (see
    :mod:`p2pd.crossagent`) — each followed by the ``event_msg`` (``user_message`` / ``agent_message``) the Codex
    UI shows when the session is resumed.
-5. Codex CLI 0.99 and later find sessions through an index (``$CODEX_HOME/state_5.sqlite``) that p2pd does not
-   write; the result says so and how to open the file by path.
+5. ``session_meta`` always names a ``model_provider`` (``openai`` when the source had none): Codex CLI 0.99 and
+   later keep a session index (``$CODEX_HOME/state_5.sqlite``, which p2pd does not write) and, once it exists,
+   refuse a session without one. Codex opens the session by id (``codex resume <id>`` / ``codex exec resume
+   <id>``; a path is ignored by 0.169); its picker lists it only after the first resume, which the result says.
 """
 
 from __future__ import annotations
 
 import copy
-import json
 import os
 import shlex
 import uuid
@@ -29,9 +30,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from p2pd.agents.codex import NAME
 from p2pd.agents.codex.paths import codex_home
 from p2pd.agents.codex.restore import has_codex_source, restore_rollout
 from p2pd.agents.crossagent import CarryReport, carry_warnings, readable_turns
+from p2pd.agents.jsonl import dumps_line
+from p2pd.agents.spec import Note, NoteKind
 from p2pd.conversation.model import ConversationDocument, Role
 from p2pd.errors import ConflictError, InvalidInputError
 from p2pd.support.atomic import atomic_write_bytes
@@ -39,6 +43,9 @@ from p2pd.support.atomic import atomic_write_bytes
 ORIGINATOR = "p2pd_import"
 CLI_VERSION = "0.89.0"
 INDEX_NAME = "state_5.sqlite"
+# Codex >= 0.99 with a session index refuses a session_meta without a provider ("Model provider unavailable");
+# the built-in provider is the one every Codex install has.
+MODEL_PROVIDER = "openai"
 
 
 @dataclass
@@ -57,8 +64,9 @@ class CodexImportResult:
         return f"cd {shlex.quote(self.cwd)} && codex resume {self.session_id}"
 
     @property
-    def by_path_command(self) -> str:
-        return f"cd {shlex.quote(self.cwd)} && codex -c experimental_resume={shlex.quote(str(self.path))}"
+    def exec_command(self) -> str:
+        """The non-interactive form, which also opens a session by id (Codex 0.169 ignores a path)."""
+        return f"cd {shlex.quote(self.cwd)} && codex exec resume {self.session_id} 'continue'"
 
 
 def _ts(dt: datetime) -> str:
@@ -84,6 +92,8 @@ def rewrite_codex_lines(doc: ConversationDocument, session_id: str, cwd: str, *,
             target = payload["meta"] if isinstance(payload.get("meta"), dict) else payload
             target["id"] = session_id
             target["cwd"] = cwd
+            if not target.get("model_provider"):
+                target["model_provider"] = MODEL_PROVIDER
         elif ltype == "turn_context" and "cwd" in payload:
             payload["cwd"] = cwd
         elif ltype == "response_item" and payload.get("type") == "reasoning" and not keep_reasoning:
@@ -97,7 +107,8 @@ def rewrite_codex_lines(doc: ConversationDocument, session_id: str, cwd: str, *,
 
 def _meta(session_id: str, cwd: str, doc: ConversationDocument) -> dict[str, Any]:
     meta: dict[str, Any] = {"id": session_id, "timestamp": _ts(datetime.now(UTC)), "cwd": cwd,
-                            "originator": ORIGINATOR, "cli_version": CLI_VERSION, "source": "cli"}
+                            "originator": ORIGINATOR, "cli_version": CLI_VERSION, "source": "cli",
+                            "model_provider": MODEL_PROVIDER}
     if doc.origin.git_branch:
         meta["git"] = {"branch": doc.origin.git_branch}
     return meta
@@ -126,8 +137,7 @@ def synthesize_codex_lines(doc: ConversationDocument, session_id: str, cwd: str,
             out.append(_line(ts, "response_item", {"type": "message", "role": "user", "content": content}))
             out.append(_line(ts, "event_msg", {"type": "user_message", "message": text, "images": urls}))
         else:
-            report.images_dropped += len(t.images)  # the Responses API takes no images in assistant turns
-            if not text:
+            if not text:  # (agent turns carry no images: readable_turns moved them to the next user turn)
                 continue
             out.append(_line(ts, "response_item", {"type": "message", "role": "assistant",
                                                    "content": [{"type": "output_text", "text": text}]}))
@@ -152,14 +162,15 @@ def import_to_codex(doc: ConversationDocument, *, cwd: str | os.PathLike[str] | 
         raise ConflictError(f"a Codex session file already exists at {path}; not overwriting it")
     result = CodexImportResult(new_id, path, target_cwd, 0, dry_run=dry_run)
     main = doc.main_transcript()
-    if doc.origin.platform == "codex" and has_codex_source(main):
+    if doc.origin.platform == NAME and has_codex_source(main):
         lines: list[Any] = rewrite_codex_lines(doc, new_id, target_cwd, keep_reasoning=same_account, result=result)
         if result.dropped_malformed:
-            result.warnings.append(f"left out {result.dropped_malformed} malformed source lines")
+            result.warnings.append(Note(NoteKind.REPAIRED,
+                                        f"left out {result.dropped_malformed} malformed source lines"))
         if result.dropped_reasoning:
-            result.warnings.append(f"dropped {result.dropped_reasoning} reasoning items (their encrypted content "
-                                   "only works for the OpenAI account that made them; use --same-account to keep "
-                                   "them)")
+            result.warnings.append(Note(NoteKind.DROPPED, f"dropped {result.dropped_reasoning} reasoning items (their "
+                                        "encrypted content only works for the OpenAI account that made them; use "
+                                        "--same-account to keep them)"))
     else:
         report = CarryReport(source=doc.origin.platform, target="Codex")
         lines = synthesize_codex_lines(doc, new_id, target_cwd, report)
@@ -168,10 +179,11 @@ def import_to_codex(doc: ConversationDocument, *, cwd: str | os.PathLike[str] | 
     if not any(isinstance(v, dict) and v.get("type") == "response_item" for v in lines):
         raise InvalidInputError("the conversation has no messages to import")
     result.lines = len(lines)
-    result.warnings.append(
-        f"Codex CLI 0.99 and later list sessions from their index ({base / INDEX_NAME}), which p2pd does not write; "
-        f"if `codex resume {new_id}` does not find the session, open the file by path: {result.by_path_command}")
-    data = "".join(json.dumps(v, ensure_ascii=False, separators=(",", ":")) + "\n" for v in lines)
+    result.warnings.append(Note(NoteKind.LOCATION,
+        f"Codex opens the session by its id (`codex resume {new_id}`, or `{result.exec_command}`); Codex CLI 0.99 "
+        f"and later list it in `codex resume`'s picker and `--last` only after its first resume (their index "
+        f"{base / INDEX_NAME} is Codex's own)"))
+    data = "".join(dumps_line(v) + "\n" for v in lines)
     if not dry_run:
         atomic_write_bytes(path, data.encode("utf-8", errors="surrogateescape"), overwrite=False)
     return result

@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 import copy
-import json
 from typing import Any
 
 from p2pd.agents.codex.items import CODEX, part_to_content_item
+from p2pd.agents.jsonl import dumps_line, verbatim_text
 from p2pd.conversation.model import Message, Transcript
 from p2pd.errors import InvalidInputError
 
@@ -49,7 +49,8 @@ def restore_rollout(transcript: Transcript) -> list[tuple[int, Any]]:
     """Every line in file order: (line number, JSON value), or (line number, raw text) for malformed lines."""
     items: list[tuple[int, Any]] = [restore_message_line(m) for m in transcript.messages]
     for rec in transcript.records:
-        items.append((rec.line, _RawText(rec.text) if rec.text is not None else rec.value))
+        text = verbatim_text(rec)
+        items.append((rec.line, _RawText(text) if text is not None else rec.value))
     items.sort(key=lambda item: item[0])
     return items
 
@@ -66,5 +67,5 @@ def to_jsonl(transcript: Transcript) -> str:
     out = []
     for _, value in restore_rollout(transcript):
         out.append(str(value) if isinstance(value, _RawText)
-                   else json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+                   else dumps_line(value))
     return "".join(line + "\n" for line in out)

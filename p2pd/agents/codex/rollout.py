@@ -1,7 +1,7 @@
 """Reading a Codex rollout file (``.jsonl`` or ``.jsonl.zst``) into parsed lines.
 
 Every line is ``{"timestamp": RFC3339, "type": T, "payload": {…}}`` (newer CLIs add ``ordinal``). Nothing here
-fails on a bad line: each one becomes a :class:`~p2pd.claude_code.transcript.SourceLine`, malformed ones carrying
+fails on a bad line: each one becomes a :class:`~p2pd.agents.jsonl.SourceLine`, malformed ones carrying
 the reason. A broken ``.zst`` file is one clear error.
 """
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import zstandard
 
-from p2pd.agents.claude_code.transcript import SourceLine, parse_lines
+from p2pd.agents.jsonl import SourceLine, parse_lines
 from p2pd.errors import CodecError, InvalidInputError, NotFoundError, TooLargeError
 
 MAX_ROLLOUT_SIZE = 1 << 30  # decompressed bytes

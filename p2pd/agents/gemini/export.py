@@ -33,18 +33,18 @@ from __future__ import annotations
 
 import json
 import socket
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from p2pd.agents.claude_code.export import count
-from p2pd.agents.claude_code.transcript import parse_lines, read_text
+from p2pd.agents.counting import count
+from p2pd.agents.gemini import NAME
+from p2pd.agents.jsonl import parse_lines, read_text, require_lines, session_time, verbatim_record
 from p2pd.conversation import media_types as mt
 from p2pd.conversation.model import ConversationDocument, LineIssue, Message, Origin, Part, Record, Role
 from p2pd.conversation.summary import TITLE_MAX, clip, summarize
 from p2pd.errors import InvalidInputError
 
-PLATFORM = "gemini"
+PLATFORM = NAME
 GEMINI = "gemini"
 _KINDS = {"user": "prompt", "gemini": "response", "info": "info", "error": "error", "warning": "warning"}
 
@@ -118,6 +118,7 @@ def _load(path: Path) -> tuple[dict[str, Any], list[tuple[int, Any]], list[Recor
     text = read_text(path)
     if path.name.endswith(".jsonl"):
         lines = parse_lines(text)
+        require_lines(lines, path)
         meta: dict[str, Any] = {}
         entries: list[tuple[int, Any]] = []
         records: list[Record] = []
@@ -126,7 +127,7 @@ def _load(path: Path) -> tuple[dict[str, Any], list[tuple[int, Any]], list[Recor
             o = ln.obj
             if o is None:
                 issues.append(LineIssue(line=ln.n, reason=ln.error or "unreadable"))
-                records.append(Record(line=ln.n, text=ln.text))
+                records.append(verbatim_record(ln))
             elif not meta and not entries and "type" not in o and "$set" not in o and "$rewindTo" not in o:
                 meta = dict(o)
                 records.append(Record(line=ln.n, value=o))
@@ -194,7 +195,9 @@ def export_gemini(path: Path) -> ConversationDocument:
     records.sort(key=lambda r: r.line)
     doc = ConversationDocument(
         context_id=session_id,
-        created_at=datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+        created_at=session_time([meta.get("lastUpdated"), meta.get("startTime"),
+                                 *((m.get("timestamp") if isinstance(m, dict) else None) for _, m in entries)],
+                                path),
         origin=Origin(platform=PLATFORM, session_id=session_id, transcript_path=str(path.resolve()),
                       hostname=socket.gethostname()),
         messages=messages, records=records, issues=issues, line_count=line_count,

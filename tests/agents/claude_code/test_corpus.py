@@ -12,7 +12,7 @@ from google.protobuf import json_format
 
 from p2pd.agents.claude_code.export import convert_transcript, export_session
 from p2pd.agents.claude_code.restore import restored_objects
-from p2pd.agents.claude_code.transcript import parse_lines, read_text
+from p2pd.agents.jsonl import parse_lines, read_text
 from p2pd.conversation.document_io import dumps, parse_document
 from tests.corpus import claude_code_files, file_id
 

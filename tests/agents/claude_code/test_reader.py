@@ -9,7 +9,8 @@ from google.protobuf import json_format
 
 from p2pd.agents.claude_code.export import convert_transcript, export_session
 from p2pd.agents.claude_code.restore import restored_objects
-from p2pd.agents.claude_code.transcript import active_chain, parse_lines
+from p2pd.agents.claude_code.transcript import active_chain
+from p2pd.agents.jsonl import parse_lines
 from p2pd.conversation import media_types as mt
 from tests.agents.claude_code.helpers import PNG_B64, Session, rich_session
 

@@ -1,0 +1,73 @@
+"""Claude Code as p2pd sees it: transcripts under ``<config>/projects``, exported, imported and restored."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from p2pd.agents.claude_code import paths
+from p2pd.agents.spec import Agent, FirstLine, ImportResultLike
+from p2pd.errors import InvalidInputError, NotFoundError
+
+if TYPE_CHECKING:
+    from p2pd.conversation.model import ConversationDocument
+
+from p2pd.agents.claude_code import NAME
+
+
+def _find() -> list[Path]:
+    return [s.path for s in paths.find_sessions()]
+
+
+def _resolve(ref: str) -> Path | None:
+    try:
+        return paths.resolve_session(ref)
+    except NotFoundError:
+        return None
+
+
+def _detect(path: Path, first: FirstLine) -> bool:
+    return path.name.endswith(".jsonl")  # the catch-all for JSONL: ranked after the agents that sniff
+
+
+def _export(path: Path) -> ConversationDocument:
+    from p2pd.agents.claude_code.export import export_session
+
+    return export_session(path)
+
+
+def _enrich(doc: ConversationDocument) -> None:
+    from p2pd.conversation.teams import attach_team_state
+
+    if "teams" not in (doc.metadata or {}):
+        attach_team_state(doc)
+
+
+def _import(doc: ConversationDocument, *, foreign: bool, cwd: str | None, same_account: bool,
+            dry_run: bool) -> ImportResultLike:
+    from p2pd.agents.crossagent import import_into_claude_code
+
+    return import_into_claude_code(doc, foreign=foreign, cwd=cwd, same_account=same_account, dry_run=dry_run)
+
+
+def _restore(doc: ConversationDocument, *, keep_ids: bool) -> bytes:
+    """The transcript as Claude Code wrote it (``keep_ids``), else its active chain under a new session id."""
+    from p2pd.agents.claude_code.importer import linearize, source_objects
+    from p2pd.agents.claude_code.restore import has_claude_code_source, to_jsonl
+    from p2pd.agents.jsonl import dumps_line
+
+    main = doc.main_transcript()
+    if not has_claude_code_source(main):
+        raise InvalidInputError("this conversation did not come from Claude Code; use `p2pd import` to rebuild "
+                                "it as a session")
+    if keep_ids:
+        return to_jsonl(main).encode("utf-8", errors="surrogateescape")
+    lines = linearize(source_objects(main), str(uuid.uuid4()), doc.origin.cwd or os.getcwd(), keep_thinking=True)
+    return "".join(dumps_line(v) + "\n" for v in lines).encode()
+
+
+AGENT = Agent(name=NAME, display="Claude Code", aliases=("claude",), find_sessions=_find, detect=_detect,
+              export=_export, detect_rank=90, resolve=_resolve, enrich=_enrich, import_to=_import,
+              restore=_restore)

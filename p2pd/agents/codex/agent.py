@@ -1,0 +1,63 @@
+"""Codex CLI as p2pd sees it: rollouts under ``$CODEX_HOME/sessions``, exported and restored exactly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from p2pd.agents.codex.paths import find_rollouts, resolve_rollout
+from p2pd.agents.spec import Agent, FirstLine, ImportResultLike
+from p2pd.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from p2pd.conversation.model import ConversationDocument
+
+from p2pd.agents.codex import NAME
+
+
+def _find() -> list[Path]:
+    return [r.path for r in find_rollouts()]
+
+
+def _resolve(ref: str) -> Path | None:
+    if ref == "latest":
+        found = find_rollouts()
+        return found[0].path if found else None
+    return resolve_rollout(ref)
+
+
+def _detect(path: Path, first: FirstLine) -> bool:
+    if path.name.endswith(".jsonl.zst"):
+        return True
+    if not path.name.endswith(".jsonl"):
+        return False
+    head = first()
+    return isinstance(head, dict) and "payload" in head and isinstance(head.get("type"), str)
+
+
+def _export(path: Path) -> ConversationDocument:
+    from p2pd.agents.codex.export import export_rollout
+
+    return export_rollout(path)
+
+
+def _import(doc: ConversationDocument, *, foreign: bool, cwd: str | None, same_account: bool,
+            dry_run: bool) -> ImportResultLike:
+    from p2pd.agents.codex.importer import import_to_codex
+
+    return import_to_codex(doc, cwd=cwd, same_account=same_account, dry_run=dry_run)
+
+
+def _restore(doc: ConversationDocument, *, keep_ids: bool) -> bytes:
+    """The rollout line for line, as Codex wrote it (ids are always the original ones)."""
+    from p2pd.agents.codex.restore import has_codex_source, to_jsonl
+
+    main = doc.main_transcript()
+    if not has_codex_source(main):
+        raise InvalidInputError("this conversation did not come from Codex; use `p2pd import --to codex` to "
+                                "rebuild it as a Codex session")
+    return to_jsonl(main).encode("utf-8", errors="surrogateescape")
+
+
+AGENT = Agent(name=NAME, display="Codex", aliases=("codex-cli",), find_sessions=_find, detect=_detect,
+              export=_export, detect_rank=10, resolve=_resolve, import_to=_import, restore=_restore)

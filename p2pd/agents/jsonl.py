@@ -1,0 +1,141 @@
+"""Reading a JSONL file line by line, for every agent that writes one (Claude Code, Codex, Gemini).
+
+Nothing here fails on bad input: every line becomes a :class:`SourceLine`, malformed ones carry the reason (not
+JSON, not an object, not UTF-8, or cut off by the end of the file).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from p2pd.conversation.document_io import escape_lone_surrogates
+from p2pd.conversation.model import Record
+from p2pd.errors import InvalidInputError, NotFoundError
+
+_HAS_SURROGATE = re.compile("[\udc80-\udcff]")
+
+
+@dataclass
+class SourceLine:
+    n: int  # 1-based line number
+    text: str
+    value: Any = None
+    error: str | None = None
+
+    @property
+    def obj(self) -> dict[str, Any] | None:
+        return self.value if self.error is None and isinstance(self.value, dict) else None
+
+    @property
+    def type(self) -> str | None:
+        o = self.obj
+        t = o.get("type") if o else None
+        return t if isinstance(t, str) else None
+
+
+def read_text(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise NotFoundError(f"transcript not found: {path}") from None
+    except IsADirectoryError:
+        raise InvalidInputError(f"{path} is a directory, not a transcript") from None
+    return data.decode("utf-8", errors="surrogateescape")
+
+
+def parse_lines(text: str) -> list[SourceLine]:
+    """Split JSONL text into lines (a final newline does not make an extra line) and parse each one."""
+    raw_lines = text.split("\n")
+    truncated = bool(text) and not text.endswith("\n")
+    if raw_lines and raw_lines[-1] == "":
+        raw_lines.pop()
+    out: list[SourceLine] = []
+    for i, line in enumerate(raw_lines, start=1):
+        out.append(parse_line(i, line, last_without_newline=truncated and i == len(raw_lines)))
+    return out
+
+
+def parse_line(n: int, line: str, *, last_without_newline: bool = False) -> SourceLine:
+    if not line.strip():
+        return SourceLine(n, line, error="blank line")
+    try:
+        value = json.loads(line)
+    except json.JSONDecodeError as exc:
+        reason = f"not valid JSON ({exc.msg} at column {exc.colno})"
+        if last_without_newline:
+            reason = f"truncated: the file ends inside this line ({exc.msg} at column {exc.colno})"
+        return SourceLine(n, line, error=reason)
+    except RecursionError:
+        return SourceLine(n, line, error="not valid JSON (nested too deeply)")
+    if _HAS_SURROGATE.search(line):
+        return SourceLine(n, line, value=value, error="not valid UTF-8")
+    if not isinstance(value, dict):
+        return SourceLine(n, line, value=value, error=f"not a JSON object (a {type(value).__name__})")
+    return SourceLine(n, line, value=value)
+
+
+def lines_to_text(values: Iterable[str]) -> str:
+    return "".join(v + "\n" for v in values)
+
+
+def verbatim_record(line: SourceLine) -> Record:
+    """A malformed line kept byte for byte: as text, or as base64 when it is not valid UTF-8."""
+    if _HAS_SURROGATE.search(line.text):
+        raw = line.text.encode("utf-8", errors="surrogateescape")
+        return Record(line=line.n, raw=base64.b64encode(raw).decode("ascii"))
+    return Record(line=line.n, text=line.text)
+
+
+def verbatim_text(record: Record) -> str | None:
+    """The line a :func:`verbatim_record` keeps (undecodable bytes as surrogate escapes), or None."""
+    if record.raw is not None:
+        return base64.b64decode(record.raw).decode("utf-8", errors="surrogateescape")
+    return record.text
+
+
+def require_lines(lines: list[SourceLine], path: Path) -> None:
+    """Refuse a file that is not JSON Lines at all, instead of reading it as an empty session."""
+    if any(ln.obj is not None for ln in lines):
+        return
+    if not lines or all(not ln.text.strip() for ln in lines):
+        raise InvalidInputError(f"{path} is empty: no session lines to read")
+    if len(lines) == 1 and isinstance(lines[0].value, list):
+        raise InvalidInputError(f"{path} holds one JSON array, not JSON Lines (one object per line); if it is a "
+                                "list of conversation messages, save it as .json")
+    raise InvalidInputError(f"{path} holds no JSON object lines: not a session transcript "
+                            f"(line {lines[0].n}: {lines[0].error})")
+
+
+def _instant(value: Any) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+def session_time(stamps: Iterable[Any], path: Path) -> str:
+    """A document's ``createdAt``: the latest time the session itself records (its last activity), else the
+    file's modification time — never the clock, so the same session exports to the same bytes."""
+    latest = max((t for t in map(_instant, stamps) if t is not None), default=None)
+    if latest is None:
+        latest = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+    return latest.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def line_stamps(lines: Iterable[SourceLine], key: str = "timestamp") -> Iterable[Any]:
+    return (ln.obj.get(key) for ln in lines if ln.obj is not None)
+
+
+def dumps_line(value: Any) -> str:
+    """One JSONL line (no newline) as the agents write them: compact, UTF-8, lone surrogates escaped."""
+    return escape_lone_surrogates(json.dumps(value, ensure_ascii=False, separators=(",", ":")))

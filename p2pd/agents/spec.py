@@ -1,0 +1,83 @@
+"""What p2pd knows about one agent, in one place: each agent subpackage describes itself with an :class:`Agent`
+in its ``agent.py``, and :mod:`p2pd.agents.registry` collects them. Nothing else spells out agent names."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from p2pd.conversation.model import ConversationDocument
+
+
+
+class FirstLine(Protocol):
+    """The first JSON value of a ``.jsonl`` file (read once, on demand), or None."""
+
+    def __call__(self) -> Any: ...
+
+
+class ImportResultLike(Protocol):
+    session_id: str
+    path: Path
+    lines: int
+    warnings: list[str]
+    dry_run: bool
+
+    @property
+    def resume_command(self) -> str: ...
+
+
+class Importer(Protocol):
+    def __call__(self, doc: ConversationDocument, *, foreign: bool, cwd: str | None, same_account: bool,
+                 dry_run: bool) -> ImportResultLike: ...
+
+
+class Restorer(Protocol):
+    def __call__(self, doc: ConversationDocument, *, keep_ids: bool) -> bytes: ...
+
+
+@dataclass(frozen=True)
+class Agent:
+    name: str  # the platform name in documents and on the command line: "claude-code"
+    display: str  # "Claude Code"
+    find_sessions: Callable[[], list[Path]]  # this machine's session files, newest first
+    detect: Callable[[Path, FirstLine], bool]  # whether this agent wrote the file
+    export: Callable[[Path], ConversationDocument]  # a session file → document
+    aliases: tuple[str, ...] = ()
+    detect_rank: int = 50  # detectors run in this order; a catch-all (any .jsonl) ranks last
+    resolve: Callable[[str], Path | None] | None = None  # a session by id / unique prefix / ``latest``
+    enrich: Callable[[ConversationDocument], None] | None = None  # after export: state kept beside the session
+    import_to: Importer | None = None  # write a document as a session this agent resumes
+    restore: Restorer | None = None  # the original session file back, when the document came from here
+    no_restore_reason: str = ""  # said plainly when ``restore`` is None
+
+
+class NoteKind(StrEnum):
+    """What an import warning is about; code decides on the kind, never on the wording."""
+
+    REBUILT = "rebuilt"  # the turns came from another agent and were rebuilt
+    CARRIED = "carried"  # something of another agent's turns was carried as text or left out
+    DROPPED = "dropped"  # account-bound data (thinking, encrypted reasoning) left out
+    REPAIRED = "repaired"  # the chain was repaired (a missing tool result answered, a malformed line left out)
+    LOCATION = "location"  # where the session is found or what it still points to
+
+
+class Note(str):
+    """An import warning: the text shown to the user, with its :class:`NoteKind`."""
+
+    kind: NoteKind
+
+    def __new__(cls, kind: NoteKind, text: str) -> Note:
+        note = super().__new__(cls, text)
+        note.kind = kind
+        return note
+
+
+def moved_images_note(n: int) -> str:
+    """The text put before images moved out of an agent turn into the user turn that follows."""
+    return (f"[{n} image(s) shown in the agent's previous turn, moved here: model APIs take images only in user "
+            "turns]")
