@@ -54,13 +54,14 @@ class ChannelTap:
     """
 
     def __init__(self, channel: DataChannel) -> None:
-        self.channel = channel
+        # Weak references only: the registry below keeps taps by channel, and must not keep channels alive.
+        self._channel = weakref.ref(channel)
         self.events: deque[TapEvent] = deque()
         self.wake = asyncio.Event()
         self.remote_max_message_size: int | None = None
         self._held = 0
         self._overflow = False
-        self._handlers: list[tuple[Emitter, str, Handler]] = []
+        self._handlers: list[tuple[weakref.ref[Emitter], str, Handler]] = []
         self._listen(channel, "message", self._on_message)
         self._listen(channel, "close", self._on_close)
         self._listen(channel, "open", self.notify)
@@ -72,16 +73,19 @@ class ChannelTap:
 
     def _listen(self, emitter: Emitter, event: str, handler: Handler) -> None:
         emitter.on(event, handler)
-        self._handlers.append((emitter, event, handler))
+        self._handlers.append((weakref.ref(emitter), event, handler))
 
     def detach(self) -> None:
         """Stop listening (the transfer is over); a later :func:`attach` makes a new tap."""
-        for emitter, event, handler in self._handlers:
-            with contextlib.suppress(Exception):
-                emitter.remove_listener(event, handler)
+        for ref, event, handler in self._handlers:
+            emitter = ref()
+            if emitter is not None:
+                with contextlib.suppress(Exception):
+                    emitter.remove_listener(event, handler)
         self._handlers.clear()
-        if _TAPS.get(self.channel) is self:
-            del _TAPS[self.channel]
+        channel = self._channel()
+        if channel is not None and _TAPS.get(channel) is self:
+            del _TAPS[channel]
 
     def notify(self, *_: object) -> None:
         """Wake the run loop (it re-reads the channel's state and the queue)."""
