@@ -504,6 +504,17 @@ def receiver_traces() -> list[dict[str, Any]]:
     t.recv(Chunk(bytes(range(16)), 1, rchunk(1).payload))
     out.append(t.end("failed", Code.PROTOCOL, False))
 
+    t = receiver_to(ReceiverState.RECEIVING, "receiver-corrupted-frame",
+                    "a frame whose CRC does not match: protocol error with the decoder's reason")
+    ack = encode(Ack(TID, 1))
+    t.recv(ack[:-1] + bytes([ack[-1] ^ 1]))
+    out.append(t.end("failed", Code.PROTOCOL, False))
+
+    t = receiver_to(ReceiverState.RECEIVING, "receiver-oversized-frame",
+                    "a message over the 16 KiB this receiver advertised: protocol error")
+    t.recv(bytes(16385))
+    out.append(t.end("failed", Code.PROTOCOL, False))
+
     t = receiver_to(ReceiverState.RECEIVING, "receiver-timeout", "the sender went silent: ERROR(timeout)")
     t.do("timeout", seconds=30)
     out.append(t.end("failed", Code.TIMEOUT, False))
