@@ -217,3 +217,14 @@ def test_open_blob_checks_the_file_before_any_channel_work(tmp_path: Path) -> No
             read_span(fd, 1, header.compressed_size)
     finally:
         os.close(fd)
+
+
+def test_the_protocol_and_the_adapter_load_without_aiortc() -> None:
+    """Only peer.py imports aiortc: the browser-facing core and the adapter stay light to import."""
+    import subprocess
+    import sys
+
+    code = ("import sys, p2pd.transfer, p2pd.transfer.frames, p2pd.transfer.channel; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('aiortc', 'aioice')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
