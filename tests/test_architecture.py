@@ -26,15 +26,12 @@ ALLOWED_LONG_FILES: dict[str, str] = {
     "p2pd/daemon/network.py": "daemon helper (h/daemon): split into outbox, device session, device transfers",
     "p2pd/daemon/service.py": "daemon helper (h/daemon): transfer lifecycle module",
     "p2pd/daemon/store.py": "daemon helper (h/daemon): store becomes purely synchronous storage",
-    "p2pd/transfer/channel.py": "transfer helper (h/transfer): event tap, run loop, the two sides",
-    "p2pd/transfer/frames.py": "transfer helper (h/transfer)",
     "signaling/rooms.py": "signaling helper (h/signaling)",
 }
 ALLOWED_TEXT_DECISIONS: dict[str, str] = {
     "p2pd/daemon/network.py": "daemon helper (h/daemon): retry/busy/interrupted decided on error causes",
 }
 ALLOWED_PRIVATE_IMPORTS: dict[str, str] = {
-    "p2pd/transfer/partial.py": "transfer helper (h/transfer): p2pd.support.atomic._fsync_dir",
 }
 
 

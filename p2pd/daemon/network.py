@@ -46,6 +46,7 @@ from p2pd.daemon.peer_protocol import (
 )
 from p2pd.daemon.store import ProgressWriter
 from p2pd.errors import (
+    BusyError,
     ConflictError,
     DeclinedError,
     DeviceKeyChangedError,
@@ -604,13 +605,13 @@ class DeviceNetwork:
                 await link.close()
             await update(state="done", bytes_done=result.compressed_size,
                          detail={"resumed_bytes": result.resumed_bytes, "elapsed": round(result.elapsed, 3)})
+        except BusyError as exc:  # the receiver still holds an older attempt: try again shortly
+            await update(state="interrupted", error=str(exc))
+            await asyncio.sleep(_backoff(2))
+            return
         except ConflictError as exc:
             await update(state="cancelled", error=str(exc))
         except DeclinedError as exc:
-            if "being received by another transfer" in str(exc):  # busy: it still holds an older attempt
-                await update(state="interrupted", error=str(exc))
-                await asyncio.sleep(_backoff(2))
-                return
             await update(state="failed", error=f"declined by {session.device.name}: {exc}")
             await self._fail_handoff(row.handoff_id, f"declined by {session.device.name}")
         except (P2pdError, OSError) as exc:
@@ -664,8 +665,8 @@ class DeviceNetwork:
                                             "elapsed": round(received.elapsed, 3)})
             if start.handoff is not None:
                 session.report(HandoffState(hid=start.handoff, state="completed", output=output[:4000]))
-        except DeclinedError:
-            return  # we declined (a closed link): the sender hears it from the transfer protocol
+        except (DeclinedError, BusyError):
+            return  # we declined (a closed link) or are busy: the sender hears it from the transfer protocol
         except (P2pdError, OSError) as exc:
             if row_id:
                 await asyncio.to_thread(self.store.update_transfer, row_id[0],

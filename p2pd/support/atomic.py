@@ -40,7 +40,7 @@ def atomic_writer(path: str | os.PathLike[str], *, overwrite: bool = True,
             except FileExistsError:
                 raise ConflictError(f"refusing to overwrite existing file: {target}") from None
             tmp.unlink()
-        _fsync_dir(target.parent)
+        fsync_dir(target.parent)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
@@ -52,7 +52,8 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, overwrite: 
         fh.write(data)
 
 
-def _fsync_dir(directory: Path) -> None:
+def fsync_dir(directory: Path) -> None:
+    """Make a rename or a new entry in ``directory`` durable (best effort: not every file system allows it)."""
     try:
         dfd = os.open(directory, os.O_RDONLY)
     except OSError:

@@ -1,13 +1,27 @@
 """Conversation blobs over a WebRTC data channel: chunked, flow-controlled, SHA-256 verified, resumable,
 cancellable (protocol: ``SPEC.md``).
 
-``frames``, ``sender``, ``receiver`` and ``plan`` are sans-I/O; ``channel`` runs them over aiortc and
-``partial`` keeps the receiver's resumable state on disk.
+Sans-I/O protocol core (pure, no asyncio, no aiortc):
+
+* ``frames.py`` — the wire format: encode/decode every frame, reason codes, peer text made safe to show.
+* ``sender.py`` / ``receiver.py`` — the two state machines (state → allowed frames as a table, ``ALLOWED``).
+* ``plan.py`` — which chunks move (the complement of what the receiver holds).
+* ``endings.py`` — how both machines end early (cancel, failure, timeout, lost channel).
+* ``events.py`` — the actions the machines return, and :class:`Failure` → typed :mod:`p2pd.errors` exception.
+
+Adapter (asyncio, any channel shaped like ``RTCDataChannel``):
+
+* ``channel.py`` — the entry points: ``send_blob``, ``receive_blob``, ``attach``.
+* ``control.py`` — ``TransferControl`` (cancel from outside), ``TransferResult``, ``ReceivedBlob``.
+* ``datachannel.py`` — the typed ``DataChannel`` protocol: what the adapter uses of a channel.
+* ``tap.py`` — the event tap: channel events (messages, close, ICE/DTLS failure) → one ordered queue.
+* ``runloop.py`` — the run loop shared by both sides: drain, perform actions, idle timer, jobs, flush.
+* ``jobs.py`` — the blocking work run in worker threads (read spans, write batches, open the blob) and
+  ``JobDone``, how results come back.
+* ``sending.py`` / ``receiving.py`` — the two sides: read-ahead and backpressure; decision, batched durable
+  writes, digest and rename.
+* ``partial.py`` — the receiver's resumable state on disk.
+* ``peer.py`` — making the aiortc peer connection (the only module here that imports aiortc).
+
+This ``__init__`` imports nothing, so ``import p2pd.transfer.frames`` stays light.
 """
-
-from p2pd.errors import TransferCancelledError
-from p2pd.transfer.channel import ReceivedBlob, TransferControl, TransferResult, attach, receive_blob, send_blob
-from p2pd.transfer.frames import Offer, OfferInfo
-
-__all__ = ["Offer", "OfferInfo", "ReceivedBlob", "TransferCancelledError", "TransferControl",
-           "TransferResult", "attach", "receive_blob", "send_blob"]

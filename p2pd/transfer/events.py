@@ -8,13 +8,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from p2pd.errors import DeclinedError, P2pdError, TooLargeError, TransferCancelledError, TransferFailedError
+from p2pd.errors import (
+    BusyError,
+    Cause,
+    DeclinedError,
+    P2pdError,
+    Party,
+    PeerGoneError,
+    PeerTimeoutError,
+    ProtocolError,
+    TooLargeError,
+    TransferCancelledError,
+    TransferFailedError,
+)
 from p2pd.transfer.frames import Code, Offer, code_name, printable
 
 
 @dataclass(frozen=True)
 class Failure:
-    """Why a transfer stopped. ``by_peer`` tells who decided it: the peer's frame, or this side."""
+    """Why a transfer stopped. ``by_peer`` tells who decided it: the peer's frame, or this side. When
+    ``by_peer``, ``reason`` is the peer's text: it is only ever shown (escaped), never compared."""
 
     code: int
     reason: str
@@ -35,17 +48,33 @@ class Failure:
         return f"transfer failed ({name}): {reason}"
 
     def exception(self) -> P2pdError:
-        """The error a caller raises for this failure."""
-        if self.code == Code.CANCELLED:
-            return TransferCancelledError(self.message())
-        if self.code in _REFUSALS:
-            if self.code == Code.TOO_LARGE and not self.by_peer:
-                return TooLargeError(self.message())
-            return DeclinedError(self.message())
-        return TransferFailedError(self.message())
+        """The error a caller raises for this failure: its class and ``cause`` follow the code, ``party`` is
+        PEER when the peer's frame ended the transfer, and the peer's text is in ``peer_text``."""
+        cls, cause, local_party = _ERRORS.get(self.code, _OTHER)
+        if self.code == Code.TOO_LARGE and self.by_peer:
+            cls, cause = DeclinedError, Cause.DECLINED  # the peer refused a size: a refusal, not our input
+        party = Party.PEER if self.by_peer else local_party
+        return cls(self.message(), cause=cause, party=party,
+                   peer_text=self.reason if self.by_peer else None, details={"code": code_name(self.code)})
 
 
 _REFUSALS = (Code.DECLINED, Code.TOO_LARGE, Code.UNSUPPORTED_CODEC, Code.BUSY)
+
+# code -> (class, cause, party when this side decided it); ``party`` is PEER whenever the peer's frame did.
+_ERRORS: dict[int, tuple[type[P2pdError], Cause, Party]] = {
+    Code.DECLINED: (DeclinedError, Cause.DECLINED, Party.LOCAL),
+    Code.TOO_LARGE: (TooLargeError, Cause.TOO_LARGE, Party.PEER),  # the peer offered over this side's cap
+    Code.UNSUPPORTED_CODEC: (DeclinedError, Cause.DECLINED, Party.LOCAL),
+    Code.BUSY: (BusyError, Cause.BUSY, Party.LOCAL),
+    Code.CANCELLED: (TransferCancelledError, Cause.CANCELLED, Party.LOCAL),
+    Code.PROTOCOL: (ProtocolError, Cause.PROTOCOL, Party.PEER),  # this side saw the peer break the protocol
+    Code.CHECKSUM: (TransferFailedError, Cause.CHECKSUM_MISMATCH, Party.PEER),  # what the peer sent is wrong
+    Code.TIMEOUT: (PeerTimeoutError, Cause.TIMEOUT, Party.PEER),  # the peer stopped answering
+    Code.IO: (TransferFailedError, Cause.TRANSFER_FAILED, Party.LOCAL),
+    Code.INTERNAL: (TransferFailedError, Cause.TRANSFER_FAILED, Party.LOCAL),
+    Code.PEER_GONE: (PeerGoneError, Cause.PEER_GONE, Party.PEER),
+}
+_OTHER: tuple[type[P2pdError], Cause, Party] = (TransferFailedError, Cause.TRANSFER_FAILED, Party.LOCAL)
 
 
 @dataclass(frozen=True)

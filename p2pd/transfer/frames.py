@@ -15,16 +15,16 @@ with a reason fit to show a user. Nothing here does I/O.
 
 from __future__ import annotations
 
-import json
-import re
 import struct
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import IntEnum
 from typing import ClassVar
 
 from p2pd.blob.codecs import CODECS, CODECS_BY_ID
+from p2pd.support.text import visible
+from p2pd.transfer.codes import Code, FrameError, FrameType, Role, code_name
+from p2pd.transfer.description import TITLE_MAX_CHARS, OfferInfo
 
 PROTOCOL_VERSION = 1
 
@@ -48,116 +48,12 @@ MAX_WINDOW = 64 * 1024 * 1024
 MIN_WINDOW = 64 * 1024
 MAX_CODECS = 16
 ZERO_ID = bytes(16)
-TITLE_MAX_CHARS = 500
-
-
-class FrameError(ValueError):
-    """A frame that breaks the spec; the message says how."""
-
-
-class FrameType(IntEnum):
-    HELLO = 0x01
-    OFFER = 0x02
-    ACCEPT = 0x03
-    REJECT = 0x04
-    CHUNK = 0x05
-    ACK = 0x06
-    END = 0x07
-    DONE = 0x08
-    CANCEL = 0x09
-    ERROR = 0x0A
-
-
-class Role(IntEnum):
-    SENDER = 1
-    RECEIVER = 2
-
-
-class Code(IntEnum):
-    """Reason codes of REJECT, CANCEL and ERROR (a receiver keeps unknown codes as plain integers)."""
-
-    DECLINED = 1  # REJECT: the user said no
-    TOO_LARGE = 2  # REJECT: a size over the receiver's caps
-    UNSUPPORTED_CODEC = 3  # REJECT: the receiver cannot decompress this codec
-    BUSY = 4  # REJECT: the same blob is being received by another transfer right now
-    CANCELLED = 10  # CANCEL: a user or the program stopped the transfer
-    PROTOCOL = 20  # ERROR: malformed, out-of-order or unexpected frame
-    CHECKSUM = 21  # ERROR: the reassembled payload does not hash to the OFFER's SHA-256
-    TIMEOUT = 22  # ERROR: no progress from the peer for the idle time
-    IO = 23  # ERROR: local storage failure (disk full, permission)
-    INTERNAL = 24  # ERROR: a bug
-    PEER_GONE = 30  # local only, never sent: the channel closed, ICE failed
-
-
-def code_name(code: int) -> str:
-    try:
-        return Code(code).name.lower()
-    except ValueError:
-        return f"code {code}"
-
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def printable(text: str, limit: int = 300) -> str:
-    """A peer-supplied string made safe to show: control characters replaced, length capped."""
-    text = _CONTROL.sub("?", text)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _single_line(text: str) -> str:
-    return " ".join(_CONTROL.sub(" ", text).split())
-
-
-@dataclass(frozen=True)
-class OfferInfo:
-    """What is offered, shown to the receiving user before any chunk flows."""
-
-    title: str
-    platform: str
-    session_id: str
-    message_count: int
-
-    @classmethod
-    def normalized(cls, title: str, platform: str, session_id: str, message_count: int) -> OfferInfo:
-        """Build an OfferInfo that is valid on the wire: one-line strings, title capped, count clamped."""
-        t = _single_line(title)
-        if len(t) > TITLE_MAX_CHARS:
-            t = t[: TITLE_MAX_CHARS - 1] + "…"
-        return cls(title=t, platform=_single_line(platform)[:64], session_id=_single_line(session_id)[:256],
-                   message_count=max(0, min(int(message_count), 0x7FFF_FFFF)))
-
-    def to_json(self) -> bytes:
-        return json.dumps({"title": self.title, "platform": self.platform, "session_id": self.session_id,
-                           "message_count": self.message_count}, ensure_ascii=False,
-                          separators=(",", ":")).encode("utf-8")
-
-    @classmethod
-    def from_json(cls, data: bytes) -> OfferInfo:
-        def no_constants(name: str) -> object:
-            raise FrameError(f"OFFER description: {name} is not valid JSON")
-
-        try:
-            obj = json.loads(data.decode("utf-8"), parse_constant=no_constants)
-        except UnicodeDecodeError:
-            raise FrameError("OFFER description is not valid UTF-8") from None
-        except json.JSONDecodeError as exc:
-            raise FrameError(f"OFFER description is not valid JSON: {exc.msg}") from None
-        if not isinstance(obj, dict):
-            raise FrameError("OFFER description is not a JSON object")
-        values: dict[str, object] = {}
-        for key in ("title", "platform", "session_id"):
-            value = obj.get(key)
-            if not isinstance(value, str):
-                raise FrameError(f"OFFER description: {key!r} is missing or not a string")
-            if _CONTROL.search(value):
-                raise FrameError(f"OFFER description: {key!r} contains control characters")
-            values[key] = value
-        count = obj.get("message_count")
-        if not isinstance(count, int) or isinstance(count, bool) or not 0 <= count <= 0x7FFF_FFFF:
-            raise FrameError("OFFER description: 'message_count' is missing or not an integer in range")
-        return cls(title=str(values["title"]), platform=str(values["platform"]),
-                   session_id=str(values["session_id"]), message_count=count)
+    """A peer-supplied string made safe to show: control, bidi and invisible characters escaped, length capped
+    (:func:`p2pd.support.text.visible`)."""
+    return visible(text, limit)
 
 
 @dataclass(frozen=True)
@@ -482,3 +378,12 @@ def reason_text(text: str) -> str:
     if len(raw) <= MAX_TEXT_SIZE:
         return text
     return raw[: MAX_TEXT_SIZE - 3].decode("utf-8", "ignore") + "…"
+
+
+
+__all__ = ["BASE_MESSAGE_SIZE", "CHUNK_OVERHEAD", "CRC_SIZE", "HEADER_SIZE", "MAX_CHUNKS", "MAX_CODECS",
+           "MAX_INFO_SIZE", "MAX_MESSAGE_SIZE", "MAX_RANGES", "MAX_TEXT_SIZE", "MAX_WINDOW", "MIN_CHUNK_SIZE",
+           "MIN_FRAME_SIZE", "MIN_WINDOW", "PROTOCOL_VERSION", "TITLE_MAX_CHARS", "ZERO_ID", "Accept", "Ack",
+           "Cancel", "Chunk", "Code", "Done", "End", "Error", "Frame", "FrameError", "FrameType", "Hello", "Offer",
+           "OfferInfo", "Reject", "Role", "code_name", "decode", "encode", "encode_chunk", "printable",
+           "reason_text"]

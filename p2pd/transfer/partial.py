@@ -25,7 +25,7 @@ from pathlib import Path
 
 from p2pd.blob.container import HEADER_SIZE, BlobHeader
 from p2pd.errors import BusyError
-from p2pd.support.atomic import _fsync_dir, atomic_write_bytes
+from p2pd.support.atomic import atomic_write_bytes, fsync_dir
 from p2pd.transfer.frames import Offer
 
 PARTIAL_DIR = ".p2pd-partial"
@@ -182,7 +182,7 @@ class PartialBlob:
         os.fchmod(self._fd, 0o644)
         target = self.dest_dir / final_name(offer.sha256)
         os.replace(self.part_path, target)
-        _fsync_dir(self.dest_dir)
+        fsync_dir(self.dest_dir)
         self._remove_dir()
         return target
 

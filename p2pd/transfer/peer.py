@@ -22,7 +22,8 @@ from typing import Any
 
 from aiortc import RTCConfiguration, RTCDataChannel, RTCIceServer, RTCPeerConnection, RTCSessionDescription
 
-from p2pd.errors import TransferFailedError
+from p2pd.errors import ConnectionFailedError, ProtocolError
+from p2pd.transfer.tap import attach
 
 CHANNEL_LABEL = "p2pd"
 CHANNEL_ID = 0
@@ -78,9 +79,7 @@ async def connect(role: str, send: SendSignal, recv: RecvSignal, *, ice_servers:
     channel = pc.createDataChannel(CHANNEL_LABEL, negotiated=True, id=CHANNEL_ID, ordered=True)
     # Queue what arrives from the first moment: the peer may send its first frame as soon as the channel opens,
     # before our side has started its transfer.
-    from p2pd.transfer.channel import attach
-
-    attach(channel)
+    tap = attach(channel)
     opened = asyncio.get_running_loop().create_future()
     failed = asyncio.get_running_loop().create_future()
 
@@ -101,24 +100,26 @@ async def connect(role: str, send: SendSignal, recv: RecvSignal, *, ice_servers:
                 await send({"type": "offer", "sdp": pc.localDescription.sdp})
                 answer = await recv()
                 if answer.get("type") != "answer" or not isinstance(answer.get("sdp"), str):
-                    raise TransferFailedError("the peer sent something other than an SDP answer")
+                    raise ProtocolError("the peer sent something other than an SDP answer")
                 remote_sdp = answer["sdp"]
                 await pc.setRemoteDescription(RTCSessionDescription(sdp=remote_sdp, type="answer"))
             else:
                 offer = await recv()
                 if offer.get("type") != "offer" or not isinstance(offer.get("sdp"), str):
-                    raise TransferFailedError("the peer sent something other than an SDP offer")
+                    raise ProtocolError("the peer sent something other than an SDP offer")
                 remote_sdp = offer["sdp"]
                 await pc.setRemoteDescription(RTCSessionDescription(sdp=remote_sdp, type="offer"))
                 await pc.setLocalDescription(await pc.createAnswer())
                 await send({"type": "answer", "sdp": pc.localDescription.sdp})
             done, _ = await asyncio.wait({opened, failed}, return_when=asyncio.FIRST_COMPLETED)
             if failed in done:
-                raise TransferFailedError(failed.result())
+                raise ConnectionFailedError(failed.result())
     except TimeoutError:
         await pc.close()
-        raise TransferFailedError(f"no peer connection within {timeout:.0f} s (ICE did not complete)") from None
+        raise ConnectionFailedError(f"no peer connection within {timeout:.0f} s (ICE did not complete)") from None
     except BaseException:
         await pc.close()
         raise
-    return PeerLink(pc, channel, _remote_mms(remote_sdp))
+    link = PeerLink(pc, channel, _remote_mms(remote_sdp))
+    tap.remote_max_message_size = link.remote_max_message_size  # aiortc refuses larger messages in send()
+    return link

@@ -44,6 +44,7 @@ from p2pd.transfer.frames import (
     Error,
     Frame,
     FrameError,
+    FrameType,
     Hello,
     Offer,
     Reject,
@@ -73,6 +74,22 @@ class ReceiverState(Enum):
 
 
 _TERMINAL = (ReceiverState.COMPLETED, ReceiverState.FAILED)
+_STOP = frozenset({FrameType.CANCEL, FrameType.ERROR})
+
+# State dispatch: the frames each state takes from the peer (SPEC.md, "Receiver states"); any other frame is a
+# protocol error. While this side decides, writes, hashes or renames, the sender must wait.
+ALLOWED: dict[ReceiverState, frozenset[FrameType]] = {
+    ReceiverState.IDLE: frozenset(),
+    ReceiverState.AWAIT_HELLO: _STOP | {FrameType.HELLO},
+    ReceiverState.AWAIT_OFFER: _STOP | {FrameType.OFFER},
+    ReceiverState.DECIDING: _STOP,
+    ReceiverState.RECEIVING: _STOP | {FrameType.CHUNK, FrameType.END},
+    ReceiverState.FINISHING: _STOP,
+    ReceiverState.VERIFYING: _STOP,
+    ReceiverState.FINALIZING: _STOP,
+    ReceiverState.COMPLETED: frozenset(),
+    ReceiverState.FAILED: frozenset(),
+}
 
 
 class Receiver(Endings):
@@ -83,6 +100,7 @@ class Receiver(Endings):
     IDLE = ReceiverState.IDLE
     FAILED = ReceiverState.FAILED
     SILENCE = "no data from the peer"
+    state: ReceiverState
 
     def __init__(self, *, max_message_size: int = MAX_MESSAGE_SIZE, max_raw_size: int = DEFAULT_MAX_RAW_SIZE,
                  codecs: Sequence[str] = tuple(CODECS), window: int = DEFAULT_WINDOW) -> None:
@@ -201,27 +219,28 @@ class Receiver(Endings):
         other = self.offer is not None and frame.transfer_id != self.offer.transfer_id
         if other and not isinstance(frame, Hello):
             return self._protocol_error(f"{frame.type.name} for another transfer")
-        if isinstance(frame, Cancel | Error):
-            return self._fail(frame.code, frame.text, by_peer=True)
         try:
             return self._dispatch(frame)
         except FrameError as exc:
             return self._protocol_error(str(exc))
 
     def _dispatch(self, frame: Frame) -> list[Action]:
-        state = self.state
-        if state is ReceiverState.RECEIVING and isinstance(frame, Chunk):
+        if frame.type not in ALLOWED[self.state]:
+            raise FrameError(f"unexpected {frame.type.name} while {self.state.value}")
+        if isinstance(frame, Chunk):
             return self._on_chunk(frame)
-        if state is ReceiverState.RECEIVING and isinstance(frame, End):
+        if isinstance(frame, End):
             return self._on_end(frame)
-        if state is ReceiverState.AWAIT_HELLO and isinstance(frame, Hello):
+        if isinstance(frame, Hello):
             if frame.role is not Role.SENDER:
                 raise FrameError("the peer is a receiver too (HELLO role)")
             self.state = ReceiverState.AWAIT_OFFER
             return []
-        if state is ReceiverState.AWAIT_OFFER and isinstance(frame, Offer):
+        if isinstance(frame, Offer):
             return self._on_offer(frame)
-        raise FrameError(f"unexpected {frame.type.name} while {state.value}")
+        if isinstance(frame, Cancel | Error):  # the peer ended the transfer
+            return self._fail(frame.code, frame.text, by_peer=True)
+        raise AssertionError(f"ALLOWED lets {frame.type.name} through without a handler")
 
     def _on_offer(self, offer: Offer) -> list[Action]:
         if offer.chunk_size + CHUNK_OVERHEAD > self.max_message_size:

@@ -10,6 +10,7 @@ a bad frame becomes an ERROR frame to send plus a terminal :class:`Failed`.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 from enum import Enum
 
 from p2pd.blob.codecs import CODECS, get_codec
@@ -28,6 +29,7 @@ from p2pd.transfer.frames import (
     Error,
     Frame,
     FrameError,
+    FrameType,
     Hello,
     Offer,
     OfferInfo,
@@ -53,6 +55,19 @@ class SenderState(Enum):
 
 
 _TERMINAL = (SenderState.COMPLETED, SenderState.FAILED)
+_STOP = frozenset({FrameType.CANCEL, FrameType.ERROR})
+
+# State dispatch: the frames each state takes from the peer (SPEC.md, "Sender states"); any other frame is a
+# protocol error. Before start and once finished nothing is taken.
+ALLOWED: dict[SenderState, frozenset[FrameType]] = {
+    SenderState.IDLE: frozenset(),
+    SenderState.AWAIT_HELLO: _STOP | {FrameType.HELLO},
+    SenderState.AWAIT_DECISION: _STOP | {FrameType.ACCEPT, FrameType.REJECT},
+    SenderState.SENDING: _STOP | {FrameType.ACK},
+    SenderState.AWAIT_DONE: _STOP | {FrameType.ACK, FrameType.DONE},
+    SenderState.COMPLETED: frozenset(),
+    SenderState.FAILED: frozenset(),
+}
 
 
 class Sender(Endings):
@@ -66,10 +81,12 @@ class Sender(Endings):
     IDLE = SenderState.IDLE
     FAILED = SenderState.FAILED
     SILENCE = "no response from the peer"
+    state: SenderState
 
     def __init__(self, *, transfer_id: bytes, codec: str, raw_size: int, compressed_size: int, sha256: bytes,
                  info: OfferInfo, max_message_size: int = BASE_MESSAGE_SIZE,
-                 transport_limit: int | None = None, window: int = DEFAULT_WINDOW) -> None:
+                 transport_limit: int | None = None, window: int = DEFAULT_WINDOW,
+                 codecs: Sequence[str] = tuple(CODECS)) -> None:
         if len(transfer_id) != 16 or transfer_id == ZERO_ID:
             raise ValueError("transfer id must be 16 bytes, not all zero")
         if max_message_size < BASE_MESSAGE_SIZE:
@@ -83,6 +100,7 @@ class Sender(Endings):
         self.max_message_size = max_message_size
         self._transport_limit = transport_limit
         self._window = window
+        self._codecs = tuple(get_codec(name).wire_id for name in codecs)  # what HELLO says this side produces
         self.state = SenderState.IDLE
         self.offer: Offer | None = None
         self.plan: Plan | None = None
@@ -100,9 +118,8 @@ class Sender(Endings):
         if self.state is not SenderState.IDLE:
             raise RuntimeError("start() called twice")
         self.state = SenderState.AWAIT_HELLO
-        codecs = tuple(c.wire_id for c in CODECS.values())
         return [SendFrame(encode(Hello(role=Role.SENDER, max_message_size=self.max_message_size,
-                                       codecs=codecs)))]
+                                       codecs=self._codecs)))]
 
 
     def _frame_id(self) -> bytes:
@@ -171,11 +188,9 @@ class Sender(Endings):
             frame = decode(data, max_size=self.max_message_size)
         except FrameError as exc:
             return self._protocol_error(str(exc))
-        if isinstance(frame, Cancel | Error):
-            if frame.transfer_id not in (ZERO_ID, self.transfer_id):
-                return self._protocol_error(f"{frame.type.name} for another transfer")
-            return self._fail(frame.code, frame.text, by_peer=True)
-        if not isinstance(frame, Hello) and frame.transfer_id != self.transfer_id:
+        # CANCEL and ERROR may carry the zero id (sent before the peer saw the OFFER); HELLO always does
+        known = (ZERO_ID, self.transfer_id) if isinstance(frame, Cancel | Error) else (self.transfer_id,)
+        if not isinstance(frame, Hello) and frame.transfer_id not in known:
             return self._protocol_error(f"{frame.type.name} for another transfer")
         try:
             return self._dispatch(frame)
@@ -183,18 +198,19 @@ class Sender(Endings):
             return self._protocol_error(str(exc))
 
     def _dispatch(self, frame: Frame) -> list[Action]:
-        state = self.state
-        if state is SenderState.AWAIT_HELLO and isinstance(frame, Hello):
+        if frame.type not in ALLOWED[self.state]:
+            raise FrameError(f"unexpected {frame.type.name} while {self.state.value}")
+        if isinstance(frame, Hello):
             return self._on_hello(frame)
-        if state is SenderState.AWAIT_DECISION and isinstance(frame, Accept):
+        if isinstance(frame, Accept):
             return self._on_accept(frame)
-        if state is SenderState.AWAIT_DECISION and isinstance(frame, Reject):
-            return self._fail(frame.code, frame.text, by_peer=True)
-        if state in (SenderState.SENDING, SenderState.AWAIT_DONE) and isinstance(frame, Ack):
+        if isinstance(frame, Ack):
             return self._on_ack(frame)
-        if state is SenderState.AWAIT_DONE and isinstance(frame, Done):
+        if isinstance(frame, Done):
             return self._on_done(frame)
-        raise FrameError(f"unexpected {frame.type.name} while {state.value}")
+        if isinstance(frame, Reject | Cancel | Error):  # the peer ended the transfer
+            return self._fail(frame.code, frame.text, by_peer=True)
+        raise AssertionError(f"ALLOWED lets {frame.type.name} through without a handler")
 
     def _on_hello(self, hello: Hello) -> list[Action]:
         if hello.role is not Role.RECEIVER:

@@ -152,7 +152,8 @@ def test_offer_description_type_checks() -> None:
 
 
 def test_printable_neutralizes_terminal_escapes() -> None:
-    assert printable("a\x1b[2Jb\r\nc") == "a?[2Jb??c"
+    assert printable("a\x1b[2Jb\r\nc") == "a\\x1b[2Jb\\x0d\\x0ac"
+    assert printable("left\u202eright") == "left\\u202eright"  # a bidi override cannot reorder the line
     assert len(printable("x" * 1000)) == 300
 
 

@@ -14,9 +14,13 @@ import pytest
 
 from p2pd.blob import container as blob
 from p2pd.errors import (
+    BusyError,
     DeclinedError,
     InvalidInputError,
     NotFoundError,
+    Party,
+    PeerGoneError,
+    PeerTimeoutError,
     TooLargeError,
     TransferCancelledError,
     TransferFailedError,
@@ -180,6 +184,8 @@ async def test_cancel_from_either_side_stops_both_within_a_second(tmp_path: Path
     local, remote = (sender, receiver) if side == "sender" else (receiver, sender)
     assert str(local) == "transfer cancelled: user pressed stop"
     assert str(remote) == "transfer cancelled by the peer: user pressed stop"
+    assert (local.party, remote.party) == (Party.LOCAL, Party.PEER)
+    assert remote.peer_text == "user pressed stop" and local.peer_text is None
     assert took < 1.0
     assert (tmp_path / "in" / PARTIAL_DIR).is_dir()  # what arrived is kept for a resume
 
@@ -248,10 +254,10 @@ async def test_peer_connection_closing_fails_the_other_side_quickly(tmp_path: Pa
                 closing.append(asyncio.ensure_future(b.close()))
 
         started = time.monotonic()
-        with pytest.raises(TransferFailedError, match="peer_gone"):
+        with pytest.raises(PeerGoneError, match="peer_gone"):
             await send_blob(ca, tmp_path / "x.blob", INFO, on_progress=on_progress, idle_timeout=10)
         assert time.monotonic() - started < 8
-        with pytest.raises(TransferFailedError, match="peer_gone"):
+        with pytest.raises(PeerGoneError, match="peer_gone"):
             await receiving
     assert (tmp_path / "in" / PARTIAL_DIR).is_dir()
 
@@ -261,12 +267,12 @@ async def test_silent_peer_times_out(tmp_path: Path) -> None:
     async with connected_pair() as (a, b):
         ca, cb = await open_channels(a, b)  # nobody runs a receiver on cb
         started = time.monotonic()
-        with pytest.raises(TransferFailedError, match=r"timeout\): no response from the peer for 0.5 s"):
+        with pytest.raises(PeerTimeoutError, match=r"timeout\): no response from the peer for 0.5 s"):
             await send_blob(ca, tmp_path / "x.blob", INFO, idle_timeout=0.5)
         assert 0.4 < time.monotonic() - started < 3
         assert ca.readyState in ("closing", "closed")  # the sender closes its channel when it gives up
         ca, cb = await open_channels(a, b, 4)  # now nobody runs a sender on ca
-        with pytest.raises(TransferFailedError, match=r"no data from the peer for 0\.5 s"):
+        with pytest.raises(PeerTimeoutError, match=r"no data from the peer for 0\.5 s"):
             await receive_blob(cb, tmp_path / "in", decide=accept_all, idle_timeout=0.5)
 
 
@@ -338,7 +344,8 @@ async def test_a_second_transfer_of_the_same_blob_into_one_folder_is_refused(tmp
         second = await asyncio.gather(send_blob(ca2, tmp_path / "x.blob", INFO),
                                       receive_blob(cb2, tmp_path / "in", decide=accept_all),
                                       return_exceptions=True)
-        assert isinstance(second[0], DeclinedError) and "busy" in str(second[0])
+        assert isinstance(second[0], BusyError) and second[0].party is Party.PEER  # the sender: try later
+        assert isinstance(second[1], BusyError) and second[1].party is Party.LOCAL
         _, got = await first
     assert got.path.read_bytes() == sent
 
@@ -370,9 +377,9 @@ async def test_ice_transport_going_down_fails_the_transfer_with_that_reason(tmp_
             send_blob(ca, tmp_path / "x.blob", INFO, on_progress=on_progress,
                       max_message_size=MAX_MESSAGE_SIZE),
             receive_blob(cb, tmp_path / "in", decide=accept_all, idle_timeout=1), return_exceptions=True)
-    assert isinstance(sender, TransferFailedError)
+    assert isinstance(sender, PeerGoneError)
     assert str(sender) == "transfer failed (peer_gone): the connection to the peer closed (ICE)"
-    assert isinstance(receiver, TransferFailedError) and "no data from the peer for 1 s" in str(receiver)
+    assert isinstance(receiver, PeerTimeoutError) and "no data from the peer for 1 s" in str(receiver)
     assert (tmp_path / "in" / PARTIAL_DIR).is_dir()
 
 
@@ -384,7 +391,7 @@ async def test_a_storage_failure_on_the_receiver_stops_both_with_the_reason(tmp_
         sender, receiver = await asyncio.gather(
             send_blob(ca, tmp_path / "x.blob", INFO),
             receive_blob(cb, tmp_path / "not-a-folder", decide=accept_all), return_exceptions=True)
-    assert isinstance(receiver, TransferFailedError)
+    assert isinstance(receiver, TransferFailedError) and receiver.party is Party.LOCAL
     assert "transfer failed (io): cannot store the blob" in str(receiver)
-    assert isinstance(sender, TransferFailedError)
+    assert isinstance(sender, TransferFailedError) and sender.party is Party.PEER
     assert "the peer stopped the transfer (io): cannot store the blob" in str(sender)

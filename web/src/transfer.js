@@ -13,6 +13,21 @@ import {
 
 export const DEFAULT_WINDOW = 8 * 1024 * 1024;
 
+// State dispatch, as the reference's sender.ALLOWED / receiver.ALLOWED (SPEC.md §4): the frames each state takes
+// from the peer; anything else is a protocol error. CANCEL and ERROR are taken in every state from await-hello on.
+const STOP = [T.CANCEL, T.ERROR];
+export const ALLOWED = {
+  sender: {
+    idle: [], 'await-hello': [T.HELLO, ...STOP], 'await-decision': [T.ACCEPT, T.REJECT, ...STOP],
+    sending: [T.ACK, ...STOP], 'await-done': [T.ACK, T.DONE, ...STOP], completed: [], failed: [],
+  },
+  receiver: {
+    idle: [], 'await-hello': [T.HELLO, ...STOP], 'await-offer': [T.OFFER, ...STOP], deciding: [...STOP],
+    receiving: [T.CHUNK, T.END, ...STOP], finishing: [...STOP], verifying: [...STOP], finalizing: [...STOP],
+    completed: [], failed: [],
+  },
+};
+
 function checkRanges(have, nchunks) {
   let prevEnd = -1;
   for (const [start, end] of have) {
@@ -124,11 +139,11 @@ class Machine {
 /** One outgoing transfer of one blob payload. */
 export class Sender extends Machine {
   constructor({ transferId, rawSize, compressedSize, sha256, info, maxMessageSize = BASE_MESSAGE_SIZE,
-    transportLimit = null, window = DEFAULT_WINDOW, codec = LZ4 }) {
+    transportLimit = null, window = DEFAULT_WINDOW, codec = LZ4, codecs = [LZ4] }) {
     super();
     if (transferId.length !== 16 || equal(transferId, ZERO_ID)) throw new Error('transfer id must be 16 non-zero bytes');
     Object.assign(this, { transferId, rawSize, compressedSize, sha256, info, maxMessageSize, transportLimit, window,
-      codec });
+      codec, codecs });
     this.silence = 'no response from the peer';
     this.state = 'idle';
     this.offer = null;
@@ -153,7 +168,7 @@ export class Sender extends Machine {
     if (this.state !== 'idle') throw new Error('start() called twice');
     this.state = 'await-hello';
     return [{ kind: 'send', data: encode({ type: T.HELLO, transferId: ZERO_ID, role: ROLE.SENDER,
-      maxMessageSize: this.maxMessageSize, codecs: [LZ4] }) }];
+      maxMessageSize: this.maxMessageSize, codecs: this.codecs }) }];
   }
 
   /** [index, offset, length] of the chunk that may go now, or null (window full, all sent, not yet). */
@@ -192,13 +207,10 @@ export class Sender extends Machine {
     } catch (error) {
       return this._protocolError(error.message);
     }
-    if (frame.type === T.CANCEL || frame.type === T.ERROR) {
-      if (!equal(frame.transferId, ZERO_ID) && !equal(frame.transferId, this.transferId)) {
-        return this._protocolError(`${TYPE_NAMES[frame.type]} for another transfer`);
-      }
-      return this._fail(frame.code, frame.text, true);
-    }
-    if (frame.type !== T.HELLO && !equal(frame.transferId, this.transferId)) {
+    // CANCEL and ERROR may carry the zero id (sent before the peer saw the OFFER); HELLO always does
+    const stop = frame.type === T.CANCEL || frame.type === T.ERROR;
+    const known = equal(frame.transferId, this.transferId) || (stop && equal(frame.transferId, ZERO_ID));
+    if (frame.type !== T.HELLO && !known) {
       return this._protocolError(`${TYPE_NAMES[frame.type]} for another transfer`);
     }
     try {
@@ -210,18 +222,20 @@ export class Sender extends Machine {
   }
 
   #dispatch(frame) {
-    const s = this.state;
-    if (s === 'await-hello' && frame.type === T.HELLO) return this.#onHello(frame);
-    if (s === 'await-decision' && frame.type === T.ACCEPT) return this.#onAccept(frame);
-    if (s === 'await-decision' && frame.type === T.REJECT) return this._fail(frame.code, frame.text, true);
-    if ((s === 'sending' || s === 'await-done') && frame.type === T.ACK) return this.#onAck(frame);
-    if (s === 'await-done' && frame.type === T.DONE) return this.#onDone(frame);
-    throw new FrameError(`unexpected ${TYPE_NAMES[frame.type]} while ${s}`);
+    if (!ALLOWED.sender[this.state].includes(frame.type)) {
+      throw new FrameError(`unexpected ${TYPE_NAMES[frame.type]} while ${this.state}`);
+    }
+    switch (frame.type) {
+      case T.HELLO: return this.#onHello(frame);
+      case T.ACCEPT: return this.#onAccept(frame);
+      case T.ACK: return this.#onAck(frame);
+      case T.DONE: return this.#onDone(frame);
+      default: return this._fail(frame.code, frame.text, true); // REJECT, CANCEL, ERROR: the peer ended it
+    }
   }
 
   #onHello(hello) {
     if (hello.role !== ROLE.RECEIVER) throw new FrameError('the peer is a sender too (HELLO role)');
-    if (!hello.codecs.includes(this.codec)) throw new FrameError('the peer does not take this codec');
     let limit = Math.min(this.maxMessageSize, hello.maxMessageSize, MAX_MESSAGE_SIZE,
       this.transportLimit || MAX_MESSAGE_SIZE);
     limit = Math.max(limit, BASE_MESSAGE_SIZE);
@@ -364,7 +378,6 @@ export class Receiver extends Machine {
     if (this.offer && !equal(frame.transferId, this.offer.transferId) && frame.type !== T.HELLO) {
       return this._protocolError(`${TYPE_NAMES[frame.type]} for another transfer`);
     }
-    if (frame.type === T.CANCEL || frame.type === T.ERROR) return this._fail(frame.code, frame.text, true);
     try {
       return this.#dispatch(frame);
     } catch (error) {
@@ -374,16 +387,19 @@ export class Receiver extends Machine {
   }
 
   #dispatch(frame) {
-    const s = this.state;
-    if (s === 'receiving' && frame.type === T.CHUNK) return this.#onChunk(frame);
-    if (s === 'receiving' && frame.type === T.END) return this.#onEnd(frame);
-    if (s === 'await-hello' && frame.type === T.HELLO) {
-      if (frame.role !== ROLE.SENDER) throw new FrameError('the peer is a receiver too (HELLO role)');
-      this.state = 'await-offer';
-      return [];
+    if (!ALLOWED.receiver[this.state].includes(frame.type)) {
+      throw new FrameError(`unexpected ${TYPE_NAMES[frame.type]} while ${this.state}`);
     }
-    if (s === 'await-offer' && frame.type === T.OFFER) return this.#onOffer(frame);
-    throw new FrameError(`unexpected ${TYPE_NAMES[frame.type]} while ${s}`);
+    switch (frame.type) {
+      case T.CHUNK: return this.#onChunk(frame);
+      case T.END: return this.#onEnd(frame);
+      case T.HELLO:
+        if (frame.role !== ROLE.SENDER) throw new FrameError('the peer is a receiver too (HELLO role)');
+        this.state = 'await-offer';
+        return [];
+      case T.OFFER: return this.#onOffer(frame);
+      default: return this._fail(frame.code, frame.text, true); // CANCEL, ERROR: the peer ended it
+    }
   }
 
   #onOffer(offer) {

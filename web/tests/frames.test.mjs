@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { fromHex, hex } from '../src/bytes.js';
-import { CODEC_NAMES, MAX_MESSAGE_SIZE, ROLE, T, codeName, crc32, decode, encode } from '../src/frames.js';
+import { CODEC_NAMES, MAX_MESSAGE_SIZE, ROLE, T, codeName, crc32, decode, encode, printable } from '../src/frames.js';
 
 const vectors = JSON.parse(readFileSync(new URL('../../tests/vectors/transfer_frames.json', import.meta.url)));
 const CODEC_IDS = Object.fromEntries(Object.entries(CODEC_NAMES).map(([id, name]) => [name, Number(id)]));
@@ -56,4 +56,11 @@ for (const v of vectors.invalid) {
 test('a frame over the advertised limit is refused before anything else', () => {
   assert.throws(() => decode(new Uint8Array(16385)), /exceeds the 16384-byte message limit/);
   assert.throws(() => decode('text'), /text message/);
+});
+
+test('peer text is shown escaped, as the reference shows it (support/text.visible)', () => {
+  assert.equal(printable('a\x1b[2Jb\r\nc'), 'a\\x1b[2Jb\\x0d\\x0ac');
+  assert.equal(printable('left\u202eright\u200b'), 'left\\u202eright\\u200b');
+  assert.equal(printable('caf\u00e9 \u00ad ok'), 'caf\u00e9 \u00ad ok');
+  assert.equal(printable('x'.repeat(1000)).length, 300);
 });

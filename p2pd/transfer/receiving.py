@@ -1,0 +1,214 @@
+"""The receiving side of the adapter: runs a :class:`~p2pd.transfer.receiver.Receiver` over a data channel,
+asks the user, and stores chunks in a :class:`~p2pd.transfer.partial.PartialBlob` through worker-thread jobs
+(batched writes with fsync, the final digest, the rename into place).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from p2pd.errors import BusyError
+from p2pd.transfer.control import ProgressCallback, ReceivedBlob, TransferControl
+from p2pd.transfer.datachannel import DataChannel
+from p2pd.transfer.events import Action, FinalizeBlob, OfferReceived, VerifyPayload, WriteChunk
+from p2pd.transfer.frames import Code, Offer
+from p2pd.transfer.jobs import JobDone, JobKind, write_batch
+from p2pd.transfer.partial import PartialBlob
+from p2pd.transfer.receiver import Receiver, ReceiverState
+from p2pd.transfer.runloop import Runner
+
+COMMIT_BYTES = 1024 * 1024
+COMMIT_INTERVAL = 0.25
+
+Decide = Callable[[Offer], Awaitable[bool]]
+
+
+class ReceiveSide(Runner):
+    """One incoming transfer into ``dest_dir``."""
+
+    machine: Receiver
+
+    def __init__(self, channel: DataChannel, dest_dir: Path, decide: Decide, *, max_message_size: int,
+                 max_raw_size: int, idle_timeout: float, on_progress: ProgressCallback | None,
+                 control: TransferControl | None, linger: float) -> None:
+        super().__init__(channel, idle_timeout=idle_timeout, on_progress=on_progress, control=control)
+        self.dest_dir = dest_dir
+        self.decide = decide
+        self.linger = linger
+        self.machine = Receiver(max_message_size=max_message_size, max_raw_size=max_raw_size)
+        self.part: PartialBlob | None = None
+        self.decision: asyncio.Task[None] | None = None
+        self.queue: deque[tuple[int, bytes]] = deque()  # chunks to write
+        self.queue_bytes = 0
+        self.queued_since = self.loop.time()
+        self._batch = 0
+        self.committed = 0  # chunks durable (fsync'd and recorded)
+        self.path: Path | None = None
+        self.checksum_failed = False
+
+    async def run(self) -> ReceivedBlob:
+        try:
+            await self.wait_open()
+            try:
+                await self.loop_until_finished()
+            except asyncio.CancelledError:
+                self.perform(self.machine.cancel("the receiving task was cancelled"))
+                self.close_channel()
+                await asyncio.shield(self.cleanup())
+                raise
+            except BaseException:
+                await asyncio.shield(self.cleanup())
+                raise
+            await self.cleanup()
+            await self.flush()
+            if self.completed:
+                await self.wait_peer_close()
+            self.close_channel()
+        finally:
+            self.tap.detach()
+        if not self.completed:
+            self.raise_failure()
+        assert self.path is not None and self.machine.offer is not None
+        resumed = self.machine.plan.held_bytes if self.machine.plan else 0
+        return ReceivedBlob(path=self.path, offer=self.machine.offer,
+                            bytes_received=self.machine.bytes_received, resumed_bytes=resumed,
+                            elapsed=time.monotonic() - self.started)
+
+    async def loop_until_finished(self) -> None:
+        with self.watch_control():
+            self.perform(self.machine.start())
+            while not self.machine.finished:
+                self.drain()
+                self.check_cancel()
+                self.schedule_io()
+                if self.machine.finished:
+                    break
+                delay = self.idle_delay(self.machine.awaiting_peer and self.job is None)
+                if self.machine.finished:
+                    break
+                io_in = self.io_delay()
+                if io_in is not None:
+                    delay = io_in if delay is None else min(delay, io_in)
+                await self.wait(delay)
+
+    def handle(self, action: Action) -> None:
+        if isinstance(action, OfferReceived):
+            self.decision = asyncio.ensure_future(self._decide(action.offer))
+        elif isinstance(action, WriteChunk):
+            if not self.queue:
+                self.queued_since = self.loop.time()
+            self.queue.append((action.offset, action.data))
+            self.queue_bytes += len(action.data)
+        elif isinstance(action, VerifyPayload):
+            assert self.part is not None and self.job is None
+            self.start_job(JobKind.DIGEST, self.part.digest)
+        elif isinstance(action, FinalizeBlob):
+            assert self.part is not None and self.job is None
+            self.start_job(JobKind.FINALIZE, self.part.finalize)
+
+    async def _decide(self, offer: Offer) -> None:
+        try:
+            done = JobDone(JobKind.DECISION, bool(await self.decide(offer)))
+        except BaseException as exc:  # delivered to the run loop, which decides what it means
+            done = JobDone(JobKind.DECISION, None, exc)
+        self.tap.post(done)
+
+    def schedule_io(self) -> None:
+        """Start the next worker job: write and commit the queued chunks once there is a batch's worth (few
+        large jobs keep the worker thread from contending for the GIL with the event loop), the transfer is
+        finishing, or the oldest queued chunk waited COMMIT_INTERVAL."""
+        if self.job is not None or self.part is None or self.machine.finished or not self.queue:
+            return
+        due = (self.queue_bytes >= COMMIT_BYTES or self.machine.state is ReceiverState.FINISHING
+               or self.loop.time() - self.queued_since >= COMMIT_INTERVAL)
+        if not due:
+            return
+        batch = list(self.queue)
+        self.queue.clear()
+        self.queue_bytes = 0
+        self._batch = len(batch)
+        self.start_job(JobKind.WRITE, write_batch, self.part, batch, True)
+
+    def io_delay(self) -> float | None:
+        """Seconds until queued chunks are due to be written, if any wait."""
+        if not self.queue or self.job is not None:
+            return None
+        return max(0.0, self.queued_since + COMMIT_INTERVAL - self.loop.time())
+
+    def on_job(self, done: JobDone) -> None:
+        m = self.machine
+        error = done.error
+        if done.kind is JobKind.DECISION:
+            if error is not None:
+                if isinstance(error, asyncio.CancelledError):
+                    self.perform(m.cancel("the decision was cancelled"))
+                else:
+                    self.perform(m.fail(Code.INTERNAL, f"the decision failed: {error}"))
+            elif not done.result:
+                self.perform(m.reject("the user declined"))
+            elif m.offer is not None:
+                self.start_job(JobKind.OPEN, PartialBlob.open, self.dest_dir, m.offer)
+            return
+        if done.kind is JobKind.OPEN:
+            if isinstance(error, BusyError):
+                self.perform(m.reject(str(error), Code.BUSY))
+            elif error is not None:
+                self.perform(m.fail(Code.IO, f"cannot store the blob in {self.dest_dir}: {error}"))
+            else:
+                assert isinstance(done.result, PartialBlob)
+                self.part = done.result
+                self.perform(m.accept(done.result.held_chunks()))
+            return
+        if error is not None:
+            self.perform(m.fail(Code.IO, f"cannot {done.kind.value} the received blob: {error}"))
+            return
+        self.last_activity = self.loop.time()
+        if done.kind is JobKind.WRITE:
+            self.committed += self._batch
+            self.perform(m.chunks_durable(self.committed))
+        elif done.kind is JobKind.DIGEST:
+            assert isinstance(done.result, bytes)
+            self.perform(m.verified(done.result))
+            if m.failure is not None and m.failure.code == Code.CHECKSUM:
+                self.checksum_failed = True
+        elif done.kind is JobKind.FINALIZE:
+            assert isinstance(done.result, Path)
+            self.path = done.result
+            self.perform(m.finalized())
+
+    async def cleanup(self) -> None:
+        if self.decision is not None and not self.decision.done():
+            self.decision.cancel()
+            with contextlib.suppress(BaseException):
+                await self.decision
+        await self.settle_job()
+        part = self.part
+        if part is None or self.completed:
+            return
+        if self.checksum_failed:
+            await asyncio.to_thread(part.discard)
+            return
+        # keep what arrived for a later resume: write and commit the queue, then release the lock
+        batch = list(self.queue)
+        self.queue.clear()
+        with contextlib.suppress(Exception):
+            await asyncio.to_thread(write_batch, part, batch, True)
+        part.close()
+
+    def late_result(self, done: JobDone) -> None:
+        if done.kind is JobKind.OPEN and isinstance(done.result, PartialBlob):
+            done.result.close()  # opened while the transfer was stopping: release its lock
+
+    async def wait_peer_close(self) -> None:
+        """After DONE: give the sender time to read it and close the channel (closing first could lose it)."""
+        deadline = self.loop.time() + self.linger
+        while self.channel.readyState == "open":
+            left = deadline - self.loop.time()
+            if left <= 0:
+                return
+            await self.wait(left)

@@ -1,0 +1,230 @@
+"""The adapter (channel → sending/receiving → runloop → jobs) over in-memory channels: whole transfers, the
+typed errors it raises itself, cancel through TransferControl, resume, and the run loop's jobs. No aiortc."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from p2pd.blob import container as blob
+from p2pd.errors import (
+    ConnectionFailedError,
+    DeclinedError,
+    InvalidInputError,
+    NotFoundError,
+    Party,
+    PeerGoneError,
+    PeerTimeoutError,
+    TransferCancelledError,
+)
+from p2pd.transfer.channel import receive_blob, send_blob
+from p2pd.transfer.control import TransferControl
+from p2pd.transfer.frames import MAX_MESSAGE_SIZE, Offer, OfferInfo
+from p2pd.transfer.jobs import JobDone, JobKind, open_blob, read_span
+from p2pd.transfer.partial import PARTIAL_DIR
+from p2pd.transfer.runloop import Runner
+from p2pd.transfer.tap import attach
+from tests.transfer.memchannel import MemChannel, mem_pair
+
+INFO = OfferInfo("In memory", "claude-code", "session-m", 5)
+
+
+def pair(opened: bool = True) -> tuple[MemChannel, MemChannel]:
+    """Two connected channels, tapped at once (as peer.connect does: the first frames may come early)."""
+    a, b = mem_pair(opened)
+    attach(a), attach(b)
+    return a, b
+
+
+async def accept_all(offer: Offer) -> bool:
+    return True
+
+
+def write_blob(path: Path, size: int, seed: int = 0) -> bytes:
+    data = blob.encode(os.urandom(size) if seed == 0 else bytes((i * seed) % 256 for i in range(size)))
+    path.write_bytes(data)
+    return data
+
+
+async def test_a_whole_transfer_over_an_in_memory_channel(tmp_path: Path) -> None:
+    sent = write_blob(tmp_path / "x.blob", 600_000)
+    a, b = pair()
+    progress: list[tuple[int, int]] = []
+    result, got = await asyncio.gather(
+        send_blob(a, tmp_path / "x.blob", INFO, max_message_size=MAX_MESSAGE_SIZE,
+                  on_progress=lambda d, t: progress.append((d, t))),
+        receive_blob(b, tmp_path / "in", decide=accept_all, linger=0.2))
+    assert got.path.read_bytes() == sent
+    assert got.offer.info == INFO and result.resumed_bytes == got.resumed_bytes == 0
+    assert result.chunk_size == MAX_MESSAGE_SIZE - 26 and progress[-1] == (result.compressed_size,) * 2
+    assert a.readyState == "closed"  # the sender closes the channel when the transfer is over
+    assert a.listeners() == b.listeners() == 0  # both taps detached
+
+
+async def test_a_declined_offer(tmp_path: Path) -> None:
+    write_blob(tmp_path / "x.blob", 10_000)
+    a, b = pair()
+
+    async def no(offer: Offer) -> bool:
+        return False
+
+    sender, receiver = await asyncio.gather(send_blob(a, tmp_path / "x.blob", INFO),
+                                            receive_blob(b, tmp_path / "in", decide=no), return_exceptions=True)
+    assert isinstance(sender, DeclinedError) and sender.party is Party.PEER
+    assert sender.peer_text == "the user declined"
+    assert isinstance(receiver, DeclinedError) and receiver.party is Party.LOCAL
+
+
+@pytest.mark.parametrize("side", ["sender", "receiver"])
+async def test_cancel_through_the_control_reaches_both_sides(tmp_path: Path, side: str) -> None:
+    write_blob(tmp_path / "x.blob", 3_000_000)
+    a, b = pair()
+    control = TransferControl()
+
+    def on_progress(done: int, total: int) -> None:
+        if done > total // 4:
+            control.cancel("stop now")
+
+    kw: dict[str, Any] = {"control": control}
+    sender, receiver = await asyncio.gather(
+        send_blob(a, tmp_path / "x.blob", INFO, on_progress=on_progress, **(kw if side == "sender" else {})),
+        receive_blob(b, tmp_path / "in", decide=accept_all, **(kw if side == "receiver" else {})),
+        return_exceptions=True)
+    local, remote = (sender, receiver) if side == "sender" else (receiver, sender)
+    assert isinstance(local, TransferCancelledError) and local.party is Party.LOCAL
+    assert isinstance(remote, TransferCancelledError) and remote.party is Party.PEER
+    assert remote.peer_text == "stop now"
+    assert (tmp_path / "in" / PARTIAL_DIR).is_dir()  # kept for a resume
+
+
+async def test_a_broken_transfer_resumes_from_what_the_receiver_holds(tmp_path: Path) -> None:
+    sent = write_blob(tmp_path / "x.blob", 3_000_000)
+    a, b = pair()
+    control = TransferControl()
+
+    def on_progress(done: int, total: int) -> None:
+        if done > total // 2:
+            control.cancel("break")
+
+    await asyncio.gather(send_blob(a, tmp_path / "x.blob", INFO, on_progress=on_progress, control=control),
+                         receive_blob(b, tmp_path / "in", decide=accept_all), return_exceptions=True)
+    a, b = pair()
+    result, got = await asyncio.gather(send_blob(a, tmp_path / "x.blob", INFO),
+                                       receive_blob(b, tmp_path / "in", decide=accept_all, linger=0.2))
+    assert got.path.read_bytes() == sent
+    assert result.resumed_bytes > result.compressed_size // 2 - result.chunk_size
+    assert result.bytes_sent == result.compressed_size - result.resumed_bytes
+
+
+async def test_the_peer_closing_the_channel_is_peer_gone(tmp_path: Path) -> None:
+    write_blob(tmp_path / "x.blob", 3_000_000)
+    a, b = pair()
+
+    def on_progress(done: int, total: int) -> None:
+        if done > total // 4:
+            b.close()
+
+    sender, receiver = await asyncio.gather(
+        send_blob(a, tmp_path / "x.blob", INFO, on_progress=on_progress),
+        receive_blob(b, tmp_path / "in", decide=accept_all), return_exceptions=True)
+    assert isinstance(sender, PeerGoneError) and isinstance(receiver, PeerGoneError)
+    assert sender.peer_text is None  # nothing the peer wrote: this side saw the channel go
+
+
+async def test_a_silent_peer_times_out(tmp_path: Path) -> None:
+    write_blob(tmp_path / "x.blob", 1000)
+    a, _ = pair()  # nobody receives
+    with pytest.raises(PeerTimeoutError) as info:
+        await send_blob(a, tmp_path / "x.blob", INFO, idle_timeout=0.2)
+    assert info.value.party is Party.PEER
+
+
+async def test_a_channel_that_never_opens_is_a_connection_failure(tmp_path: Path) -> None:
+    write_blob(tmp_path / "x.blob", 1000)
+    a, _ = pair(opened=False)
+    with pytest.raises(ConnectionFailedError):
+        await send_blob(a, tmp_path / "x.blob", INFO, idle_timeout=0.2)
+    closed = MemChannel()
+    closed.readyState = "closed"
+    with pytest.raises(PeerGoneError):
+        await receive_blob(closed, tmp_path / "in", decide=accept_all)
+
+
+async def test_cancelling_while_the_channel_opens(tmp_path: Path) -> None:
+    write_blob(tmp_path / "x.blob", 1000)
+    a, _ = pair(opened=False)
+    control = TransferControl()
+    task = asyncio.ensure_future(send_blob(a, tmp_path / "x.blob", INFO, control=control, idle_timeout=5))
+    await asyncio.sleep(0.05)
+    control.cancel("never mind")
+    a.emit("open")  # any channel event wakes the loop, which sees the cancel (the channel is still connecting)
+    with pytest.raises(TransferCancelledError) as info:
+        await asyncio.wait_for(task, 2)
+    assert info.value.party is Party.LOCAL
+
+
+def test_control_wakes_watchers_only_while_they_watch() -> None:
+    control = TransferControl()
+    woken: list[str] = []
+    with control.watching(lambda: woken.append("a")):
+        pass
+    with control.watching(lambda: woken.append("b")):
+        control.cancel("x")
+        control.cancel("y")  # the first reason stands, nobody is woken twice
+    assert woken == ["b"] and control.reason == "x" and control.cancelled
+
+
+# --- jobs -----------------------------------------------------------------------------------------------
+
+
+async def test_jobs_report_results_and_errors_through_the_tap() -> None:
+    a, _ = mem_pair()
+    runner = Runner(a, idle_timeout=1, on_progress=None, control=None)
+    runner.start_job(JobKind.READ, lambda: b"bytes")
+    with pytest.raises(AssertionError):
+        runner.start_job(JobKind.READ, lambda: b"two at once")
+    await asyncio.wait_for(runner.tap.wake.wait(), 5)
+    assert runner.tap.pop() == JobDone(JobKind.READ, b"bytes") and runner.job is None
+
+    def boom() -> None:
+        raise OSError("disk on fire")
+
+    runner.tap.wake.clear()
+    runner.start_job(JobKind.WRITE, boom)
+    await asyncio.wait_for(runner.tap.wake.wait(), 5)
+    done = runner.tap.pop()
+    assert isinstance(done, JobDone) and done.kind is JobKind.WRITE and isinstance(done.error, OSError)
+    attach(a).detach()
+
+
+def test_open_blob_checks_the_file_before_any_channel_work(tmp_path: Path) -> None:
+    with pytest.raises(NotFoundError):
+        open_blob(tmp_path / "missing.blob")
+    data = write_blob(tmp_path / "x.blob", 5000)
+    (tmp_path / "cut.blob").write_bytes(data[:-1])
+    with pytest.raises(InvalidInputError, match="its header says"):
+        open_blob(tmp_path / "cut.blob")
+    with pytest.raises(InvalidInputError, match="directory"):
+        open_blob(tmp_path)
+    fd, header = open_blob(tmp_path / "x.blob")
+    try:
+        assert read_span(fd, 0, header.compressed_size) == data[blob.HEADER_SIZE:]
+        with pytest.raises(OSError, match="shorter than its header"):
+            read_span(fd, 1, header.compressed_size)
+    finally:
+        os.close(fd)
+
+
+def test_the_protocol_and_the_adapter_load_without_aiortc() -> None:
+    """Only peer.py imports aiortc: the browser-facing core and the adapter stay light to import."""
+    import subprocess
+    import sys
+
+    code = ("import sys, p2pd.transfer, p2pd.transfer.frames, p2pd.transfer.channel; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('aiortc', 'aioice')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -1,0 +1,70 @@
+"""Failure → typed error: class, cause and party follow the reason code and who ended the transfer; the peer's
+text is kept apart (peer_text) and shown escaped; nothing is decided on text."""
+
+from __future__ import annotations
+
+import pytest
+
+from p2pd.errors import (
+    BusyError,
+    Cause,
+    DeclinedError,
+    P2pdError,
+    Party,
+    PeerGoneError,
+    PeerTimeoutError,
+    ProtocolError,
+    TooLargeError,
+    TransferCancelledError,
+    TransferFailedError,
+    from_wire,
+)
+from p2pd.transfer.events import Failure
+from p2pd.transfer.frames import Code
+
+
+@pytest.mark.parametrize(("code", "by_peer", "cls", "cause", "party"), [
+    (Code.CANCELLED, False, TransferCancelledError, Cause.CANCELLED, Party.LOCAL),
+    (Code.CANCELLED, True, TransferCancelledError, Cause.CANCELLED, Party.PEER),
+    (Code.DECLINED, False, DeclinedError, Cause.DECLINED, Party.LOCAL),
+    (Code.DECLINED, True, DeclinedError, Cause.DECLINED, Party.PEER),
+    (Code.BUSY, True, BusyError, Cause.BUSY, Party.PEER),
+    (Code.BUSY, False, BusyError, Cause.BUSY, Party.LOCAL),
+    (Code.TOO_LARGE, False, TooLargeError, Cause.TOO_LARGE, Party.PEER),  # the peer offered over our cap
+    (Code.TOO_LARGE, True, DeclinedError, Cause.DECLINED, Party.PEER),  # the peer refused our size
+    (Code.UNSUPPORTED_CODEC, True, DeclinedError, Cause.DECLINED, Party.PEER),
+    (Code.PROTOCOL, False, ProtocolError, Cause.PROTOCOL, Party.PEER),
+    (Code.PROTOCOL, True, ProtocolError, Cause.PROTOCOL, Party.PEER),
+    (Code.TIMEOUT, False, PeerTimeoutError, Cause.TIMEOUT, Party.PEER),
+    (Code.PEER_GONE, False, PeerGoneError, Cause.PEER_GONE, Party.PEER),
+    (Code.CHECKSUM, False, TransferFailedError, Cause.CHECKSUM_MISMATCH, Party.PEER),
+    (Code.IO, False, TransferFailedError, Cause.TRANSFER_FAILED, Party.LOCAL),
+    (Code.IO, True, TransferFailedError, Cause.TRANSFER_FAILED, Party.PEER),
+    (Code.INTERNAL, False, TransferFailedError, Cause.TRANSFER_FAILED, Party.LOCAL),
+    (999, True, TransferFailedError, Cause.TRANSFER_FAILED, Party.PEER),  # a code from a newer peer
+])
+def test_code_and_side_give_class_cause_and_party(code: int, by_peer: bool, cls: type[P2pdError], cause: Cause,
+                                                   party: Party) -> None:
+    exc = Failure(code, "some reason", by_peer).exception()
+    assert type(exc) is cls
+    assert (exc.cause, exc.party) == (cause, party)
+    assert exc.peer_text == ("some reason" if by_peer else None)
+    assert exc.details["code"] in (Code(code).name.lower() if code in Code._value2member_map_ else f"code {code}",)
+
+
+def test_cancelled_and_gone_transfers_stay_transfer_failures_for_callers_that_catch_those() -> None:
+    for code in (Code.CANCELLED, Code.PEER_GONE, Code.TIMEOUT, Code.PROTOCOL, Code.CHECKSUM):
+        assert isinstance(Failure(code, "r", False).exception(), TransferFailedError)
+
+
+def test_peer_text_is_escaped_in_the_message_and_kept_verbatim_apart() -> None:
+    text = "stop\x1b[2J\u202eevil"
+    exc = Failure(Code.CANCELLED, text, True).exception()
+    assert str(exc) == "transfer cancelled by the peer: stop\\x1b[2J\\u202eevil"
+    assert exc.peer_text == text
+
+
+def test_the_error_survives_the_http_api() -> None:
+    exc = Failure(Code.BUSY, "being received", True).exception()
+    back = from_wire(exc.to_wire())
+    assert type(back) is BusyError and back.party is Party.PEER and back.peer_text == "being received"
