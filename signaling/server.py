@@ -18,6 +18,7 @@ import logging
 import mimetypes
 import posixpath
 import re
+import ssl
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -29,6 +30,7 @@ from websockets.http11 import Request, Response
 from websockets.typing import Subprotocol
 
 from signaling import protocol as p
+from signaling.ice import IceSettings
 from signaling.rooms import Close, Registry, Send, ServerLimits
 
 log = logging.getLogger("p2pd.signaling")
@@ -53,6 +55,8 @@ class ServerOptions:
     gc_interval: float = 0.0
     gc_after_closes: int = 20_000
     backlog: int = 2048
+    tls: ssl.SSLContext | None = None  # serve https/wss (p2pd-signal --cert/--key)
+    ice: IceSettings | None = None  # STUN/TURN handed to every client that joined a room (signaling/ice.py)
 
 
 _INLINE_SCRIPT = re.compile(rb"<script(?:\s[^>]*)?>(.*?)</script>", re.DOTALL | re.IGNORECASE)
@@ -141,6 +145,7 @@ class SignalServer:
         self._closed_since_gc = 0
         self._gc_thresholds = gc.get_threshold()
         self._closing: set[asyncio.Task[None]] = set()
+        self._ice_given: dict[int, object] = {}  # conn -> the room it last got ICE servers for
 
     # ---- lifecycle ---------------------------------------------------------------------------------------
 
@@ -159,6 +164,7 @@ class SignalServer:
             max_size=4 * self.limits.max_message_bytes,
             max_queue=8,
             backlog=self.options.backlog,
+            ssl=self.options.tls,
         )
         self._expiry_task = asyncio.get_running_loop().create_task(self._expire_forever())
         if self.options.gc_interval > 0:
@@ -179,7 +185,8 @@ class SignalServer:
         host = self.options.host
         if ":" in host:
             host = f"[{host}]"
-        return f"ws://{host}:{self.port}{WEBSOCKET_PATH}"
+        scheme = "wss" if self.options.tls is not None else "ws"
+        return f"{scheme}://{host}:{self.port}{WEBSOCKET_PATH}"
 
     async def serve_forever(self) -> None:
         assert self._server is not None, "start() first"
@@ -246,13 +253,27 @@ class SignalServer:
             self._perform(result.actions)
             async for message in ws:
                 self._perform(self.registry.receive(conn, message))
+                self._give_ice(conn, ws)
         except ConnectionClosed:
             pass
         finally:
             self._closed_since_gc += 1
             self._sockets.pop(conn, None)
+            self._ice_given.pop(conn, None)
             if result.accepted:
                 self._perform(self.registry.disconnect(conn))
+
+    def _give_ice(self, conn: int, ws: ServerConnection) -> None:
+        """After ``joined``: once per room membership, the ICE servers with fresh TURN credentials."""
+        state = self.registry.connections.get(conn)
+        room = state.room if state is not None else None
+        if self.options.ice is None or room is None or state is None:
+            return
+        membership = (room.name, state.peer_id)
+        if self._ice_given.get(conn) == membership:
+            return
+        self._ice_given[conn] = membership
+        broadcast([ws], p.encode(self.options.ice.message()))
 
     def _perform(self, actions: list[Send | Close]) -> None:
         for action in actions:

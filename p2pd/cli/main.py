@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from p2pd import __version__
+from p2pd.cli import netopts
 from p2pd.errors import ExitCode, InvalidInputError, NotFoundError, P2pdError
 from p2pd.support.eventloop import run as run_async
 
@@ -322,7 +323,8 @@ def cmd_send(args: argparse.Namespace) -> int:
     ui = CliUI(signal_url=url)
     try:
         outcome = run_async(send_document(doc, signal_url=url, code=str(code) if code else None, ui=ui,
-                                           peer_timeout=args.timeout, fallback_dir=Path(args.fallback_dir)))
+                                           peer_timeout=args.timeout, fallback_dir=Path(args.fallback_dir),
+                                           connect_timeout=netopts.apply(args)))
     finally:
         ui.stop()
     if outcome.sent:
@@ -359,7 +361,8 @@ def cmd_receive(args: argparse.Namespace) -> int:
         url = args.signal or signal_url()
         try:
             outcome = run_async(receive_document(signal_url=url, code=str(code) if code else None, ui=ui,
-                                                  out_dir=out_dir, peer_timeout=args.timeout))
+                                                  out_dir=out_dir, peer_timeout=args.timeout,
+                                                  connect_timeout=netopts.apply(args)))
         finally:
             ui.stop()
         doc, path = outcome.document, outcome.path
@@ -437,6 +440,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--fallback-dir", default=".", help="where to write the .a2a.json when no peer connects")
     s.add_argument("--to", metavar="DEVICE", help="send to a paired device, through the running daemon (no code)")
     s.add_argument("--link", metavar="LINK", help="send to every other member of a link, through the running daemon")
+    netopts.add(s)
     s.set_defaults(func=cmd_send)
 
     s = sub.add_parser("receive", help="receive a conversation sent with 'p2pd send'")
@@ -451,6 +455,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--yes", action="store_true", help="accept the offer without asking")
     s.add_argument("--signal", help="signaling server URL (default: $P2PD_SIGNAL, config, ws://127.0.0.1:8765)")
     s.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the sender (default 300)")
+    netopts.add(s)
     s.set_defaults(func=cmd_receive)
 
     s = sub.add_parser("demo", help="run the main job on this machine: signaling server, sender and receiver")

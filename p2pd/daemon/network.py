@@ -283,7 +283,11 @@ class DeviceSession:
             return m
 
         try:
-            return await connect(role, send, recv, timeout=self.net.connect_timeout)
+            link = await connect(role, send, recv, timeout=self.net.connect_timeout,
+                                 server_ice=self.rv.ice_servers if self.rv is not None else ())
+            if link.path is not None:
+                log.info("device %s: transfer %s %s", self.device.name, tid, link.path.describe())
+            return link
         finally:
             self.rtc.pop(tid, None)
 

@@ -79,6 +79,7 @@ class SendOutcome:
     result: Any = None  # p2pd.transfer.channel.TransferResult when sent
     fallback_path: Path | None = None
     fallback_reason: str | None = None
+    ice_path: Any = None  # p2pd.transfer.ice.IcePath: the path the connection took
 
 
 @dataclass
@@ -89,6 +90,7 @@ class ReceiveOutcome:
     bytes_received: int = 0
     resumed_bytes: int = 0
     imported: Any = None
+    ice_path: Any = None  # p2pd.transfer.ice.IcePath
     notes: list[str] = field(default_factory=list)
 
 
@@ -151,10 +153,11 @@ async def send_document(doc: ConversationDocument, *, signal_url: str, code: str
             return await fall_back(str(exc))
         ui.paired(outcome.verification)
         try:
-            link = await connect("offer", rv.send_sealed, _recv(rv, connect_timeout), timeout=connect_timeout)
+            link = await connect("offer", rv.send_sealed, _recv(rv, connect_timeout), timeout=connect_timeout,
+                                 server_ice=rv.ice_servers, status=ui.status)
         except TransferFailedError as exc:
             return await fall_back(str(exc))
-        ui.status("connected peer to peer")
+        outcome.ice_path = link.path
         info = OfferInfo.normalized(doc.title or doc.context_id, doc.origin.platform,
                                     doc.origin.session_id or doc.context_id, doc.counts.messages)
         outcome.result = await send_blob(link.channel, blob_path, info, on_progress=ui.progress,
@@ -197,11 +200,12 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
         ui.code_ready(str(rv.code))
         verification = await rv.pair(timeout=peer_timeout)
         ui.paired(verification)
-        link = await connect("answer", rv.send_sealed, _recv(rv, connect_timeout), timeout=connect_timeout)
-        ui.status("connected peer to peer")
+        link = await connect("answer", rv.send_sealed, _recv(rv, connect_timeout), timeout=connect_timeout,
+                             server_ice=rv.ice_servers, status=ui.status)
         received = await receive_blob(link.channel, out_dir, decide=ui.decide, on_progress=ui.progress,
                                       idle_timeout=idle_timeout, max_message_size=DAEMON_MESSAGE_SIZE,
                                       control=control)
+        link_path = link.path
     finally:
         if link is not None:
             await link.close()
@@ -211,7 +215,8 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
     with contextlib.suppress(OSError):
         os.unlink(received.path)
     return ReceiveOutcome(document=doc, path=path, verification=verification,
-                          bytes_received=received.bytes_received, resumed_bytes=received.resumed_bytes)
+                          bytes_received=received.bytes_received, resumed_bytes=received.resumed_bytes,
+                          ice_path=link_path)
 
 
 def _document_from_blob(path: Path) -> ConversationDocument:

@@ -227,6 +227,7 @@ class Rendezvous:
         self._inbox: asyncio.Queue[Any] = asyncio.Queue()
         self._failure: P2pdError | None = None
         self._failed = asyncio.Event()
+        self.ice_servers: list[Any] = []  # what the server handed out after `joined` (p2pd/transfer/ice.py)
         self._reader = asyncio.get_running_loop().create_task(self._read_forever())
 
     # ---- construction ----------------------------------------------------------------------------------
@@ -419,6 +420,8 @@ class Rendezvous:
                     self._fail(TransferFailedError("the peer left"))
                 else:
                     self._fail(TransferFailedError("the peer left before the pairing completed"))
+        elif kind == "ice_servers" and isinstance(message.get("ice_servers"), list):
+            self.ice_servers = message["ice_servers"]
         elif kind == "room_closed":
             why = "expired" if message.get("reason") == "expired" else "was closed"
             self._fail(TransferFailedError(f"the pairing room {why} on the signaling server"))
