@@ -1,0 +1,94 @@
+"""A conversation crosses between two homes behind NATs, with only p2pd-signal configured (it hands out STUN and
+short-lived TURN credentials for a real coturn); every case asserts the path taken, from the routers' counters
+and from what both sides say, not only that the transfer succeeded."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from p2pd.errors import ExitCode
+from signaling.ice import rest_credential
+from tests.net.conftest import CORPUS_SESSION, ICE_URLS, Internet, Run, transfer
+
+pytestmark = pytest.mark.skipif(not CORPUS_SESSION.is_file(), reason=f"corpus session {CORPUS_SESSION} missing")
+
+
+def _verified(run: Run) -> None:
+    assert run.sender_rc == 0, run.sender_err + "\n--- receiver ---\n" + run.receiver_err
+    assert run.receiver_rc == 0, run.receiver_err
+    assert "SHA-256 verified" in run.receiver_err
+    [doc] = run.received()
+    assert len(json.loads(doc.read_text())["messages"]) > 100
+
+
+def _no_direct(run: Run) -> None:
+    """Nothing arrived straight from the other home; what left towards it were only failed checks."""
+    for side in ("a", "b"):
+        assert run.counters[side]["udp_from_peer"] == 0
+        assert run.counters[side]["udp_to_peer"] < 5_000
+
+
+def test_symmetric_nats_cross_via_turn_udp(internet: Internet) -> None:
+    run = transfer(internet, modes=("symmetric", "symmetric"))
+    print(f"symmetric/symmetric via TURN/UDP: verified in {run.seconds:.1f} s; counters {run.counters}")
+    _verified(run)
+    _no_direct(run)
+    # the conversation (lz4, ~1 MB on the wire) went up to the relay from A and down from it to B
+    assert run.counters["a"]["udp_to_relay"] > 500_000
+    assert run.counters["b"]["udp_from_relay"] > 500_000
+    assert "connected: relayed (TURN over UDP" in run.sender_err
+    assert "connected: relayed" in run.receiver_err
+
+
+def test_no_udp_at_all_crosses_via_turn_tcp(internet: Internet) -> None:
+    run = transfer(internet, modes=("noudp", "noudp"))
+    print(f"no UDP at all, via TURN/TCP: verified in {run.seconds:.1f} s; counters {run.counters}")
+    _verified(run)
+    for side in ("a", "b"):
+        assert run.counters[side]["udp_from_relay"] == 0 and run.counters[side]["udp_from_peer"] == 0
+    assert run.counters["a"]["tcp_to_relay"] > 500_000
+    assert "connected: relayed (TURN over TCP" in run.sender_err
+    assert "connected: relayed (TURN over TCP" in run.receiver_err
+
+
+def test_cone_nats_connect_directly_with_stun(internet: Internet) -> None:
+    run = transfer(internet, modes=("cone", "cone"))
+    print(f"cone/cone via STUN, direct: verified in {run.seconds:.1f} s; counters {run.counters}")
+    _verified(run)
+    assert run.counters["a"]["udp_to_peer"] > 500_000
+    assert run.counters["b"]["udp_from_peer"] > 500_000
+    assert run.counters["a"]["udp_to_relay"] < 100_000  # STUN, the relay probe and the unused allocation only
+    assert "connected: direct through NAT" in run.sender_err
+    assert "connected: direct through NAT" in run.receiver_err
+
+
+def test_relay_only_never_reveals_addresses(internet: Internet) -> None:
+    run = transfer(internet, modes=("cone", "cone"), send_args=("--relay-only",),
+                   receiver_env={"P2PD_RELAY_ONLY": "1"})
+    print(f"cone/cone relay-only: verified in {run.seconds:.1f} s; counters {run.counters}")
+    _verified(run)
+    _no_direct(run)
+    for side in ("a", "b"):
+        assert run.counters[side]["udp_to_peer"] == 0  # not even a check: no address of ours was offered
+    assert "connected: relayed (TURN over UDP; relay → relay)" in run.sender_err
+    assert "connected: relayed (TURN over UDP; relay → relay)" in run.receiver_err
+
+
+def test_expired_credential_is_a_clear_error(internet: Internet) -> None:
+    username, credential = rest_credential(internet.secret.encode(), "p2pd", int(time.time()) - 60)
+    expired = json.dumps([{"urls": url, "username": username, "credential": credential}
+                          for url in ICE_URLS if url.startswith("turn:")])
+    env = {"P2PD_ICE_SERVERS": expired}
+    run = transfer(internet, modes=("symmetric", "symmetric"), send_args=("--connect-timeout", "6"),
+                   receive_args=("--connect-timeout", "6"), sender_env=env, receiver_env=env)
+    print(f"expired credential: failed in {run.seconds:.1f} s")
+    assert run.sender_rc == ExitCode.FALLBACK_WRITTEN, run.sender_err
+    assert "the relay refused the credential" in run.sender_err
+    assert "p2pd import" in run.sender_err or run.received() == []
+    assert run.receiver_rc == ExitCode.TRANSFER_FAILED
+    assert "the relay refused the credential" in run.receiver_err
+    for side in ("a", "b"):
+        assert run.counters[side]["udp_from_relay"] < 5_000  # only the 401 answers
