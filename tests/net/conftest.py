@@ -62,18 +62,20 @@ def internet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Internet]:
     try:
         topo.up()
         (tmp / "turn-secret").write_text(secret + "\n")
-        topo.spawn("pub", ["turnserver", "-n", f"--listening-ip={PUBLIC_IP}", f"--relay-ip={PUBLIC_IP}",
+        with open(tmp / "turnserver.log", "wb") as log:
+            topo.spawn("pub", ["turnserver", "-n", f"--listening-ip={PUBLIC_IP}", f"--relay-ip={PUBLIC_IP}",
                            f"--listening-port={TURN_PORT}", "--use-auth-secret", f"--static-auth-secret={secret}",
                            "--realm=p2pd.test", "--no-cli", "--no-tls", "--no-dtls", "--log-file=stdout",
                            "--simple-log", f"--pidfile={tmp}/turn.pid", f"--userdb={tmp}/turndb",
                            "--no-software-attribute"],
-                   stdout=open(tmp / "turnserver.log", "wb"), stderr=subprocess.STDOUT)
+                       stdout=log, stderr=subprocess.STDOUT)
         args = [sys.executable, "-m", "signaling", "--host", PUBLIC_IP, "--port", str(SIGNAL_PORT), "--no-web",
                 "--turn-secret-file", str(tmp / "turn-secret"), "--log-level", "INFO"]
         for url in ICE_URLS:
             args += ["--ice-server", url]
-        topo.spawn("pub", args, stdout=open(tmp / "signal.log", "wb"), stderr=subprocess.STDOUT,
-                   env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT)
+        with open(tmp / "signal.log", "wb") as log:
+            topo.spawn("pub", args, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                       cwd=ROOT)
         deadline = time.monotonic() + 20
         _wait_listening(topo, TURN_PORT, deadline)
         _wait_listening(topo, SIGNAL_PORT, deadline)

@@ -1,0 +1,34 @@
+"""Choosing ICE servers (merge, TURN order) and explaining a failed connection."""
+
+from __future__ import annotations
+
+from p2pd.transfer.ice import Failure, IcePlan, Outcome, Probe, Server, explain, merge, plan
+
+
+def test_merge_puts_local_first_and_keeps_one_entry_per_url():
+    local = [{"urls": "turn:h:3478?transport=udp", "username": "mine", "credential": "x"}]
+    given = [{"urls": ["stun:h:3478"]}, {"urls": ["turn:h:3478?transport=udp", "turn:h:3478?transport=tcp"],
+                                          "username": "1:p2pd", "credential": "y"}, {"urls": 5}, "junk"]
+    merged = merge(local, given)
+    assert [s.url for s in merged] == ["turn:h:3478?transport=udp", "stun:h:3478", "turn:h:3478?transport=tcp"]
+    assert merged[0].username == "mine" and merged[2].username == "1:p2pd"
+    assert [s.transport for s in merged if s.is_turn] == ["udp", "tcp"]
+    assert Server("turns:h:443").transport == "tls"
+
+
+async def test_plan_without_relays_keeps_only_the_first_stun():
+    ice = await plan([Server("stun:h:1"), Server("stun:h:2")])
+    assert [s.url for s in ice.servers] == ["stun:h:1"] and ice.turn is None
+    assert explain(ice)[0] is Failure.NO_RELAY
+
+
+def test_explain_names_the_reason():
+    udp, tcp = Server("turn:h:3478?transport=udp"), Server("turn:h:3478?transport=tcp")
+    refused = IcePlan(servers=[], probes=[Probe(udp, Outcome.REFUSED), Probe(tcp, Outcome.REFUSED)])
+    assert explain(refused)[0] is Failure.RELAY_REFUSED
+    blocked = IcePlan(servers=[], probes=[Probe(udp, Outcome.UNREACHABLE)])
+    assert explain(blocked)[0] is Failure.UDP_BLOCKED and "transport=tcp" in explain(blocked)[1]
+    down = IcePlan(servers=[], probes=[Probe(udp, Outcome.UNREACHABLE), Probe(tcp, Outcome.UNREACHABLE)])
+    assert explain(down)[0] is Failure.RELAY_UNREACHABLE
+    fine = IcePlan(servers=[tcp], turn=tcp, probes=[Probe(udp, Outcome.UNREACHABLE), Probe(tcp, Outcome.OK)])
+    assert explain(fine)[0] is Failure.PEER_UNREACHABLE
