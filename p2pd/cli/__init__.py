@@ -2,5 +2,6 @@
 
 - ``main``    — the argument parser, the conversion/exchange commands and the exit-code mapping;
 - ``daemon``  — ``p2pd serve``, ``transfers``, ``inbox``, ``handoffs``, ``hook``: clients of the daemon's API;
-- ``devices`` — ``p2pd pair``, ``devices``, ``links``.
+- ``devices`` — ``p2pd pair``, ``devices``, ``links``;
+- ``netopts`` — ``--relay-only`` and ``--connect-timeout`` of ``send``/``receive``.
 """

@@ -2,7 +2,9 @@
 cancellable (protocol: ``SPEC.md``).
 
 ``frames``, ``sender``, ``receiver`` and ``plan`` are sans-I/O; ``channel`` runs them over aiortc and
-``partial`` keeps the receiver's resumable state on disk.
+``partial`` keeps the receiver's resumable state on disk. ``peer`` makes the WebRTC connection; ``ice`` picks
+its STUN/TURN servers (local config merged with the signaling server's, every TURN URL probed), names the path
+taken and explains a failure.
 """
 
 from p2pd.errors import TransferCancelledError
