@@ -73,6 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="TOML (.toml) or JSON file with ice_servers, turn_secret_file, turn_ttl, turn_user")
     parser.add_argument("--cert", type=Path, default=None, help="TLS certificate chain (PEM): serve https/wss")
     parser.add_argument("--key", type=Path, default=None, help="TLS private key (PEM) for --cert")
+    parser.add_argument("--trust-forwarded", action="store_true",
+                        help="behind a reverse proxy on this host: take the client address (for the join rate "
+                             "limit) from the proxy's X-Forwarded-For header on loopback connections")
     parser.add_argument("--log-level", default="WARNING", help="default %(default)s")
     return parser
 
@@ -149,7 +152,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     options = ServerOptions(host=args.host, port=args.port, ping_interval=args.ping_interval,
                             ping_timeout=args.ping_timeout, static_dir=static_dir,
-                            gc_interval=args.gc_interval, ice=ice, tls=tls)
+                            gc_interval=args.gc_interval, ice=ice, tls=tls,
+                            trust_forwarded=args.trust_forwarded)
     raise_fd_limit()
     if not args.no_uvloop:
         with contextlib.suppress(ImportError):

@@ -56,6 +56,7 @@ class ServerOptions:
     gc_after_closes: int = 20_000
     backlog: int = 2048
     tls: ssl.SSLContext | None = None  # serve https/wss (p2pd-signal --cert/--key)
+    trust_forwarded: bool = False  # behind a local reverse proxy: the client is the last X-Forwarded-For entry
     ice: IceSettings | None = None  # STUN/TURN handed to every client that joined a room (signaling/ice.py)
 
 
@@ -128,6 +129,15 @@ def _text_response(status: http.HTTPStatus, text: str, content_type: str = "text
     headers = Headers([("Content-Type", content_type), ("Content-Length", str(len(body))),
                        ("X-Content-Type-Options", "nosniff"), ("Cache-Control", "no-store")])
     return Response(status.value, status.phrase, headers, body)
+
+
+def forwarded_client(address: str, forwarded: list[str]) -> str:
+    """The client's address behind a reverse proxy on this host: the last ``X-Forwarded-For`` entry (the one
+    the proxy added), believed only when the connection itself comes from loopback."""
+    entries = [e.strip() for value in forwarded for e in value.split(",") if e.strip()]
+    if not entries or not (address.startswith("127.") or address == "::1"):
+        return address
+    return entries[-1]
 
 
 class SignalServer:
@@ -238,7 +248,9 @@ class SignalServer:
     # ---- WebSocket -----------------------------------------------------------------------------------------
 
     async def _handle(self, ws: ServerConnection) -> None:
-        address = ws.remote_address[0] if ws.remote_address else "unknown"
+        address = str(ws.remote_address[0]) if ws.remote_address else "unknown"
+        if self.options.trust_forwarded and ws.request is not None:
+            address = forwarded_client(address, ws.request.headers.get_all("X-Forwarded-For"))
         result = self.registry.connect(str(address))
         conn = result.conn
         self._sockets[conn] = ws
