@@ -158,27 +158,35 @@ async def plan(servers: Sequence[Server], *, relay_only: bool = False, status: S
                    relay_only=relay_only)
 
 
+REASONS: dict[Failure, str] = {
+    Failure.NO_RELAY: ("no relay (TURN server) is configured, and the two sides could not reach each other "
+                       "directly (NAT or firewall). Run p2pd-signal with --ice-server turn:… and --turn-secret-file "
+                       "(see README, 'Running your own signaling server'), or set ice_servers in the p2pd config"),
+    Failure.RELAY_REFUSED: ("the relay refused the credential (expired or wrong): check that the signaling server "
+                            "and coturn share the same secret and that both clocks are right; retry to get a "
+                            "fresh credential"),
+    Failure.UDP_BLOCKED: ("the relay did not answer over UDP (UDP looks blocked on this network) and no TCP relay "
+                          "is configured: add turn:HOST:3478?transport=tcp or turns:HOST:443 to the signaling "
+                          "server's --ice-server list"),
+    Failure.RELAY_UNREACHABLE: "no relay answered: check that coturn runs and that its ports are open",
+    Failure.PEER_UNREACHABLE: ("the peer could not be reached, not even through the relay: its network may block "
+                               "the relay too, or it went away; try again, or hand the conversation over as a file"),
+}
+
+
 def explain(ice: IcePlan) -> tuple[Failure, str]:
     """Why the connection failed, in words, with what to do."""
     if not ice.probes:
-        return Failure.NO_RELAY, ("no relay (TURN server) is configured, and the two sides could not reach each "
-                                  "other directly (NAT or firewall). Run p2pd-signal with --ice-server turn:… and "
-                                  "--turn-secret-file (see README, 'Running your own signaling server'), or set "
-                                  "ice_servers in the p2pd config")
-    if ice.turn is None:
-        if any(p.outcome is Outcome.REFUSED for p in ice.probes):
-            return Failure.RELAY_REFUSED, ("the relay refused the credential (expired or wrong): check that the "
-                                           "signaling server and coturn share the same secret and that both "
-                                           "clocks are right; retry to get a fresh credential")
-        if all(p.server.transport == "udp" for p in ice.probes):
-            return Failure.UDP_BLOCKED, ("the relay did not answer over UDP (UDP looks blocked on this network) "
-                                         "and no TCP relay is configured: add turn:HOST:3478?transport=tcp or "
-                                         "turns:HOST:443 to the signaling server's --ice-server list")
-        return Failure.RELAY_UNREACHABLE, ("no relay answered (" + ", ".join(p.server.url for p in ice.probes)
-                                           + "): check that coturn runs and that its ports are open")
-    return Failure.PEER_UNREACHABLE, ("the peer could not be reached, not even through the relay: its network "
-                                      "may block the relay too, or it went away; try again, or hand the "
-                                      "conversation over as a file")
+        reason = Failure.NO_RELAY
+    elif ice.turn is not None:
+        reason = Failure.PEER_UNREACHABLE
+    elif any(p.outcome is Outcome.REFUSED for p in ice.probes):
+        reason = Failure.RELAY_REFUSED
+    elif all(p.server.transport == "udp" for p in ice.probes):
+        reason = Failure.UDP_BLOCKED
+    else:
+        reason = Failure.RELAY_UNREACHABLE
+    return reason, REASONS[reason]
 
 
 class PathKind(StrEnum):

@@ -92,6 +92,7 @@ class Run:
     receiver_rc: int
     sender_err: str
     receiver_err: str
+    sender_out: str
     out_dir: Path
     seconds: float
     counters: dict[str, dict[str, int]]
@@ -138,14 +139,14 @@ def transfer(net: Internet, *, modes: tuple[str, str], session: Path = CORPUS_SE
                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(homes["a"], sender_env or {}),
                         cwd=homes["a"])
     try:
-        _, sender_err = sender.communicate(timeout=timeout)
+        sender_out, sender_err = sender.communicate(timeout=timeout)
         receiver.wait(timeout=max(5.0, timeout - (time.monotonic() - started)))
     except subprocess.TimeoutExpired:
         sender.kill()
         receiver.kill()
-        sender_err = b"(timed out)"
+        sender_out, sender_err = b"", b"(timed out)"
         receiver.wait()
     seconds = time.monotonic() - started
     return Run(sender.returncode, receiver.returncode, sender_err.decode(errors="replace"),
-               receiver_log.read_text(errors="replace"), out_dir, seconds,
+               receiver_log.read_text(errors="replace"), sender_out.decode(errors="replace"), out_dir, seconds,
                {side: topo.counters(side) for side in ("a", "b")})

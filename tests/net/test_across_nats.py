@@ -84,11 +84,15 @@ def test_expired_credential_is_a_clear_error(internet: Internet) -> None:
     env = {"P2PD_ICE_SERVERS": expired}
     run = transfer(internet, modes=("symmetric", "symmetric"), send_args=("--connect-timeout", "6"),
                    receive_args=("--connect-timeout", "6"), sender_env=env, receiver_env=env)
-    print(f"expired credential: failed in {run.seconds:.1f} s")
+    print(f"expired credential: failed in {run.seconds:.1f} s\n--- sender ---\n{run.sender_err}\n--- receiver ---\n"
+          f"{run.receiver_err}")
     assert run.sender_rc == ExitCode.FALLBACK_WRITTEN, run.sender_err
     assert "the relay refused the credential" in run.sender_err
-    assert "p2pd import" in run.sender_err or run.received() == []
-    assert run.receiver_rc == ExitCode.TRANSFER_FAILED
+    [fallback] = list((run.out_dir.parent).glob("*.a2a.json"))  # the sender's fallback file
+    assert f"p2pd import {fallback.name}" in run.sender_err + run.sender_out
+    assert run.receiver_rc == ExitCode.TRANSFER_FAILED and run.received() == []
     assert "the relay refused the credential" in run.receiver_err
+    # the receiver learns that the sender wrote a file, and how to import it
+    assert f"p2pd import {fallback.name}" in run.receiver_err
     for side in ("a", "b"):
         assert run.counters[side]["udp_from_relay"] < 5_000  # only the 401 answers
