@@ -26,7 +26,7 @@ from aiortc import RTCConfiguration, RTCIceServer, RTCPeerConnection
 from aiortc.rtcconfiguration import RTCIceTransportPolicy
 from aiortc.rtcicetransport import parse_stun_turn_uri
 
-DEFAULT_PROBE_TIMEOUT = 4.0
+DEFAULT_PROBE_TIMEOUT = 3.0
 Status = Callable[[str], None]
 
 
@@ -208,7 +208,7 @@ class IcePath:
 
     def describe(self) -> str:
         if self.kind is PathKind.RELAY:
-            how = f"TURN over {self.transport.upper()}" if self.transport else "the peer's relay"
+            how = f"TURN over {self.transport.upper()}" if self.transport else "through the peer's relay"
             return f"relayed ({how}; {self.local_type} → {self.remote_type})"
         if self.kind is PathKind.NAT:
             return f"direct through NAT ({self.local_type} → {self.remote_type})"

@@ -29,6 +29,10 @@ CORPUS_SESSION = Path("/work/shared/corpus/claude-code/spotter/4d5611e5-241a-462
 ICE_URLS = (f"stun:{PUBLIC_IP}:{TURN_PORT}", f"turn:{PUBLIC_IP}:{TURN_PORT}?transport=udp",
             f"turn:{PUBLIC_IP}:{TURN_PORT}?transport=tcp")
 
+UDP_ONLY_SIGNAL_PORT = 8766  # a server that hands out STUN and TURN over UDP only
+BARE_SIGNAL_PORT = 8767  # a server without any ICE servers
+SIGNALS = {SIGNAL_PORT: ICE_URLS, UDP_ONLY_SIGNAL_PORT: ICE_URLS[:2], BARE_SIGNAL_PORT: ()}
+
 
 @dataclass
 class Internet:
@@ -69,16 +73,20 @@ def internet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Internet]:
                            "--simple-log", f"--pidfile={tmp}/turn.pid", f"--userdb={tmp}/turndb",
                            "--no-software-attribute"],
                        stdout=log, stderr=subprocess.STDOUT)
-        args = [sys.executable, "-m", "signaling", "--host", PUBLIC_IP, "--port", str(SIGNAL_PORT), "--no-web",
-                "--turn-secret-file", str(tmp / "turn-secret"), "--log-level", "INFO"]
-        for url in ICE_URLS:
-            args += ["--ice-server", url]
-        with open(tmp / "signal.log", "wb") as log:
-            topo.spawn("pub", args, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(ROOT)},
-                       cwd=ROOT)
-        deadline = time.monotonic() + 20
+        for port, urls in SIGNALS.items():
+            args = [sys.executable, "-m", "signaling", "--host", PUBLIC_IP, "--port", str(port), "--no-web",
+                    "--log-level", "INFO"]
+            if urls:
+                args += ["--turn-secret-file", str(tmp / "turn-secret")]
+            for url in urls:
+                args += ["--ice-server", url]
+            with open(tmp / f"signal-{port}.log", "wb") as log:
+                topo.spawn("pub", args, stdout=log, stderr=subprocess.STDOUT,
+                           env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT)
+        deadline = time.monotonic() + 30
         _wait_listening(topo, TURN_PORT, deadline)
-        _wait_listening(topo, SIGNAL_PORT, deadline)
+        for port in SIGNALS:
+            _wait_listening(topo, port, deadline)
         yield Internet(topo, tmp, secret)
     finally:
         topo.down()
@@ -101,18 +109,19 @@ class Run:
         return sorted(self.out_dir.glob("*.a2a.json"))
 
 
-def _env(home: Path, extra: dict[str, str]) -> dict[str, str]:
+def _env(home: Path, port: int, extra: dict[str, str]) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("P2PD_")}
     env.update(HOME=str(home), PYTHONPATH=str(ROOT), P2PD_CONFIG=str(home / "no-config.toml"),
-               P2PD_SIGNAL=f"ws://{PUBLIC_IP}:{SIGNAL_PORT}/", NO_COLOR="1", COLUMNS="200", **extra)
+               P2PD_SIGNAL=f"ws://{PUBLIC_IP}:{port}/", NO_COLOR="1", COLUMNS="200", **extra)
     return env
 
 
 def transfer(net: Internet, *, modes: tuple[str, str], session: Path = CORPUS_SESSION,
              send_args: tuple[str, ...] = (), receive_args: tuple[str, ...] = (),
              sender_env: dict[str, str] | None = None, receiver_env: dict[str, str] | None = None,
-             timeout: float = 90.0) -> Run:
-    """Set the routers' modes, run ``p2pd receive --yes`` in home B and ``p2pd send`` in home A."""
+             timeout: float = 90.0, signal_port: int = SIGNAL_PORT, sender_ns: str = "ha") -> Run:
+    """Set the routers' modes, run ``p2pd receive --yes`` in home B and ``p2pd send`` in home A (or
+    ``sender_ns``: "hb2" is a second machine on home B's network)."""
     topo = net.topo
     topo.nat("a", modes[0])
     topo.nat("b", modes[1])
@@ -126,18 +135,18 @@ def transfer(net: Internet, *, modes: tuple[str, str], session: Path = CORPUS_SE
     with open(receiver_log, "wb") as err:
         receiver = topo.spawn("hb", [sys.executable, "-m", "p2pd", "receive", "--yes", "-o", str(out_dir),
                                      "--timeout", "60", *receive_args],
-                              stdout=subprocess.DEVNULL, stderr=err, env=_env(homes["b"], receiver_env or {}),
-                              cwd=homes["b"])
+                              stdout=subprocess.DEVNULL, stderr=err, cwd=homes["b"],
+                              env=_env(homes["b"], signal_port, receiver_env or {}))
     code = None
     while code is None and time.monotonic() - started < 30 and receiver.poll() is None:
         match = re.search(r"Code: (\S+)", receiver_log.read_text(errors="replace"))
         code = match.group(1) if match else None
         time.sleep(0.05)
     assert code is not None, f"the receiver printed no code:\n{receiver_log.read_text(errors='replace')}"
-    sender = topo.spawn("ha", [sys.executable, "-m", "p2pd", "send", str(session), "--code", code,
+    sender = topo.spawn(sender_ns, [sys.executable, "-m", "p2pd", "send", str(session), "--code", code,
                                "--fallback-dir", str(case), "--timeout", "60", *send_args],
-                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(homes["a"], sender_env or {}),
-                        cwd=homes["a"])
+                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=homes["a"],
+                        env=_env(homes["a"], signal_port, sender_env or {}))
     try:
         sender_out, sender_err = sender.communicate(timeout=timeout)
         receiver.wait(timeout=max(5.0, timeout - (time.monotonic() - started)))

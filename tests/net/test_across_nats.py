@@ -11,7 +11,15 @@ import pytest
 
 from p2pd.errors import ExitCode
 from signaling.ice import rest_credential
-from tests.net.conftest import CORPUS_SESSION, ICE_URLS, Internet, Run, transfer
+from tests.net.conftest import (
+    BARE_SIGNAL_PORT,
+    CORPUS_SESSION,
+    ICE_URLS,
+    UDP_ONLY_SIGNAL_PORT,
+    Internet,
+    Run,
+    transfer,
+)
 
 pytestmark = pytest.mark.skipif(not CORPUS_SESSION.is_file(), reason=f"corpus session {CORPUS_SESSION} missing")
 
@@ -39,8 +47,9 @@ def test_symmetric_nats_cross_via_turn_udp(internet: Internet) -> None:
     # the conversation (lz4, ~1 MB on the wire) went up to the relay from A and down from it to B
     assert run.counters["a"]["udp_to_relay"] > 500_000
     assert run.counters["b"]["udp_from_relay"] > 500_000
-    assert "connected: relayed (TURN over UDP" in run.sender_err
-    assert "connected: relayed" in run.receiver_err
+    # each side took a relayed pair: through its own relay (TURN over UDP) or straight to the peer's relay address
+    assert "connected: relayed" in run.sender_err and "connected: relayed" in run.receiver_err
+    assert "connected: relayed (TURN over UDP" in run.sender_err + run.receiver_err
 
 
 def test_no_udp_at_all_crosses_via_turn_tcp(internet: Internet) -> None:
@@ -82,8 +91,8 @@ def test_expired_credential_is_a_clear_error(internet: Internet) -> None:
     expired = json.dumps([{"urls": url, "username": username, "credential": credential}
                           for url in ICE_URLS if url.startswith("turn:")])
     env = {"P2PD_ICE_SERVERS": expired}
-    run = transfer(internet, modes=("symmetric", "symmetric"), send_args=("--connect-timeout", "6"),
-                   receive_args=("--connect-timeout", "6"), sender_env=env, receiver_env=env)
+    run = transfer(internet, modes=("symmetric", "symmetric"), send_args=("--connect-timeout", "4"),
+                   receive_args=("--connect-timeout", "4"), sender_env=env, receiver_env=env)
     print(f"expired credential: failed in {run.seconds:.1f} s\n--- sender ---\n{run.sender_err}\n--- receiver ---\n"
           f"{run.receiver_err}")
     assert run.sender_rc == ExitCode.FALLBACK_WRITTEN, run.sender_err
@@ -96,3 +105,35 @@ def test_expired_credential_is_a_clear_error(internet: Internet) -> None:
     assert f"p2pd import {fallback.name}" in run.receiver_err
     for side in ("a", "b"):
         assert run.counters[side]["udp_from_relay"] < 5_000  # only the 401 answers
+
+
+def test_same_lan_connects_directly(internet: Internet) -> None:
+    run = transfer(internet, modes=("cone", "symmetric"), sender_ns="hb2")
+    print(f"same LAN: verified in {run.seconds:.1f} s; counters {run.counters}")
+    _verified(run)
+    assert sum(run.counters["b"].values()) < 100_000  # the conversation never left home B
+    assert "connected: direct (same network)" in run.sender_err
+    assert "connected: direct (same network)" in run.receiver_err
+
+
+def _failed_with(run: Run, words: str) -> None:
+    assert run.sender_rc == ExitCode.FALLBACK_WRITTEN, run.sender_err
+    assert run.receiver_rc == ExitCode.TRANSFER_FAILED, run.receiver_err
+    assert words in run.sender_err and words in run.receiver_err
+    assert "p2pd import" in run.receiver_err
+
+
+def test_no_relay_configured_is_said(internet: Internet) -> None:
+    run = transfer(internet, modes=("symmetric", "symmetric"), signal_port=BARE_SIGNAL_PORT,
+                   send_args=("--connect-timeout", "4"), receive_args=("--connect-timeout", "4"))
+    print(f"no relay configured: failed in {run.seconds:.1f} s")
+    _failed_with(run, "no relay (TURN server) is configured")
+    assert run.counters["a"]["udp_to_relay"] == 0  # nothing was asked of the relay
+
+
+def test_udp_blocked_without_a_tcp_relay_is_said(internet: Internet) -> None:
+    run = transfer(internet, modes=("noudp", "noudp"), signal_port=UDP_ONLY_SIGNAL_PORT,
+                   send_args=("--connect-timeout", "4"), receive_args=("--connect-timeout", "4"))
+    print(f"UDP blocked, no TCP relay: failed in {run.seconds:.1f} s")
+    _failed_with(run, "UDP looks blocked on this network")
+    assert run.counters["a"]["udp_from_relay"] == 0

@@ -6,6 +6,7 @@
     <p>-ha    home A: 10.1.0.2 behind ra
     <p>-rb    home router B: wan 203.0.113.12, lan 10.2.0.1/24
     <p>-hb    home B: 10.2.0.2 behind rb
+    <p>-hb2   a second machine in home B: 10.2.0.3 (same LAN as hb)
 
 ``<p>`` is unique per test run, so runs never collide; :meth:`Topology.down` deletes every namespace (the
 processes started with :meth:`Topology.spawn` are killed first). Router modes (iptables):
@@ -66,7 +67,7 @@ class Topology:
         return _run(["ip", "netns", "exec", self.ns(name), *argv])
 
     def up(self) -> None:
-        for name in ("pub", "ra", "rb", "ha", "hb"):
+        for name in ("pub", "ra", "rb", "ha", "hb", "hb2"):
             _run(["ip", "netns", "add", self.ns(name)])
             self.made.append(name)
             self.x(name, "ip", "link", "set", "lo", "up")
@@ -77,7 +78,7 @@ class Topology:
                "nud", "permanent")
         self.x("pub", "ip", "route", "add", "default", "via", "203.0.113.254", "dev", "br0")
         for side in ("a", "b"):
-            router, home = f"r{side}", f"h{side}"
+            router = f"r{side}"
             _run(["ip", "link", "add", "wan", "netns", self.ns(router), "type", "veth", "peer", "name", f"up{side}",
                   "netns", self.ns("pub")])
             self.x("pub", "ip", "link", "set", f"up{side}", "master", "br0", "up")
@@ -85,14 +86,17 @@ class Topology:
             self.x(router, "ip", "link", "set", "wan", "up")
             self.x(router, "ip", "route", "add", "default", "via", PUBLIC_IP)
             self.x(router, "sysctl", "-qw", "net.ipv4.ip_forward=1")
-            _run(["ip", "link", "add", "eth0", "netns", self.ns(home), "type", "veth", "peer", "name", "lan",
-                  "netns", self.ns(router)])
+            self.x(router, "ip", "link", "add", "lan", "type", "bridge")
             self.x(router, "ip", "addr", "add", f"{LAN[side]}.1/24", "dev", "lan")
             self.x(router, "ip", "link", "set", "lan", "up")
-            self.x(home, "ip", "addr", "add", f"{LAN[side]}.2/24", "dev", "eth0")
+            self.nat(side, "cone")
+        for home, side, host in (("ha", "a", 2), ("hb", "b", 2), ("hb2", "b", 3)):
+            _run(["ip", "link", "add", "eth0", "netns", self.ns(home), "type", "veth", "peer", "name", f"p-{home}",
+                  "netns", self.ns(f"r{side}")])
+            self.x(f"r{side}", "ip", "link", "set", f"p-{home}", "master", "lan", "up")
+            self.x(home, "ip", "addr", "add", f"{LAN[side]}.{host}/24", "dev", "eth0")
             self.x(home, "ip", "link", "set", "eth0", "up")
             self.x(home, "ip", "route", "add", "default", "via", f"{LAN[side]}.1")
-            self.nat(side, "cone")
 
     def nat(self, side: str, mode: str) -> None:
         """Switch router ``side`` ("a"/"b") to ``mode`` and forget its old mappings and counters."""
@@ -116,6 +120,7 @@ class Topology:
         self.x(r, *ipt, "-A", "FORWARD", "-o", "wan", "-p", "tcp", "-d", PUBLIC_IP)
         if mode == "noudp":
             self.x(r, *ipt, "-A", "FORWARD", "-p", "udp", "-j", "DROP")
+        self.x(r, *ipt, "-A", "FORWARD", "-i", "lan", "-o", "lan", "-j", "ACCEPT")
         self.x(r, *ipt, "-A", "FORWARD", "-i", "lan", "-o", "wan", "-j", "ACCEPT")
         self.x(r, *ipt, "-A", "FORWARD", "-i", "wan", "-o", "lan", "-m", "conntrack", "--ctstate",
                "ESTABLISHED,RELATED", "-j", "ACCEPT")
