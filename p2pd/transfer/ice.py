@@ -150,6 +150,12 @@ async def plan(servers: Sequence[Server], *, relay_only: bool = False, status: S
         say(f"checking the relay{'s' if len(turns) > 1 else ''}: "
             + ", ".join(f"{s.url.split('?')[0]} over {s.transport.upper()}" for s in turns))
     probes = list(await asyncio.gather(*(probe(s, probe_timeout) for s in turns)))
+    # a STUN server at the address of a relay that did not answer over UDP would not answer either: skip it
+    # rather than wait for aioice's STUN timeout while gathering
+    silent = {_address(p.server) for p in probes if p.outcome is Outcome.UNREACHABLE and p.server.transport == "udp"}
+    if stun and _address(stun[0]) in silent:
+        say(f"skipping {stun[0].url}: its address did not answer over UDP")
+        stun = []
     usable = [p.server for p in probes if p.outcome is Outcome.OK]
     chosen = usable[0] if usable else None
     if chosen is not None:
@@ -172,6 +178,11 @@ REASONS: dict[Failure, str] = {
     Failure.PEER_UNREACHABLE: ("the peer could not be reached, not even through the relay: its network may block "
                                "the relay too, or it went away; try again, or hand the conversation over as a file"),
 }
+
+
+def _address(server: Server) -> tuple[str, int]:
+    parsed = parse_stun_turn_uri(server.url)
+    return str(parsed["host"]), int(parsed["port"])
 
 
 def explain(ice: IcePlan) -> tuple[Failure, str]:

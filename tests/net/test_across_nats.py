@@ -11,7 +11,7 @@ import pytest
 
 from p2pd.errors import ExitCode
 from signaling.ice import rest_credential
-from tests.net.conftest import (
+from tests.net.internet import (
     BARE_SIGNAL_PORT,
     CORPUS_SESSION,
     ICE_URLS,

@@ -32,3 +32,19 @@ def test_explain_names_the_reason():
     assert explain(down)[0] is Failure.RELAY_UNREACHABLE
     fine = IcePlan(servers=[tcp], turn=tcp, probes=[Probe(udp, Outcome.UNREACHABLE), Probe(tcp, Outcome.OK)])
     assert explain(fine)[0] is Failure.PEER_UNREACHABLE
+
+
+async def test_a_stun_server_on_a_silent_relay_address_is_skipped(monkeypatch):
+    from p2pd.transfer import ice
+
+    async def fake_probe(server: Server, timeout: float = 3.0) -> Probe:
+        return Probe(server, Outcome.UNREACHABLE if server.transport == "udp" else Outcome.OK)
+
+    monkeypatch.setattr(ice, "probe", fake_probe)
+    said: list[str] = []
+    servers = [Server("stun:h:3478"), Server("turn:h:3478?transport=udp"), Server("turn:h:3478?transport=tcp")]
+    chosen = await plan(servers, status=said.append)
+    assert [s.url for s in chosen.servers] == ["turn:h:3478?transport=tcp"]
+    assert any("skipping stun:h:3478" in line for line in said)
+    other = await plan([Server("stun:elsewhere:3478"), Server("turn:h:3478?transport=udp")])
+    assert [s.url for s in other.servers] == ["stun:elsewhere:3478"] and other.turn is None
