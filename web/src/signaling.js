@@ -4,6 +4,7 @@
 
 import { P2pdError, failed } from './errors.js';
 import { Pairing } from './pairing.js';
+import { iceServersFrom } from './ice.js';
 
 export const SUBPROTOCOL = 'p2pd-signal.v1';
 
@@ -30,6 +31,7 @@ export class Rendezvous {
     this.peer = null;
     this.failure = null;
     this.inbox = [];
+    this.iceServers = []; // STUN/TURN from the server's ice_servers message (ice.js)
     this.waiters = [];
     this.listeners = new Set();
     this.chain = Promise.resolve();
@@ -140,6 +142,8 @@ export class Rendezvous {
         this.#fail(new P2pdError('peer-gone', this.paired ? 'The other side went away (it closed or lost its ' +
           'connection).' : 'The other side left before the pairing completed.'));
       }
+    } else if (kind === 'ice_servers') {
+      this.iceServers = iceServersFrom(message);
     } else if (kind === 'room_closed') {
       this.#fail(failed(message.reason === 'expired' ? 'The pairing room expired on the signaling server.'
         : 'The pairing room was closed on the signaling server.'));
