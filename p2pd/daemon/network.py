@@ -333,13 +333,15 @@ def _backoff(failures: int) -> float:
 
 class DeviceNetwork:
     def __init__(self, folder: Path, identity: Identity, host: NetworkHost, signal_url: str, *,
-                 connect_timeout: float = 30.0, idle_timeout: float = 30.0) -> None:
+                 connect_timeout: float | None = None, idle_timeout: float = 30.0) -> None:
+        from p2pd.config import connect_timeout as configured_connect_timeout
+
         self.folder = folder
         self.identity = identity
         self.host = host
         self.store = host.store
         self.signal_url = signal_url
-        self.connect_timeout = connect_timeout
+        self.connect_timeout = connect_timeout if connect_timeout is not None else configured_connect_timeout()
         self.idle_timeout = idle_timeout
         self.book = DeviceBook(folder)
         self.links = LinkBook(folder, identity.device_id)
