@@ -147,6 +147,9 @@ def main(argv: list[str] | None = None) -> int:
         config = load_config_file(args.config) if args.config is not None else None
         ice = settings_from(args.ice_server, args.turn_secret_file, config=config, ttl=args.turn_ttl)
         tls = tls_context(args.cert, args.key)
+        if ice is not None and ice.ttl < limits.room_ttl:
+            raise IceConfigError(f"--turn-ttl ({ice.ttl:g} s) must be at least --room-ttl ({limits.room_ttl:g} s): "
+                                 "a client gets its credentials once per room, and they must last while it is there")
     except (IceConfigError, ValueError, OSError) as exc:
         print(f"p2pd-signal: {exc}", file=sys.stderr)
         return 2

@@ -42,6 +42,9 @@ def test_settings_refuse_what_cannot_work(tmp_path: Path):
     assert settings is not None and settings.urls == ("stun:h:3478", "turn:h:3478") and settings.secret == b"abc"
     assert settings.ttl == 60
     assert main(["--ice-server", "turn:h:3478"]) == 2  # no secret file: refused before listening
+    # credentials are handed out once per room: they must outlive it
+    assert main(["--ice-server", "turn:h:3478", "--turn-secret-file", str(tmp_path / "secret"), "--turn-ttl", "60",
+                 "--room-ttl", "600"]) == 2
 
 
 async def _client(url: str) -> ClientConnection:
