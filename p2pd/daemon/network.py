@@ -609,7 +609,8 @@ class DeviceNetwork:
             finally:
                 await link.close()
             await update(state="done", bytes_done=result.compressed_size,
-                         detail={"resumed_bytes": result.resumed_bytes, "elapsed": round(result.elapsed, 3)})
+                         detail={"resumed_bytes": result.resumed_bytes, "elapsed": round(result.elapsed, 3),
+                                 "path": link.path.to_dict() if link.path is not None else None})
         except ConflictError as exc:
             await update(state="cancelled", error=str(exc))
         except DeclinedError as exc:
@@ -667,7 +668,8 @@ class DeviceNetwork:
             await asyncio.to_thread(self.store.update_transfer, row_id[0], state="done",
                                     bytes_done=received.offer.compressed_size,
                                     detail={"resumed_bytes": received.resumed_bytes,
-                                            "elapsed": round(received.elapsed, 3)})
+                                            "elapsed": round(received.elapsed, 3),
+                                            "path": link.path.to_dict() if link.path is not None else None})
             if start.handoff is not None:
                 session.report(HandoffState(hid=start.handoff, state="completed", output=output[:4000]))
         except DeclinedError:
