@@ -88,7 +88,7 @@ async def connect(role: str, send: SendSignal, recv: RecvSignal, *, ice_servers:
         raise ConnectionFailedError(f"relay-only is set, but no relay can be used: {why}",
                                     details={"reason": icepath.explain(plan)[0].value})
     pc = RTCPeerConnection(plan.configuration())
-    _watch(pc, status)
+    _watch(pc, status, plan)
     channel = pc.createDataChannel(CHANNEL_LABEL, negotiated=True, id=CHANNEL_ID, ordered=True)
     # Queue what arrives from the first moment: the peer may send its first frame as soon as the channel opens,
     # before our side has started its transfer.
@@ -147,16 +147,18 @@ async def connect(role: str, send: SendSignal, recv: RecvSignal, *, ice_servers:
     return PeerLink(pc, channel, _remote_mms(remote_sdp), path)
 
 
-def _watch(pc: RTCPeerConnection, status: icepath.Status | None) -> None:
+def _watch(pc: RTCPeerConnection, status: icepath.Status | None, plan: icepath.IcePlan) -> None:
     """Status lines while connecting: gathering, checking."""
     if status is None:
         return
     say = status
+    kinds = ([] if plan.relay_only else ["local"]) + (["STUN"] if any(not s.is_turn for s in plan.servers) else []) \
+        + ([f"relay over {plan.turn.transport.upper()}"] if plan.turn is not None else [])
 
     @pc.on("icegatheringstatechange")
     def _gathering() -> None:
         if pc.iceGatheringState == "gathering":
-            say("gathering addresses (local, STUN, relay)")
+            say(f"gathering addresses ({', '.join(kinds) or 'none'})")
 
     @pc.on("iceconnectionstatechange")
     def _checking() -> None:
