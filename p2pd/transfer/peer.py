@@ -29,7 +29,6 @@ from p2pd.transfer import ice as icepath
 
 CHANNEL_LABEL = "p2pd"
 CHANNEL_ID = 0
-DEFAULT_CONNECT_TIMEOUT = 30.0
 _MMS = re.compile(r"^a=max-message-size:(\d+)", re.MULTILINE)
 
 SendSignal = Callable[[dict[str, Any]], Awaitable[None]]
@@ -84,9 +83,9 @@ async def connect(role: str, send: SendSignal, recv: RecvSignal, *, ice_servers:
     plan = await icepath.plan(icepath.merge(local, server_ice), status=status,
                               relay_only=relay_only_default() if relay_only is None else relay_only)
     if plan.relay_only and plan.turn is None:
-        _, why = icepath.explain(plan)
+        reason, why = icepath.explain(plan)
         raise ConnectionFailedError(f"relay-only is set, but no relay can be used: {why}",
-                                    details={"reason": icepath.explain(plan)[0].value})
+                                    details={"reason": reason.value})
     pc = RTCPeerConnection(plan.configuration())
     _watch(pc, status, plan)
     channel = pc.createDataChannel(CHANNEL_LABEL, negotiated=True, id=CHANNEL_ID, ordered=True)
