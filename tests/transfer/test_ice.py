@@ -48,3 +48,24 @@ async def test_a_stun_server_on_a_silent_relay_address_is_skipped(monkeypatch):
     assert any("skipping stun:h:3478" in line for line in said)
     other = await plan([Server("stun:elsewhere:3478"), Server("turn:h:3478?transport=udp")])
     assert [s.url for s in other.servers] == ["stun:elsewhere:3478"] and other.turn is None
+
+
+async def test_relay_only_without_a_relay_fails_at_once_with_the_reason(monkeypatch):
+    import pytest
+
+    from p2pd.errors import ConnectionFailedError
+    from p2pd.transfer.peer import connect
+
+    monkeypatch.delenv("P2PD_ICE_SERVERS", raising=False)
+    monkeypatch.setenv("P2PD_CONFIG", "/nonexistent/p2pd.toml")
+    sent: list[dict] = []
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    async def recv() -> dict:
+        raise AssertionError("nothing should be awaited from the peer")
+
+    with pytest.raises(ConnectionFailedError) as caught:
+        await connect("offer", send, recv, relay_only=True, timeout=5)
+    assert caught.value.details["reason"] == Failure.NO_RELAY.value and sent == []
