@@ -23,13 +23,19 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.net.internet import CORPUS_SESSION, internet, transfer, why_unavailable  # noqa: E402
+from tests.net.internet import (  # noqa: E402
+    CORPUS_SESSION,
+    STUN_SIGNAL_PORT,
+    internet,
+    transfer,
+    why_unavailable,
+)
 from tests.transfer.gen import generate_conversation  # noqa: E402
 
 MB = 1_000_000
 TOPOLOGIES = {
     "same LAN (direct)": dict(modes=("cone", "cone"), sender_ns="hb2"),
-    "cone NATs + STUN (through NAT)": dict(modes=("cone", "cone")),
+    "cone NATs + STUN (through NAT)": dict(modes=("cone", "cone"), signal_port=STUN_SIGNAL_PORT),
     "symmetric NATs (TURN/UDP)": dict(modes=("symmetric", "symmetric")),
     "no UDP (TURN/TCP)": dict(modes=("noudp", "noudp")),
 }

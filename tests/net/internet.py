@@ -28,7 +28,9 @@ ICE_URLS = (f"stun:{PUBLIC_IP}:{TURN_PORT}", f"turn:{PUBLIC_IP}:{TURN_PORT}?tran
 
 UDP_ONLY_SIGNAL_PORT = 8766  # a server that hands out STUN and TURN over UDP only
 BARE_SIGNAL_PORT = 8767  # a server without any ICE servers
-SIGNALS = {SIGNAL_PORT: ICE_URLS, UDP_ONLY_SIGNAL_PORT: ICE_URLS[:2], BARE_SIGNAL_PORT: ()}
+STUN_SIGNAL_PORT = 8768  # a server that hands out STUN only
+SIGNALS = {SIGNAL_PORT: ICE_URLS, UDP_ONLY_SIGNAL_PORT: ICE_URLS[:2], BARE_SIGNAL_PORT: (),
+           STUN_SIGNAL_PORT: ICE_URLS[:1]}
 
 
 @dataclass

@@ -15,6 +15,7 @@ from tests.net.internet import (
     BARE_SIGNAL_PORT,
     CORPUS_SESSION,
     ICE_URLS,
+    STUN_SIGNAL_PORT,
     UDP_ONLY_SIGNAL_PORT,
     Internet,
     Run,
@@ -64,12 +65,14 @@ def test_no_udp_at_all_crosses_via_turn_tcp(internet: Internet) -> None:
 
 
 def test_cone_nats_connect_directly_with_stun(internet: Internet) -> None:
-    run = transfer(internet, modes=("cone", "cone"))
+    # STUN only: with a relay on offer too, aioice sometimes nominates the relayed pair when it answers before
+    # the hole punched through NAT does (measured: 1 run in 4); here only the path through NAT can work
+    run = transfer(internet, modes=("cone", "cone"), signal_port=STUN_SIGNAL_PORT)
     print(f"cone/cone via STUN, direct: verified in {run.seconds:.1f} s; counters {run.counters}")
     _verified(run)
     assert run.counters["a"]["udp_to_peer"] > 500_000
     assert run.counters["b"]["udp_from_peer"] > 500_000
-    assert run.counters["a"]["udp_to_relay"] < 100_000  # STUN, the relay probe and the unused allocation only
+    assert run.counters["a"]["udp_to_relay"] < 10_000  # STUN only
     assert "connected: direct through NAT" in run.sender_err
     assert "connected: direct through NAT" in run.receiver_err
 
