@@ -8,6 +8,8 @@ File: ``<user config dir>/p2pd/config.toml`` (platformdirs; on Linux ``~/.config
 | `redact` | `P2PD_REDACT` | mask secrets before a conversation leaves the machine (default false) |
 | `signal` | `P2PD_SIGNAL` | the signaling server's URL (default `ws://127.0.0.1:8765`) |
 | `ice_servers` | `P2PD_ICE_SERVERS` (JSON) | STUN/TURN: list of `{urls, username, credential}`; none by default |
+| `relay_only` | `P2PD_RELAY_ONLY` | connect only through a relay (TURN): the peer never learns our addresses |
+| `connect_timeout` | `P2PD_CONNECT_TIMEOUT` | seconds to try for a peer connection before the fallback (default 30) |
 | `port`   | `P2PD_PORT`   | the daemon's HTTP port (`p2pd serve`; default 8737) |
 | `host`   | `P2PD_HOST`   | the address the daemon binds (default `127.0.0.1`) |
 | `allow_remote` | `P2PD_ALLOW_REMOTE` | allow a non-loopback `host` (default false: refused) |
@@ -95,6 +97,30 @@ def ice_servers() -> list[dict[str, Any]]:
         where = f"'ice_servers' in {config_path()}"
     if not isinstance(value, list) or not all(isinstance(v, dict) and "urls" in v for v in value):
         raise InvalidInputError(f"{where} must be a list of {{urls, username, credential}} entries")
+    return value
+
+
+def relay_only() -> bool:
+    """Connect only through a relay (``relay_only`` / ``P2PD_RELAY_ONLY``; default false)."""
+    env = os.environ.get("P2PD_RELAY_ONLY")
+    if env is not None:
+        return _bool(env, "P2PD_RELAY_ONLY")
+    return _bool(load_config().get("relay_only", False), f"'relay_only' in {config_path()}")
+
+
+DEFAULT_CONNECT_TIMEOUT = 30.0
+
+
+def connect_timeout() -> float:
+    """Seconds to try for a peer connection before giving up / falling back (default 30)."""
+    raw: Any = os.environ.get("P2PD_CONNECT_TIMEOUT", "").strip() or load_config().get("connect_timeout",
+                                                                                      DEFAULT_CONNECT_TIMEOUT)
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"the connect timeout must be a number of seconds, not {raw!r}") from None
+    if not 0 < value <= 3600:
+        raise InvalidInputError(f"the connect timeout must be between 0 and 3600 s, not {value:g}")
     return value
 
 

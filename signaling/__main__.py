@@ -12,9 +12,11 @@ import contextlib
 import logging
 import resource
 import signal
+import ssl
 import sys
 from pathlib import Path
 
+from signaling.ice import DEFAULT_TTL, IceConfigError, load_config_file, settings_from
 from signaling.rooms import ServerLimits
 from signaling.server import ServerOptions, SignalServer, default_web_dir
 
@@ -59,8 +61,34 @@ def build_parser() -> argparse.ArgumentParser:
                              "repository's web/ folder, when it is there)")
     parser.add_argument("--no-web", action="store_true", help="serve no web page (WebSocket and /healthz only)")
     parser.add_argument("--no-uvloop", action="store_true", help="use asyncio's default event loop")
+    parser.add_argument("--ice-server", action="append", default=[], metavar="URL",
+                        help="a STUN/TURN URL handed to clients that joined a room (repeatable): stun:HOST:3478, "
+                             "turn:HOST:3478?transport=udp, turn:HOST:3478?transport=tcp, turns:HOST:443")
+    parser.add_argument("--turn-secret-file", type=Path, default=None, metavar="FILE",
+                        help="coturn's static-auth-secret (use-auth-secret), read from this file; clients get "
+                             "short-lived credentials derived from it")
+    parser.add_argument("--turn-ttl", type=float, default=None,
+                        help=f"seconds the TURN credentials stay valid (default {DEFAULT_TTL:g})")
+    parser.add_argument("--config", type=Path, default=None, metavar="FILE",
+                        help="TOML (.toml) or JSON file with ice_servers, turn_secret_file, turn_ttl, turn_user")
+    parser.add_argument("--cert", type=Path, default=None, help="TLS certificate chain (PEM): serve https/wss")
+    parser.add_argument("--key", type=Path, default=None, help="TLS private key (PEM) for --cert")
+    parser.add_argument("--trust-forwarded", action="store_true",
+                        help="behind a reverse proxy on this host: take the client address (for the join rate "
+                             "limit) from the proxy's X-Forwarded-For header on loopback connections")
     parser.add_argument("--log-level", default="WARNING", help="default %(default)s")
     return parser
+
+
+def tls_context(cert: Path | None, key: Path | None) -> ssl.SSLContext | None:
+    """A server TLS context from PEM files, or ``None`` (plain ws/http) when neither is given."""
+    if cert is None and key is None:
+        return None
+    if cert is None or key is None:
+        raise ValueError("--cert and --key go together")
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    return context
 
 
 def raise_fd_limit() -> int:
@@ -81,6 +109,8 @@ async def run(limits: ServerLimits, options: ServerOptions) -> None:
     if options.static_dir is not None:
         print(f"p2pd-signal serves the browser client from {options.static_dir} at "
               f"{server.url.replace('ws://', 'http://', 1)}", flush=True)
+    if options.ice is not None:
+        print(f"p2pd-signal hands joined clients these ICE servers: {', '.join(options.ice.urls)}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -113,9 +143,20 @@ def main(argv: list[str] | None = None) -> int:
     if static_dir is not None and not static_dir.is_dir():
         print(f"p2pd-signal: --static-dir {static_dir} is not a directory", file=sys.stderr)
         return 2
+    try:
+        config = load_config_file(args.config) if args.config is not None else None
+        ice = settings_from(args.ice_server, args.turn_secret_file, config=config, ttl=args.turn_ttl)
+        tls = tls_context(args.cert, args.key)
+        if ice is not None and ice.ttl < limits.room_ttl:
+            raise IceConfigError(f"--turn-ttl ({ice.ttl:g} s) must be at least --room-ttl ({limits.room_ttl:g} s): "
+                                 "a client gets its credentials once per room, and they must last while it is there")
+    except (IceConfigError, ValueError, OSError) as exc:
+        print(f"p2pd-signal: {exc}", file=sys.stderr)
+        return 2
     options = ServerOptions(host=args.host, port=args.port, ping_interval=args.ping_interval,
                             ping_timeout=args.ping_timeout, static_dir=static_dir,
-                            gc_interval=args.gc_interval)
+                            gc_interval=args.gc_interval, ice=ice, tls=tls,
+                            trust_forwarded=args.trust_forwarded)
     raise_fd_limit()
     if not args.no_uvloop:
         with contextlib.suppress(ImportError):

@@ -167,6 +167,22 @@ class Pong(_Message):
     id: MessageId | None = None
 
 
+class IceServer(_Message):
+    """One STUN or TURN server (the shape of WebRTC's ``RTCIceServer``); TURN entries carry credentials."""
+
+    urls: list[str]
+    username: str | None = None
+    credential: str | None = None
+
+
+class IceServers(_Message):
+    """Sent once after each ``joined``: the servers to use, TURN credentials valid for ``expires_in`` s."""
+
+    type: Literal["ice_servers"] = "ice_servers"
+    ice_servers: list[IceServer]
+    expires_in: float
+
+
 class Error(_Message):
     type: Literal["error"] = "error"
     id: MessageId | None = None
@@ -175,12 +191,12 @@ class Error(_Message):
     fatal: bool = False
 
 
-ServerMessage = Annotated[Welcome | Joined | PeerJoined | PeerLeft | Relayed | Left | RoomClosed | Pong | Error,
-                          Field(discriminator="type")]
-SERVER_MESSAGE: TypeAdapter[Welcome | Joined | PeerJoined | PeerLeft | Relayed | Left | RoomClosed | Pong | Error] = (
-    TypeAdapter(ServerMessage))
+ServerMessage = Annotated[Welcome | Joined | PeerJoined | PeerLeft | Relayed | Left | RoomClosed | Pong | IceServers
+                          | Error, Field(discriminator="type")]
+SERVER_MESSAGE: TypeAdapter[Welcome | Joined | PeerJoined | PeerLeft | Relayed | Left | RoomClosed | Pong | IceServers
+                            | Error] = TypeAdapter(ServerMessage)
 SERVER_MESSAGE_TYPES = frozenset({"welcome", "joined", "peer_joined", "peer_left", "relay", "left", "room_closed",
-                                  "pong", "error"})
+                                  "pong", "ice_servers", "error"})
 
 
 def encode(message: BaseModel) -> str:

@@ -18,6 +18,7 @@ import logging
 import mimetypes
 import posixpath
 import re
+import ssl
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -29,6 +30,7 @@ from websockets.http11 import Request, Response
 from websockets.typing import Subprotocol
 
 from signaling import protocol as p
+from signaling.ice import IceSettings
 from signaling.rooms import Close, Registry, Send, ServerLimits
 
 log = logging.getLogger("p2pd.signaling")
@@ -53,6 +55,9 @@ class ServerOptions:
     gc_interval: float = 0.0
     gc_after_closes: int = 20_000
     backlog: int = 2048
+    tls: ssl.SSLContext | None = None  # serve https/wss (p2pd-signal --cert/--key)
+    trust_forwarded: bool = False  # behind a local reverse proxy: the client is the last X-Forwarded-For entry
+    ice: IceSettings | None = None  # STUN/TURN handed to every client that joined a room (signaling/ice.py)
 
 
 _INLINE_SCRIPT = re.compile(rb"<script(?:\s[^>]*)?>(.*?)</script>", re.DOTALL | re.IGNORECASE)
@@ -126,6 +131,15 @@ def _text_response(status: http.HTTPStatus, text: str, content_type: str = "text
     return Response(status.value, status.phrase, headers, body)
 
 
+def forwarded_client(address: str, forwarded: list[str]) -> str:
+    """The client's address behind a reverse proxy on this host: the last ``X-Forwarded-For`` entry (the one
+    the proxy added), believed only when the connection itself comes from loopback."""
+    entries = [e.strip() for value in forwarded for e in value.split(",") if e.strip()]
+    if not entries or not (address.startswith("127.") or address == "::1"):
+        return address
+    return entries[-1]
+
+
 class SignalServer:
     """``async with SignalServer(limits, options) as server: …`` or ``await server.start()`` / ``close()``."""
 
@@ -141,6 +155,7 @@ class SignalServer:
         self._closed_since_gc = 0
         self._gc_thresholds = gc.get_threshold()
         self._closing: set[asyncio.Task[None]] = set()
+        self._ice_given: dict[int, object] = {}  # conn -> the room it last got ICE servers for
 
     # ---- lifecycle ---------------------------------------------------------------------------------------
 
@@ -159,6 +174,7 @@ class SignalServer:
             max_size=4 * self.limits.max_message_bytes,
             max_queue=8,
             backlog=self.options.backlog,
+            ssl=self.options.tls,
         )
         self._expiry_task = asyncio.get_running_loop().create_task(self._expire_forever())
         if self.options.gc_interval > 0:
@@ -179,7 +195,8 @@ class SignalServer:
         host = self.options.host
         if ":" in host:
             host = f"[{host}]"
-        return f"ws://{host}:{self.port}{WEBSOCKET_PATH}"
+        scheme = "wss" if self.options.tls is not None else "ws"
+        return f"{scheme}://{host}:{self.port}{WEBSOCKET_PATH}"
 
     async def serve_forever(self) -> None:
         assert self._server is not None, "start() first"
@@ -231,7 +248,9 @@ class SignalServer:
     # ---- WebSocket -----------------------------------------------------------------------------------------
 
     async def _handle(self, ws: ServerConnection) -> None:
-        address = ws.remote_address[0] if ws.remote_address else "unknown"
+        address = str(ws.remote_address[0]) if ws.remote_address else "unknown"
+        if self.options.trust_forwarded and ws.request is not None:
+            address = forwarded_client(address, ws.request.headers.get_all("X-Forwarded-For"))
         result = self.registry.connect(str(address))
         conn = result.conn
         self._sockets[conn] = ws
@@ -246,13 +265,27 @@ class SignalServer:
             self._perform(result.actions)
             async for message in ws:
                 self._perform(self.registry.receive(conn, message))
+                self._give_ice(conn, ws)
         except ConnectionClosed:
             pass
         finally:
             self._closed_since_gc += 1
             self._sockets.pop(conn, None)
+            self._ice_given.pop(conn, None)
             if result.accepted:
                 self._perform(self.registry.disconnect(conn))
+
+    def _give_ice(self, conn: int, ws: ServerConnection) -> None:
+        """After ``joined``: once per room membership, the ICE servers with fresh TURN credentials."""
+        state = self.registry.connections.get(conn)
+        room = state.room if state is not None else None
+        if self.options.ice is None or room is None or state is None:
+            return
+        membership = (room.name, state.peer_id)
+        if self._ice_given.get(conn) == membership:
+            return
+        self._ice_given[conn] = membership
+        broadcast([ws], p.encode(self.options.ice.message()))
 
     def _perform(self, actions: list[Send | Close]) -> None:
         for action in actions:

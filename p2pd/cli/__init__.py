@@ -9,5 +9,6 @@
 - ``exchange``      — ``p2pd send``, ``receive``, ``demo``: handing a conversation across with a code;
 - ``daemon``        — ``p2pd serve``, ``transfers``, ``inbox``, ``handoffs``, ``send --to``: the daemon's clients;
 - ``devices``       — ``p2pd pair``, ``devices``, ``links``;
+- ``netopts``       — ``--relay-only`` and ``--connect-timeout`` of ``send``/``receive``;
 - ``hook``          — ``p2pd hook``: the Claude Code SessionStart hook (its logic is :mod:`p2pd.daemon.hook`).
 """

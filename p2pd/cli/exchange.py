@@ -10,6 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from p2pd.cli import netopts
 from p2pd.cli.conversations import load_conversation, redacted
 from p2pd.cli.output import CliUI, err, escape, human, run, shown, status
 from p2pd.errors import ExitCode, NotFoundError, P2pdError
@@ -28,6 +29,7 @@ def register(sub: Any) -> None:
     s.add_argument("--fallback-dir", default=".", help="where to write the .a2a.json when no peer connects")
     s.add_argument("--to", metavar="DEVICE", help="send to a paired device, through the running daemon (no code)")
     s.add_argument("--link", metavar="LINK", help="send to every other member of a link, through the running daemon")
+    netopts.add(s)
     s.set_defaults(func=cmd_send)
 
     s = sub.add_parser("receive", help="receive a conversation sent with 'p2pd send'")
@@ -42,6 +44,7 @@ def register(sub: Any) -> None:
     s.add_argument("--yes", action="store_true", help="accept the offer without asking")
     s.add_argument("--signal", help="signaling server URL (default: $P2PD_SIGNAL, config, ws://127.0.0.1:8765)")
     s.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the sender (default 300)")
+    netopts.add(s)
     s.set_defaults(func=cmd_receive)
 
     s = sub.add_parser("demo", help="run the main job on this machine: signaling server, sender and receiver")
@@ -66,7 +69,8 @@ def cmd_send(args: argparse.Namespace) -> int:
     url = args.signal or signal_url()
     ui = CliUI(signal_url=url)
     outcome = run(send_document(doc, signal_url=url, code=str(code) if code else None, ui=ui,
-                                peer_timeout=args.timeout, fallback_dir=Path(args.fallback_dir)), ui)
+                                peer_timeout=args.timeout, fallback_dir=Path(args.fallback_dir),
+                                connect_timeout=netopts.apply(args)), ui)
     if outcome.sent:
         r = outcome.result
         resumed = f", {human(r.resumed_bytes)} already there" if r.resumed_bytes else ""
@@ -101,7 +105,8 @@ def cmd_receive(args: argparse.Namespace) -> int:
         ui = CliUI(yes=args.yes, receiving=True)
         url = args.signal or signal_url()
         outcome = run(receive_document(signal_url=url, code=str(code) if code else None, ui=ui,
-                                       out_dir=out_dir, peer_timeout=args.timeout), ui)
+                                       out_dir=out_dir, peer_timeout=args.timeout,
+                                       connect_timeout=netopts.apply(args)), ui)
         doc, path = outcome.document, outcome.path
         err.print(f"Received [bold]{shown(doc.title or doc.context_id)}[/] ({doc.counts.messages} messages), "
                   f"SHA-256 verified → {escape(str(path))}")

@@ -284,7 +284,11 @@ class DeviceSession:
             return m
 
         try:
-            return await connect(role, send, recv, timeout=self.net.connect_timeout)
+            link = await connect(role, send, recv, timeout=self.net.connect_timeout,
+                                 server_ice=self.rv.ice_servers if self.rv is not None else ())
+            if link.path is not None:
+                log.info("device %s: transfer %s %s", self.device.name, tid, link.path.describe())
+            return link
         finally:
             self.rtc.pop(tid, None)
 
@@ -330,13 +334,15 @@ def _backoff(failures: int) -> float:
 
 class DeviceNetwork:
     def __init__(self, folder: Path, identity: Identity, host: NetworkHost, signal_url: str, *,
-                 connect_timeout: float = 30.0, idle_timeout: float = 30.0) -> None:
+                 connect_timeout: float | None = None, idle_timeout: float = 30.0) -> None:
+        from p2pd.config import connect_timeout as configured_connect_timeout
+
         self.folder = folder
         self.identity = identity
         self.host = host
         self.store = host.store
         self.signal_url = signal_url
-        self.connect_timeout = connect_timeout
+        self.connect_timeout = connect_timeout if connect_timeout is not None else configured_connect_timeout()
         self.idle_timeout = idle_timeout
         self.book = DeviceBook(folder)
         self.links = LinkBook(folder, identity.device_id)
@@ -604,7 +610,8 @@ class DeviceNetwork:
             finally:
                 await link.close()
             await update(state="done", bytes_done=result.compressed_size,
-                         detail={"resumed_bytes": result.resumed_bytes, "elapsed": round(result.elapsed, 3)})
+                         detail={"resumed_bytes": result.resumed_bytes, "elapsed": round(result.elapsed, 3),
+                                 "path": link.path.to_dict() if link.path is not None else None})
         except BusyError as exc:  # the receiver still holds an older attempt: try again shortly
             await update(state="interrupted", error=str(exc))
             await asyncio.sleep(_backoff(2))
@@ -662,7 +669,8 @@ class DeviceNetwork:
             await asyncio.to_thread(self.store.update_transfer, row_id[0], state="done",
                                     bytes_done=received.offer.compressed_size,
                                     detail={"resumed_bytes": received.resumed_bytes,
-                                            "elapsed": round(received.elapsed, 3)})
+                                            "elapsed": round(received.elapsed, 3),
+                                            "path": link.path.to_dict() if link.path is not None else None})
             if start.handoff is not None:
                 session.report(HandoffState(hid=start.handoff, state="completed", output=output[:4000]))
         except (DeclinedError, BusyError):

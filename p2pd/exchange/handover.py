@@ -9,7 +9,8 @@ receiver: code → rendezvous → PAKE → sealed SDP → data channel → OFFER
           SHA-256 verified → .a2a.json saved → optional import
 
 Fallback: when no peer joins within the timeout, the signaling server cannot be reached or drops out, or no
-peer connection can be made, ``send`` writes the conversation as ``.a2a.json`` and says how to import it.
+peer connection can be made, ``send`` writes the conversation as ``.a2a.json`` and says how to import it; after
+pairing it also tells the receiver (``notice.py``), which then says which file to import.
 A wrong code or a declined offer is not a reason to fall back: both are answers from the other side.
 """
 
@@ -28,7 +29,8 @@ from typing import Any, Protocol
 from p2pd.blob import container as blob
 from p2pd.conversation.document_io import dumps, parse_document, write_document
 from p2pd.conversation.model import ConversationDocument
-from p2pd.errors import ConflictError, TransferFailedError
+from p2pd.errors import ConflictError, P2pdError, TransferFailedError
+from p2pd.exchange.notice import GRACE, PeerSignals, sender_fell_back, tell_receiver
 
 DAEMON_MESSAGE_SIZE = 65536
 
@@ -79,6 +81,7 @@ class SendOutcome:
     result: Any = None  # p2pd.transfer.channel.TransferResult when sent
     fallback_path: Path | None = None
     fallback_reason: str | None = None
+    ice_path: Any = None  # p2pd.transfer.ice.IcePath: the path the connection took
 
 
 @dataclass
@@ -89,6 +92,7 @@ class ReceiveOutcome:
     bytes_received: int = 0
     resumed_bytes: int = 0
     imported: Any = None
+    ice_path: Any = None  # p2pd.transfer.ice.IcePath
     notes: list[str] = field(default_factory=list)
 
 
@@ -151,10 +155,14 @@ async def send_document(doc: ConversationDocument, *, signal_url: str, code: str
             return await fall_back(str(exc))
         ui.paired(outcome.verification)
         try:
-            link = await connect("offer", rv.send_sealed, _recv(rv, connect_timeout), timeout=connect_timeout)
+            link = await connect("offer", rv.send_sealed, _recv(rv, connect_timeout), timeout=connect_timeout,
+                                 server_ice=rv.ice_servers, status=ui.status)
         except TransferFailedError as exc:
-            return await fall_back(str(exc))
-        ui.status("connected peer to peer")
+            await fall_back(str(exc))
+            assert outcome.fallback_path is not None
+            await tell_receiver(rv, outcome.fallback_path.name, exc.details.get("reason"))
+            return outcome
+        outcome.ice_path = link.path
         info = OfferInfo.normalized(doc.title or doc.context_id, doc.origin.platform,
                                     doc.origin.session_id or doc.context_id, doc.counts.messages)
         outcome.result = await send_blob(link.channel, blob_path, info, on_progress=ui.progress,
@@ -188,7 +196,6 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
     NotFoundError (no such code)."""
     from p2pd.pairing.client import Rendezvous
     from p2pd.transfer.channel import receive_blob
-    from p2pd.transfer.peer import connect
 
     out_dir.mkdir(parents=True, exist_ok=True)
     rv = await Rendezvous.open(signal_url, role="receiver", code=code, connect_timeout=min(10.0, connect_timeout))
@@ -197,11 +204,11 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
         ui.code_ready(str(rv.code))
         verification = await rv.pair(timeout=peer_timeout)
         ui.paired(verification)
-        link = await connect("answer", rv.send_sealed, _recv(rv, connect_timeout), timeout=connect_timeout)
-        ui.status("connected peer to peer")
+        link = await _connect_or_hear_fallback(rv, connect_timeout, ui)
         received = await receive_blob(link.channel, out_dir, decide=ui.decide, on_progress=ui.progress,
                                       idle_timeout=idle_timeout, max_message_size=DAEMON_MESSAGE_SIZE,
                                       control=control)
+        link_path = link.path
     finally:
         if link is not None:
             await link.close()
@@ -211,7 +218,34 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
     with contextlib.suppress(OSError):
         os.unlink(received.path)
     return ReceiveOutcome(document=doc, path=path, verification=verification,
-                          bytes_received=received.bytes_received, resumed_bytes=received.resumed_bytes)
+                          bytes_received=received.bytes_received, resumed_bytes=received.resumed_bytes,
+                          ice_path=link_path)
+
+
+async def _connect_or_hear_fallback(rv: Any, connect_timeout: float, ui: UI) -> Any:
+    """The receiver's peer connection — unless the sender gives up first and says it wrote a file."""
+    from p2pd.transfer.peer import connect
+
+    signals = PeerSignals(rv, connect_timeout)
+    connecting = asyncio.ensure_future(connect("answer", rv.send_sealed, signals.recv, timeout=connect_timeout,
+                                               server_ice=rv.ice_servers, status=ui.status))
+    try:
+        waiting: set[asyncio.Future[Any]] = {connecting, signals.fallback}
+        await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+        if not connecting.done():
+            connecting.cancel()
+            with contextlib.suppress(asyncio.CancelledError, P2pdError):
+                await connecting
+            raise sender_fell_back(signals.fallback.result())
+        try:
+            return connecting.result()  # raises the connection's own failure
+        except P2pdError as own:
+            with contextlib.suppress(TimeoutError):
+                raise sender_fell_back(await asyncio.wait_for(asyncio.shield(signals.fallback), GRACE),
+                                       own) from None
+            raise
+    finally:
+        await signals.close()
 
 
 def _document_from_blob(path: Path) -> ConversationDocument:

@@ -45,6 +45,7 @@ from signaling.protocol import (
     Allocate,
     Error,
     ErrorCode,
+    IceServers,
     Join,
     Joined,
     Left,
@@ -119,6 +120,9 @@ class Rendezvous:
         self._paired = asyncio.Event()
         self._failed = asyncio.Event()
         self._inbox: asyncio.Queue[Any] = asyncio.Queue()
+        # the STUN/TURN servers the server handed out after `joined` (RTCIceServer-shaped dicts; used by
+        # p2pd/transfer/ice.py, merged with the local configuration)
+        self.ice_servers: list[dict[str, Any]] = []
         self._reader = asyncio.get_running_loop().create_task(self._read_forever())
 
     # ---- construction ----------------------------------------------------------------------------------
@@ -294,6 +298,9 @@ class Rendezvous:
             async for raw in self._ws:
                 message = parse_server_message(raw)
                 if message is None or isinstance(message, Welcome | Joined | Left | Pong):
+                    continue
+                if isinstance(message, IceServers):
+                    self.ice_servers = [s.model_dump(exclude_none=True) for s in message.ice_servers]
                     continue
                 event: ServerEvent = message
                 await self._carry_out(self._session.receive(event))

@@ -22,6 +22,8 @@ Adapter (asyncio, any channel shaped like ``RTCDataChannel``):
   writes, digest and rename.
 * ``partial.py`` — the receiver's resumable state on disk.
 * ``peer.py`` — making the aiortc peer connection (the only module here that imports aiortc).
+* ``ice.py`` — which STUN/TURN servers it uses (local configuration merged with the signaling server's, every
+  TURN URL probed so UDP, TCP and TLS relays are all tried), the path taken, and a failure explained.
 
 This ``__init__`` imports nothing, so ``import p2pd.transfer.frames`` stays light.
 """

@@ -149,6 +149,8 @@ async def test_send_to_a_paired_device_without_a_code(pair_of: list[tuple[Device
     assert hb.received[0].to_json_dict() == corpus_doc.to_json_dict()
     incoming = await _until(lambda: [r for r in hb.store.list_transfers() if r.direction == "in" and r.state == "done"])
     assert len(incoming) == 1 and incoming[0].sha256 == row.sha256
+    # both sides record the path the connection took (loopback host candidates: direct)
+    assert done.detail["path"]["kind"] == "direct" and incoming[0].detail["path"]["kind"] == "direct"
 
 
 async def test_a_changed_device_key_is_refused(tmp_path: Path, server: SignalProcess,

@@ -32,8 +32,8 @@ function gatheringComplete(pc) {
  * (sealed signaling), and wait until the data channel is open. No trickle: each description carries all
  * its candidates, as aiortc's do.
  */
-export async function connectPeer(role, send, recv, { timeoutMs = 30000 } = {}) {
-  const pc = new RTCPeerConnection({ iceServers: [] });
+export async function connectPeer(role, send, recv, { timeoutMs = 30000, iceServers = [] } = {}) {
+  const pc = new RTCPeerConnection({ iceServers });
   const channel = pc.createDataChannel('p2pd', { negotiated: true, id: CHANNEL_ID, ordered: true });
   channel.binaryType = 'arraybuffer';
   // Queue what arrives from the first moment: the peer may send its HELLO as soon as the channel opens.

@@ -27,7 +27,7 @@ async function pairAndConnect(signalUrl, code, role, ui, { timeoutMs }) {
     ui.paired(verification);
     ui.status('Paired. Connecting peer to peer…');
     const link = await connectPeer(role === 'receiver' ? 'answer' : 'offer', (o) => rv.sendSealed(o),
-      () => rv.recvSealed(30000));
+      () => rv.recvSealed(30000), { iceServers: rv.iceServers });
     ui.status('Connected peer to peer.');
     return { rv, link, verification };
   } catch (error) {

@@ -7,6 +7,7 @@
 
 import { P2pdError, failed } from './errors.js';
 import { Pairing, withCode } from './pairing.js';
+import { iceServersFrom } from './ice.js';
 
 export const SUBPROTOCOL = 'p2pd-signal.v1';
 
@@ -33,6 +34,7 @@ export class Rendezvous {
     this.peer = null;
     this.failure = null;
     this.inbox = [];
+    this.iceServers = []; // STUN/TURN from the server's ice_servers message (ice.js)
     this.waiters = [];
     this.listeners = new Set();
     this.chain = Promise.resolve();
@@ -149,6 +151,8 @@ export class Rendezvous {
         this.#fail(withCode(new P2pdError('peer-gone', this.paired ? 'The other side went away (it closed or ' +
           'lost its connection).' : 'The other side left before the pairing completed.'), 'peer_gone'));
       }
+    } else if (kind === 'ice_servers') {
+      this.iceServers = iceServersFrom(message);
     } else if (kind === 'room_closed') {
       if (message.reason !== 'expired' && this.peer !== null && message.by === this.peer) {
         this.#fail(withCode(new P2pdError('peer-gone', 'The other side closed the pairing room.'), 'peer_gone'));

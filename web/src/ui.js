@@ -57,6 +57,14 @@ function fail(error, direction) {
 
 let declinedHere = false;
 
+// WebCrypto (pairing, sealing, SHA-256) exists only on secure pages: https, or http on localhost.
+function insecurePage() {
+  if (window.isSecureContext && globalThis.crypto?.subtle) return null;
+  return new P2pdError('insecure', 'This page needs https: browsers allow the cryptography it pairs with only on ' +
+    `secure pages (https, or http://localhost), and ${window.location.origin} is not one. Open the https address ` +
+    'of this server; its operator can enable TLS with p2pd-signal --cert/--key or a reverse proxy.');
+}
+
 function ui(direction) {
   return {
     status: (text) => {
@@ -126,6 +134,10 @@ async function receive(codeText) {
     return;
   }
   begin();
+  if (insecurePage()) {
+    fail(insecurePage(), 'receive');
+    return;
+  }
   try {
     const result = await receiveConversation({ signalUrl, code, ui: ui('receive') });
     setState('done');
@@ -155,6 +167,10 @@ async function receive(codeText) {
 
 async function send(codeText) {
   begin();
+  if (insecurePage()) {
+    fail(insecurePage(), 'send');
+    return;
+  }
   if (!pickedFile) {
     fail(new P2pdError('invalid', 'Pick a .a2a.json conversation file first.'), 'send');
     return;
