@@ -121,6 +121,8 @@ def run_case(case: Case, base: Path, index_template: Path | None) -> Outcome:
     if not isinstance(imported, Imported):
         return out
     if case.how == "screen":
+        if shutil.which("tmux") is None:
+            return out
         out.screen = programs.codex_screen(home, cwd, imported.session_id, imported.first_user_text)
     elif case.how == "continue":
         out.imported_folders = programs.claude_folders_holding(home, imported.session_id)

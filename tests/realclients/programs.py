@@ -179,6 +179,11 @@ def resume_codex(home: Home, cwd: Path, session_id: str) -> tuple[Run, str | Non
 SCREEN_FAILURES = ("Model provider unavailable", "No saved session found", "no rollout found")
 
 
+def shows_prompt(screen: str, text: str) -> bool:
+    """Whether a past prompt line (``› …``) of the screen holds ``text`` (the line may carry tags before it)."""
+    return any(line.lstrip().startswith("› ") and text in line for line in screen.splitlines())
+
+
 def codex_screen(home: Home, cwd: Path, session_id: str, first_text: str, wait: float = 40.0) -> str:
     """The screen of the interactive ``codex resume --no-daemon ID`` under tmux, once it shows the first user
     text as a past prompt (``› TEXT``) or a failure, or after ``wait`` seconds."""
@@ -200,7 +205,7 @@ def codex_screen(home: Home, cwd: Path, session_id: str, first_text: str, wait: 
             time.sleep(1.0)
             r = subprocess.run(capture, capture_output=True, text=True, timeout=30)
             screen = r.stdout if r.returncode == 0 else screen
-            if any(f in screen for f in SCREEN_FAILURES) or ("› " + needle) in screen:
+            if any(f in screen for f in SCREEN_FAILURES) or shows_prompt(screen, needle):
                 time.sleep(1.0)  # let a failure notice that follows the history be drawn too
                 r = subprocess.run(capture, capture_output=True, text=True, timeout=30)
                 return r.stdout if r.returncode == 0 else screen
