@@ -199,6 +199,8 @@ def codex_screen(home: Home, cwd: Path, session_id: str, first_text: str, wait: 
     screen = ""
     needle = first_text.rstrip("…").strip()[:40]
     capture = [*tmux_run, "capture-pane", "-p", "-S", "-", "-t", name]  # with the scrollback
+    socket = subprocess.run([*tmux_run, "display-message", "-p", "#{socket_path}"], capture_output=True, text=True,
+                            timeout=30).stdout.strip()
     try:
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
@@ -211,6 +213,8 @@ def codex_screen(home: Home, cwd: Path, session_id: str, first_text: str, wait: 
                 return r.stdout if r.returncode == 0 else screen
     finally:
         subprocess.run([*tmux_run, "kill-server"], capture_output=True, timeout=30)
+        if socket:
+            Path(socket).unlink(missing_ok=True)
     return screen
 
 
