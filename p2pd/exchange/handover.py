@@ -28,7 +28,7 @@ from typing import Any, Protocol
 from p2pd.blob import container as blob
 from p2pd.conversation.document_io import dumps, parse_document, write_document
 from p2pd.conversation.model import ConversationDocument
-from p2pd.errors import ConflictError, TransferFailedError
+from p2pd.errors import Cause, ConflictError, P2pdError, TransferFailedError
 
 DAEMON_MESSAGE_SIZE = 65536
 
@@ -79,6 +79,7 @@ class SendOutcome:
     result: Any = None  # p2pd.transfer.channel.TransferResult when sent
     fallback_path: Path | None = None
     fallback_reason: str | None = None
+    fallback_cause: Cause | None = None  # why there was no peer connection, as data
 
 
 @dataclass
@@ -131,8 +132,9 @@ async def send_document(doc: ConversationDocument, *, signal_url: str, code: str
     link = None
     outcome = SendOutcome(sent=False)
 
-    async def fall_back(reason: str) -> SendOutcome:
+    async def fall_back(reason: str, cause: Cause) -> SendOutcome:
         outcome.fallback_reason = reason
+        outcome.fallback_cause = cause
         outcome.fallback_path = await asyncio.to_thread(fallback_file, doc, fallback_dir or Path.cwd())
         return outcome
 
@@ -142,18 +144,19 @@ async def send_document(doc: ConversationDocument, *, signal_url: str, code: str
         try:
             rv = await Rendezvous.open(signal_url, role="sender", code=code, connect_timeout=min(10.0, connect_timeout))
         except (TransferFailedError, OSError) as exc:
-            return await fall_back(f"signaling server unreachable: {exc}")
+            return await fall_back(f"signaling server unreachable: {exc}",
+                                   exc.cause if isinstance(exc, P2pdError) else Cause.SIGNALING_UNREACHABLE)
         outcome.code = str(rv.code)
         ui.code_ready(outcome.code)
         try:
             outcome.verification = await rv.pair(timeout=peer_timeout)
         except TransferFailedError as exc:
-            return await fall_back(str(exc))
+            return await fall_back(str(exc), exc.cause)
         ui.paired(outcome.verification)
         try:
             link = await connect("offer", rv.send_sealed, _recv(rv, connect_timeout), timeout=connect_timeout)
         except TransferFailedError as exc:
-            return await fall_back(str(exc))
+            return await fall_back(str(exc), exc.cause)
         ui.status("connected peer to peer")
         info = OfferInfo.normalized(doc.title or doc.context_id, doc.origin.platform,
                                     doc.origin.session_id or doc.context_id, doc.counts.messages)

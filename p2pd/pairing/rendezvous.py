@@ -30,7 +30,7 @@ from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 from websockets.typing import Subprotocol
 
-from p2pd.errors import NotFoundError, P2pdError, TransferFailedError, WrongCodeError
+from p2pd.errors import NoPeerError, NotFoundError, P2pdError, TransferFailedError, WrongCodeError
 from p2pd.pairing.codes import Code, generate_code, parse_code
 from p2pd.pairing.cpace import CPace, CPaceError, lv_cat
 from p2pd.pairing.seal import (
@@ -304,7 +304,7 @@ class Rendezvous:
         try:
             await self._until(self._peer_present.wait(), deadline)
         except TimeoutError:
-            raise TransferFailedError(f"no peer joined within {timeout:g} s") from None
+            raise NoPeerError(f"no peer joined within {timeout:g} s") from None
         if self.role == "sender" and self._pairing.state == "idle":
             await self._send_all(self._pairing.start())
         try:

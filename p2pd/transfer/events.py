@@ -8,7 +8,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from p2pd.errors import DeclinedError, P2pdError, TooLargeError, TransferCancelledError, TransferFailedError
+from p2pd.errors import (
+    Cause,
+    DeclinedError,
+    P2pdError,
+    PeerGoneError,
+    PeerTimeoutError,
+    TooLargeError,
+    TransferCancelledError,
+    TransferFailedError,
+)
 from p2pd.transfer.frames import Code, Offer, code_name, printable
 
 
@@ -38,6 +47,12 @@ class Failure:
         """The error a caller raises for this failure."""
         if self.code == Code.CANCELLED:
             return TransferCancelledError(self.message())
+        if self.code == Code.BUSY:  # a refusal worth retrying: the receiver still holds an older attempt
+            return DeclinedError(self.message(), cause=Cause.BUSY)
+        if self.code == Code.PEER_GONE:
+            return PeerGoneError(self.message())
+        if self.code == Code.TIMEOUT:
+            return PeerTimeoutError(self.message())
         if self.code in _REFUSALS:
             if self.code == Code.TOO_LARGE and not self.by_peer:
                 return TooLargeError(self.message())

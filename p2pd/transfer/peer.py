@@ -22,7 +22,7 @@ from typing import Any
 
 from aiortc import RTCConfiguration, RTCDataChannel, RTCIceServer, RTCPeerConnection, RTCSessionDescription
 
-from p2pd.errors import TransferFailedError
+from p2pd.errors import ConnectionFailedError, TransferFailedError
 
 CHANNEL_LABEL = "p2pd"
 CHANNEL_ID = 0
@@ -114,10 +114,10 @@ async def connect(role: str, send: SendSignal, recv: RecvSignal, *, ice_servers:
                 await send({"type": "answer", "sdp": pc.localDescription.sdp})
             done, _ = await asyncio.wait({opened, failed}, return_when=asyncio.FIRST_COMPLETED)
             if failed in done:
-                raise TransferFailedError(failed.result())
+                raise ConnectionFailedError(failed.result())
     except TimeoutError:
         await pc.close()
-        raise TransferFailedError(f"no peer connection within {timeout:.0f} s (ICE did not complete)") from None
+        raise ConnectionFailedError(f"no peer connection within {timeout:.0f} s (ICE did not complete)") from None
     except BaseException:
         await pc.close()
         raise
