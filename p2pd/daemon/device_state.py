@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from p2pd.errors import Cause, DeviceKeyChangedError, P2pdError, WrongCodeError, cause_of
+from p2pd.errors import Cause, DeviceKeyChangedError, P2pdError, WrongCodeError
 
 BACKOFF_FIRST = 0.5
 BACKOFF_MAX = 30.0
@@ -77,7 +77,8 @@ class Presence:
     def unreachable(self, exc: BaseException) -> float:
         """The signaling server could not be reached: offline; returns the seconds to wait before trying again."""
         self.failures += 1
-        self.set(DeviceState.OFFLINE, str(exc), cause_of(exc))
+        cause = exc.cause if isinstance(exc, P2pdError) else Cause.SIGNALING_UNREACHABLE  # (an OSError)
+        self.set(DeviceState.OFFLINE, str(exc), cause)
         return backoff(self.failures)
 
     def after_failure(self, exc: P2pdError, device_name: str) -> float:

@@ -54,7 +54,9 @@ def test_a_channel_that_was_online_does_not_count_as_a_failure() -> None:
     p.after_failure(TransferFailedError("the peer left"), "b")
     assert p.failures == 0 and p.state is DeviceState.OFFLINE
     p.unreachable(OSError("refused"))
-    assert p.failures == 1 and p.cause is Cause.UNEXPECTED
+    assert p.failures == 1 and p.cause is Cause.SIGNALING_UNREACHABLE
+    p.unreachable(SignalingError("refused", cause=Cause.SIGNALING_REFUSED))
+    assert p.failures == 2 and p.cause is Cause.SIGNALING_REFUSED
 
 
 def test_a_changed_key_or_a_lost_pairing_is_refused_and_stays_so_while_retrying() -> None:
