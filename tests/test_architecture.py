@@ -23,13 +23,9 @@ MAX_LINES = 450
 # p2pd/daemon/hook.py may appear here.
 ALLOWED_CYCLE_MEMBERS: dict[str, str] = {}
 ALLOWED_LONG_FILES: dict[str, str] = {
-    "p2pd/daemon/network.py": "daemon helper (h/daemon): split into outbox, device session, device transfers",
-    "p2pd/daemon/service.py": "daemon helper (h/daemon): transfer lifecycle module",
-    "p2pd/daemon/store.py": "daemon helper (h/daemon): store becomes purely synchronous storage",
     "signaling/rooms.py": "signaling helper (h/signaling)",
 }
 ALLOWED_TEXT_DECISIONS: dict[str, str] = {
-    "p2pd/daemon/network.py": "daemon helper (h/daemon): retry/busy/interrupted decided on error causes",
 }
 ALLOWED_PRIVATE_IMPORTS: dict[str, str] = {
 }

@@ -1,2 +1,21 @@
-"""``p2pd serve``: the local daemon — home folder and token, SQLite store, handoff lifecycle, HTTP API, MCP tools,
-the Claude Code hook, and the CLI's client for it. See DAEMON.md beside this file."""
+"""``p2pd serve``: the local daemon. See DAEMON.md (API, MCP, store) and DEVICES.md (paired devices) beside this file.
+
+Files and their roles:
+
+- Entry and surfaces: ``serve.py`` (runs uvicorn, daemon.json, signals), ``api.py`` (HTTP API; errors carry their
+  cause, status from ``HTTP_STATUS``), ``mcp_tools.py`` (MCP tools; errors ``[cause] message``), ``client.py`` (the
+  CLI's HTTP client; rebuilds errors with ``errors.from_wire``), ``hook.py`` (Claude Code SessionStart hook).
+- What the daemon does: ``service.py`` (``DaemonService``: the one object the API and MCP call),
+  ``code_transfers.py`` (sends and receives with a pairing code), ``inbox.py`` (received conversations, import).
+- Lifecycles (pure: a state enum, a transition table, one diagram): ``transfers.py`` (transfer states and what a
+  failure means, decided on causes), ``handoffs.py`` (handoff states and the context package),
+  ``device_state.py`` (device-session states and retry policy).
+- Running transfers: ``running.py`` (the one registry that starts and cancels them; the throttled progress writer).
+- Storage (synchronous): ``store.py`` (SQLite store, enforces the lifecycles), ``rows.py`` (schema, migrations,
+  row types), ``home.py`` (the home folder and token).
+- Paired devices: ``identity.py`` (this device's key and name), ``devices.py`` (the paired-device book),
+  ``device_pairing.py`` (``p2pd pair``), ``peer_protocol.py`` (sealed control messages), ``network.py`` (the device
+  network: sessions, handoff and link control, the dispatch of control messages), ``device_session.py`` (one
+  device's control channel and outbox worker), ``device_transfers.py`` (transfers to and from devices),
+  ``outbox.py`` (packed blobs kept for resume), ``links.py`` (fan-out groups of devices).
+"""

@@ -4,8 +4,10 @@
   otherwise 401 with a JSON error. The token is compared in constant time. The check is one ASGI middleware in
   front of everything, ``/openapi.json`` and ``/mcp`` included.
 - No CORS headers for any origin, unless origins are listed explicitly (``cors_origins`` in the config).
-- Errors are JSON ``{"error": "<one line>", "kind": "<error class>"}``; p2pd's error classes map to status codes
-  in :data:`HTTP_STATUS` (the one place that does so).
+- Errors are JSON ``{"error": "<one line>", "cause": …, "party": …, "exit_code": …, "kind": "<error class>"}``
+  (:meth:`p2pd.errors.P2pdError.to_wire`; the client rebuilds the same error with :func:`p2pd.errors.from_wire`).
+  The status code comes from the error's cause, in :data:`HTTP_STATUS` (the one place that maps them; every cause
+  has one).
 - ``/mcp``: the MCP server (streamable HTTP) from :mod:`p2pd.daemon.mcp_tools`.
 """
 
@@ -30,27 +32,51 @@ from p2pd.daemon.handoffs import HandoffPackage
 from p2pd.daemon.mcp_tools import build_mcp, session_manager
 from p2pd.daemon.service import DaemonService, SendTo
 from p2pd.daemon.store import HandoffRow, HookSessionRow, InboxRow, TransferRow
-from p2pd.errors import ExitCode, P2pdError
+from p2pd.errors import Cause, InvalidInputError, P2pdError
 
-HTTP_STATUS: dict[ExitCode, int] = {
-    ExitCode.ERROR: 500,
-    ExitCode.USAGE: 400,
-    ExitCode.NOT_FOUND: 404,
-    ExitCode.INVALID_INPUT: 400,
-    ExitCode.TOO_LARGE: 413,
-    ExitCode.TRANSFER_FAILED: 502,
-    ExitCode.FALLBACK_WRITTEN: 502,
-    ExitCode.DECLINED: 409,
-    ExitCode.WRONG_CODE: 400,
-    ExitCode.CONFLICT: 409,
-    ExitCode.INTERRUPTED: 503,
+HTTP_STATUS: dict[Cause, int] = {
+    Cause.UNEXPECTED: 500,
+    Cause.USAGE: 400,
+    Cause.NOT_FOUND: 404,
+    Cause.INVALID_INPUT: 400,
+    Cause.CHECKSUM_MISMATCH: 400,
+    Cause.CODEC: 400,
+    Cause.TOO_LARGE: 413,
+    Cause.CONFLICT: 409,
+    Cause.UNAUTHORIZED: 401,
+    Cause.DAEMON_NOT_RUNNING: 503,
+    Cause.NO_NETWORK: 409,
+    Cause.INTERRUPTED: 503,
+    Cause.WRONG_CODE: 400,
+    Cause.NO_PEER: 504,
+    Cause.SIGNALING_UNREACHABLE: 502,
+    Cause.SIGNALING_LOST: 502,
+    Cause.SIGNALING_REFUSED: 502,
+    Cause.ROLE_CLASH: 409,
+    Cause.TAMPERED: 502,
+    Cause.CONNECTION_FAILED: 502,
+    Cause.PEER_GONE: 502,
+    Cause.TIMEOUT: 504,
+    Cause.PROTOCOL: 502,
+    Cause.BUSY: 409,
+    Cause.DECLINED: 409,
+    Cause.CANCELLED: 409,
+    Cause.TRANSFER_FAILED: 502,
+    Cause.DEVICE_OFFLINE: 503,
+    Cause.KEY_CHANGED: 409,
 }
+# Plain HTTP errors (an unknown path, a wrong method) as causes.
+_CAUSE_OF_STATUS: dict[int, Cause] = {404: Cause.NOT_FOUND, 405: Cause.USAGE, 400: Cause.USAGE}
 Limit = Annotated[int, Query(ge=1, le=1000)]
 OPEN_PATHS = frozenset({("GET", "/health"), ("HEAD", "/health")})
 
 
 def http_status(exc: P2pdError) -> int:
-    return HTTP_STATUS.get(exc.exit_code, 500)
+    return HTTP_STATUS.get(exc.cause, 500)
+
+
+def error_response(exc: P2pdError, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(exc.to_wire(), status_code=http_status(exc), headers=headers)
 
 
 class BearerAuth:
@@ -71,8 +97,9 @@ class BearerAuth:
                 break
         if not hmac.compare_digest(given, self.expected):
             reason = "missing bearer token" if not given else "wrong bearer token"
-            body = json.dumps({"error": f"unauthorized: {reason} (see the token file printed by `p2pd serve`)",
-                               "kind": "Unauthorized"}).encode()
+            error = P2pdError(f"unauthorized: {reason} (see the token file printed by `p2pd serve`)",
+                              cause=Cause.UNAUTHORIZED)
+            body = json.dumps({**error.to_wire(), "kind": "Unauthorized"}).encode()
             await send({"type": "http.response.start", "status": 401,
                         "headers": [(b"content-type", b"application/json"),
                                     (b"content-length", str(len(body)).encode()),
@@ -183,7 +210,7 @@ def create_app(service: DaemonService, token: str, *, host: str = "127.0.0.1",
 
     @app.exception_handler(P2pdError)
     async def p2pd_error(request: Request, exc: P2pdError) -> JSONResponse:
-        return JSONResponse({"error": str(exc), "kind": type(exc).__name__}, status_code=http_status(exc))
+        return error_response(exc)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -191,13 +218,15 @@ def create_app(service: DaemonService, token: str, *, host: str = "127.0.0.1",
         first = errors[0] if errors else {}
         where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
         message = f"invalid request: {where + ': ' if where else ''}{first.get('msg', 'malformed')}"
-        return JSONResponse({"error": message, "kind": "InvalidRequest",
-                             "detail": json.loads(json.dumps(errors, default=str))}, status_code=422)
+        body = {**InvalidInputError(message, cause=Cause.USAGE).to_wire(), "kind": "InvalidRequest",
+                "detail": json.loads(json.dumps(errors, default=str))}
+        return JSONResponse(body, status_code=422)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return JSONResponse({"error": str(exc.detail), "kind": "HTTPError"}, status_code=exc.status_code,
-                            headers=exc.headers)
+        cause = _CAUSE_OF_STATUS.get(exc.status_code, Cause.UNEXPECTED)
+        body = {**P2pdError(str(exc.detail), cause=cause).to_wire(), "kind": "HTTPError"}
+        return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
 
     _document_security(app)
     app.add_middleware(BearerAuth, token=token)

@@ -1,7 +1,9 @@
 """The CLI's client for a running daemon: finds it through ``daemon.json``, checks ``/health``, sends the token.
 
-HTTP errors come back as p2pd's own error classes (the reverse of :data:`p2pd.daemon.api.HTTP_STATUS`), so the
-CLI prints one line and exits with the usual code.
+HTTP errors come back as the daemon's own errors: the body carries the cause, party and exit code
+(:meth:`p2pd.errors.P2pdError.to_wire`) and :func:`p2pd.errors.from_wire` rebuilds the same class — a 409 may be a
+conflict, a busy receiver, a declined offer or a changed device key. A body without a cause (not from p2pd) falls
+back to a class by status code. The CLI prints one line and exits with the error's code.
 """
 
 from __future__ import annotations
@@ -12,12 +14,14 @@ import httpx
 
 from p2pd.daemon.home import Home
 from p2pd.errors import (
+    Cause,
     ConflictError,
     InvalidInputError,
     NotFoundError,
     P2pdError,
     TooLargeError,
     TransferFailedError,
+    from_wire,
 )
 
 START_HINT = "start it with `p2pd serve` (or `systemctl --user start p2pd` with the unit from " \
@@ -28,14 +32,15 @@ _ERRORS: dict[int, type[P2pdError]] = {400: InvalidInputError, 404: NotFoundErro
 
 
 class DaemonNotRunningError(P2pdError):
-    pass
+    cause = Cause.DAEMON_NOT_RUNNING
 
 
 class DaemonClient:
-    def __init__(self, url: str, token: str, *, timeout: float = 60.0) -> None:
+    def __init__(self, url: str, token: str, *, timeout: float = 60.0, http: httpx.Client | None = None) -> None:
+        """``http``: a client to use instead of a new one (tests pass one bound to an in-process app)."""
         self.url = url.rstrip("/")
-        self._http = httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {token}"}, timeout=timeout,
-                                  trust_env=False)
+        self._http = http or httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {token}"},
+                                          timeout=timeout, trust_env=False)
 
     @classmethod
     def find(cls, home: Home | None = None) -> DaemonClient | None:
@@ -81,10 +86,7 @@ class DaemonClient:
         except ValueError:
             body = None
         if r.status_code >= 400:
-            message = body.get("error") if isinstance(body, dict) else None
-            if r.status_code == 401:
-                raise P2pdError(f"the daemon refused the token: {message or 'unauthorized'}")
-            raise _ERRORS.get(r.status_code, P2pdError)(message or f"the daemon answered HTTP {r.status_code}")
+            raise error_of(r.status_code, body)
         return body
 
     def get(self, path: str, **params: Any) -> Any:
@@ -95,3 +97,17 @@ class DaemonClient:
 
     def delete(self, path: str) -> Any:
         return self.request("DELETE", path)
+
+
+def error_of(status: int, body: Any) -> P2pdError:
+    """The error an HTTP error answer stands for."""
+    fallback = f"the daemon answered HTTP {status}"
+    if isinstance(body, dict) and isinstance(body.get("cause"), str):
+        error = from_wire(body, fallback_message=fallback)
+        if error.cause is Cause.UNAUTHORIZED:
+            return P2pdError(f"the daemon refused the token: {error.message}", cause=Cause.UNAUTHORIZED)
+        return error
+    message = body.get("error") if isinstance(body, dict) else None
+    if status == 401:
+        return P2pdError(f"the daemon refused the token: {message or 'unauthorized'}", cause=Cause.UNAUTHORIZED)
+    return _ERRORS.get(status, P2pdError)(message if isinstance(message, str) and message else fallback)

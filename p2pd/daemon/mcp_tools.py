@@ -1,7 +1,9 @@
 """MCP tools for agents (official ``mcp`` SDK, streamable HTTP), served by the daemon at ``/mcp``.
 
 Every tool calls :class:`~p2pd.daemon.service.DaemonService`, like the HTTP API, and returns JSON (structured
-content). A failure comes back as a tool error with p2pd's one-line reason. The bearer token is checked by the
+content). A failure comes back as a tool error whose text is ``[cause] reason``: the cause is the error's
+:class:`p2pd.errors.Cause` value (``[peer_gone] …``, ``[not_found] …``), so an agent can tell failures apart
+without reading the prose. The bearer token is checked by the
 API's middleware before a request reaches the MCP transport.
 
 Tools: list_sessions, export_conversation, send_conversation, list_transfers, get_transfer, list_inbox,
@@ -21,7 +23,7 @@ from pydantic import Field
 
 from p2pd.daemon.handoffs import HandoffFile, HandoffPackage
 from p2pd.daemon.service import DaemonService, SendTo
-from p2pd.errors import P2pdError
+from p2pd.errors import Cause, InvalidInputError, P2pdError
 
 T = TypeVar("T")
 
@@ -31,11 +33,16 @@ p2pd SessionStart hook told you P2PD_SESSION_ID). `send_conversation` sends a se
 pairing code; `list_inbox` and `import_conversation` resume what other machines sent here."""
 
 
+def tool_error(exc: P2pdError) -> ToolError:
+    """The MCP tool error for a p2pd error: ``[cause] message``."""
+    return ToolError(f"[{exc.cause.value}] {exc.message}")
+
+
 async def _call(work: Awaitable[T]) -> T:
     try:
         return await work
     except P2pdError as exc:
-        raise ToolError(str(exc)) from None
+        raise tool_error(exc) from None
 
 
 def build_mcp(service: DaemonService) -> MCPServer:
@@ -64,7 +71,7 @@ def build_mcp(service: DaemonService) -> MCPServer:
         new code to give the receiver). Returns the transfer (id, state, code); `wait` seconds waits for the
         outcome. Check progress with get_transfer."""
         if (device is None) == (code is None):
-            raise ToolError("pass exactly one of device or code")
+            raise tool_error(InvalidInputError("pass exactly one of device or code", cause=Cause.USAGE))
         to = SendTo(device=device) if device is not None else SendTo(code=code)
         row = await _call(service.send(to, session, transcript_path=transcript_path, redact=redact, wait=wait))
         return row.to_json()

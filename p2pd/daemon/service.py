@@ -1,36 +1,37 @@
 """What the daemon does, in one place: the HTTP API and the MCP tools are thin layers over :class:`DaemonService`.
 
-Sends and receives run as background tasks, each tracked by a row in the store's ``transfers`` table and
-cancellable through a :class:`~p2pd.transfer.channel.TransferControl` (which tells the peer) and, while still
-pairing, by cancelling the task. Blocking work (parsing transcripts, SQLite, compression) runs in threads.
+Every transfer is a row in the store's ``transfers`` table (its lifecycle: :mod:`p2pd.daemon.transfers`) and, while
+it runs, an entry in the one registry of running transfers (:class:`~p2pd.daemon.running.RunningTransfers`), which
+cancels it. Sends and receives with a code run in :mod:`p2pd.daemon.code_transfers`; received conversations go to
+the :mod:`p2pd.daemon.inbox`. Blocking work (parsing transcripts, SQLite, compression) runs in threads.
 
 Sends to a device or a link go through the device network (:class:`p2pd.daemon.network.DeviceNetwork`, plugged in
 by ``serve``), which also hands this service what paired devices send (:meth:`DaemonService.accept_conversation`);
-without a network they fail with :class:`NoNetworkError` (HTTP 409).
+without a network they fail with :class:`NoNetworkError` (HTTP 409, cause ``no_network``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
-import os
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from p2pd.blob import container as blob
-from p2pd.conversation.document_io import parse_document, read_document, write_document
+from p2pd.conversation.document_io import write_document
 from p2pd.conversation.model import ConversationDocument
-from p2pd.daemon.handoffs import FINAL, HandoffPackage, attach_package, package_of
+from p2pd.daemon.code_transfers import CodeTransfers
+from p2pd.daemon.handoffs import FINAL, HandoffPackage, attach_package
 from p2pd.daemon.home import Home
-from p2pd.daemon.store import TRANSFER_FINAL, HandoffRow, InboxRow, ProgressWriter, Store, TransferRow, new_id
-from p2pd.errors import ConflictError, InvalidInputError, NotFoundError, P2pdError
-from p2pd.transfer.channel import TransferControl
+from p2pd.daemon.inbox import Inbox, document_stats, file_sha256
+from p2pd.daemon.outbox import pack_outbox
+from p2pd.daemon.running import RunningTransfers
+from p2pd.daemon.store import TRANSFER_FINAL, HandoffRow, InboxRow, Store, TransferRow, new_id
+from p2pd.daemon.transfers import TransferState
+from p2pd.errors import Cause, ConflictError, InvalidInputError, NotFoundError
 
 if TYPE_CHECKING:
     from p2pd.daemon.devices import Device
@@ -39,12 +40,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("p2pd.daemon")
 
-CODE_WAIT = 20.0  # seconds POST /send waits for the signaling server to hand out a code
 CANCEL_GRACE = 3.0  # seconds a cancelled transfer may take to tell its peer before its task is stopped
 
 
 class NoNetworkError(ConflictError):
     """A device or link send without a device network (HTTP 409)."""
+
+    cause = Cause.NO_NETWORK
 
     def __init__(self) -> None:
         super().__init__("no device network: start the daemon with a signaling server and pair a device first "
@@ -75,44 +77,6 @@ class SendTo(BaseModel):
         return next(k for k in ("device", "code", "link") if k in self.model_fields_set)
 
 
-class _TransferUI:
-    """The exchange UI of a daemon transfer: writes what happens into the transfer's row."""
-
-    def __init__(self, store: Store, transfer_id: str) -> None:
-        self.store = store
-        self.transfer_id = transfer_id
-        self.code_event = asyncio.Event()
-        self._progress = ProgressWriter(store, transfer_id, with_size=True)
-
-    def code_ready(self, code: str) -> None:
-        self.store.update_transfer(self.transfer_id, code=code)
-        self.code_event.set()
-
-    def paired(self, verification: str) -> None:
-        self.store.update_transfer(self.transfer_id, state="running", detail={"verification": verification})
-
-    def status(self, text: str) -> None:
-        self.store.update_transfer(self.transfer_id, detail={"status": text})
-
-    def progress(self, done: int, total: int) -> None:
-        self._progress(done, total)
-
-    async def decide(self, offer: Any) -> bool:
-        info = offer.info
-        await asyncio.to_thread(self.store.update_transfer, self.transfer_id, title=info.title,
-                                size=offer.compressed_size,
-                                detail={"platform": info.platform, "session_id": info.session_id,
-                                        "messages": info.message_count, "raw_size": offer.raw_size})
-        return True
-
-
-def _document_stats(doc: ConversationDocument) -> dict[str, Any]:
-    c = doc.counts
-    return {"title": doc.title or doc.context_id, "platform": doc.origin.platform,
-            "session_id": doc.origin.session_id or doc.context_id, "cwd": doc.origin.cwd,
-            "messages": c.messages, "tool_calls": c.tool_calls, "subagents": c.subagents}
-
-
 class DaemonService:
     def __init__(self, home: Home, store: Store, *, network: DeviceNetwork | None = None,
                  signal_url: str | None = None, device_id: str = "local") -> None:
@@ -122,9 +86,9 @@ class DaemonService:
         self._signal_url = signal_url
         self.device_id = device_id
         self.started_at = time.time()
-        self._tasks: dict[str, asyncio.Task[None]] = {}
-        self._controls: dict[str, TransferControl] = {}
-        self._stopping = False
+        self.running = RunningTransfers()  # every transfer running in this daemon, code and device ones
+        self.inbox = Inbox(home, store)
+        self.codes = CodeTransfers(home, store, self.running, self.inbox, self.signal_url)
 
     # ------------------------------------------------------------ lifecycle
     async def start(self) -> list[TransferRow]:
@@ -137,12 +101,8 @@ class DaemonService:
 
     async def stop(self) -> None:
         """Stop running transfers (they become 'interrupted', to be resumed by the next start) and the network."""
-        self._stopping = True
-        tasks = list(self._tasks.values())
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            await asyncio.wait(tasks, timeout=5)
+        self.codes.stopping = True
+        await self.running.stop_tasks(timeout=5)
         if self.network is not None:
             await self.network.stop()
 
@@ -193,52 +153,10 @@ class DaemonService:
         if not target.is_absolute():
             raise InvalidInputError("the output path must be absolute (the daemon's working folder is not yours)")
         size = await asyncio.to_thread(write_document, doc, target, compressed=compressed)
-        digest = await asyncio.to_thread(_file_sha256, target)
-        return {"path": str(target), "size": size, "sha256": digest, **_document_stats(doc)}
+        digest = await asyncio.to_thread(file_sha256, target)
+        return {"path": str(target), "size": size, "sha256": digest, **document_stats(doc)}
 
     # ------------------------------------------------------------ transfers
-    def _spawn(self, transfer_id: str, work: Callable[[TransferControl], Awaitable[None]]) -> asyncio.Task[None]:
-        control = TransferControl()
-        self._controls[transfer_id] = control
-
-        async def run() -> None:
-            try:
-                await work(control)
-            except asyncio.CancelledError:
-                if self._stopping and not control.cancelled:
-                    await self._finish(transfer_id, "interrupted", "the daemon stopped")
-                else:
-                    await self._finish(transfer_id, "cancelled", control.reason or "cancelled")
-            except (P2pdError, OSError) as exc:
-                state = "cancelled" if control.cancelled else "failed"
-                await self._finish(transfer_id, state, control.reason if control.cancelled else str(exc))
-            except Exception as exc:  # a bug must not kill the daemon; the row says what happened
-                log.exception("transfer %s failed", transfer_id)
-                await self._finish(transfer_id, "failed", f"unexpected {type(exc).__name__}: {exc}")
-            finally:
-                self._tasks.pop(transfer_id, None)
-                self._controls.pop(transfer_id, None)
-
-        task = asyncio.get_running_loop().create_task(run(), name=f"transfer {transfer_id}")
-        self._tasks[transfer_id] = task
-        return task
-
-    async def _finish(self, transfer_id: str, state: str, error: str | None = None,
-                      detail: dict[str, Any] | None = None) -> None:
-        def work() -> None:
-            row = self.store.get_transfer(transfer_id)
-            if row.state not in TRANSFER_FINAL:
-                self.store.update_transfer(transfer_id, state=state, error=error, detail=detail)
-
-        await asyncio.to_thread(work)
-
-    async def _outbox_blob(self, doc: ConversationDocument) -> tuple[Path, str, int]:
-        """The document as a wire blob in ``outbox/``, named by its payload's SHA-256 (kept for resume)."""
-        from p2pd.daemon.network import pack_outbox
-
-        path, _info, digest = await asyncio.to_thread(pack_outbox, doc, self.home.outbox)
-        return path, digest, path.stat().st_size
-
     async def send(self, to: SendTo, session: str | None = None, *, transcript_path: str | None = None,
                    redact: bool | None = None, wait: float = 0.0, timeout: float = 300.0,
                    handoff_id: str | None = None) -> TransferRow:
@@ -254,19 +172,7 @@ class DaemonService:
         doc = await self.load(session, transcript_path=transcript_path, redact=redact)
         if to.kind != "code":
             return await self._send_to_devices(to, doc, wait=wait)
-        path, digest, size = await self._outbox_blob(doc)
-        row = await asyncio.to_thread(
-            self.store.create_transfer, "out", "code", title=doc.title or doc.context_id, size=size, sha256=digest,
-            blob_path=str(path), handoff_id=handoff_id, code=code, detail={"kind": to.kind, **_document_stats(doc)})
-        tid = row.id
-        ui = _TransferUI(self.store, tid)
-        task = self._spawn(tid, lambda control: self._send_code(tid, doc, code, ui, control, timeout))
-        waiter = asyncio.ensure_future(ui.code_event.wait())
-        await asyncio.wait([waiter, task], timeout=CODE_WAIT, return_when=asyncio.FIRST_COMPLETED)
-        waiter.cancel()
-        if wait > 0:
-            await asyncio.wait([task], timeout=wait)
-        return await asyncio.to_thread(self.store.get_transfer, tid)
+        return await self.codes.send(doc, code, timeout=timeout, wait=wait, handoff_id=handoff_id)
 
     async def _send_to_devices(self, to: SendTo, doc: ConversationDocument, *, wait: float) -> TransferRow:
         """Queue for a paired device, or for every member of a link (the first row is returned; each row
@@ -284,51 +190,14 @@ class DaemonService:
                 await asyncio.to_thread(self.store.update_transfer, r.id, detail={"link_transfers": ids})
         return (await self._wait_rows([r.id for r in rows], wait))[0]
 
-    async def _send_code(self, tid: str, doc: ConversationDocument, code: str | None, ui: _TransferUI,
-                         control: TransferControl, timeout: float) -> None:
-        from p2pd.exchange.handover import send_document
-
-        await asyncio.to_thread(self.store.update_transfer, tid, state="running")
-        outcome = await send_document(doc, signal_url=self.signal_url(), code=code, ui=ui, peer_timeout=timeout,
-                                      fallback_dir=self.home.outbox, control=control)
-        if outcome.sent:
-            r = outcome.result
-            await asyncio.to_thread(self.store.update_transfer, tid, bytes_done=r.compressed_size)
-            await self._finish(tid, "done", detail={"bytes_sent": r.bytes_sent, "resumed_bytes": r.resumed_bytes,
-                                                    "elapsed": round(r.elapsed, 3), "verified_sha256": r.sha256.hex()})
-        else:
-            await self._finish(tid, "failed", f"no peer connection ({outcome.fallback_reason}); the conversation "
-                               f"was written to {outcome.fallback_path}",
-                               detail={"fallback_path": str(outcome.fallback_path)})
-
     async def receive(self, code: str, *, wait: float = 0.0, timeout: float = 300.0) -> TransferRow:
         """Receive with a code into the inbox (background; ``wait`` > 0 waits for the outcome)."""
         from p2pd.pairing.codes import parse_code
 
-        parsed = str(parse_code(code))
-        row = await asyncio.to_thread(self.store.create_transfer, "in", "code", code=parsed, detail={"kind": "code"})
-        tid = row.id
-        ui = _TransferUI(self.store, tid)
-
-        async def work(control: TransferControl) -> None:
-            from p2pd.exchange.handover import receive_document
-
-            await asyncio.to_thread(self.store.update_transfer, tid, state="running")
-            outcome = await receive_document(signal_url=self.signal_url(), code=parsed, ui=ui,
-                                             out_dir=self.home.inbox, peer_timeout=timeout, control=control)
-            digest = await asyncio.to_thread(_file_sha256, outcome.path)
-            entry = await self.receive_into_inbox(outcome.document, outcome.path, transfer_id=tid, from_peer="code",
-                                                  sha256=digest)
-            await asyncio.to_thread(self.store.update_transfer, tid, bytes_done=outcome.bytes_received)
-            await self._finish(tid, "done", detail={"inbox_id": entry.id, "resumed_bytes": outcome.resumed_bytes})
-
-        task = self._spawn(tid, work)
-        if wait > 0:
-            await asyncio.wait([task], timeout=wait)
-        return await asyncio.to_thread(self.store.get_transfer, tid)
+        return await self.codes.receive(str(parse_code(code)), wait=wait, timeout=timeout)
 
     async def wait_transfer(self, transfer_id: str, timeout: float) -> TransferRow:
-        task = self._tasks.get(transfer_id)
+        task = self.running.task(transfer_id)
         if task is not None:
             await asyncio.wait([task], timeout=timeout)
             return await asyncio.to_thread(self.store.get_transfer, transfer_id)
@@ -353,17 +222,9 @@ class DaemonService:
         row = await asyncio.to_thread(self.store.get_transfer, transfer_id)
         if row.state in TRANSFER_FINAL:
             raise ConflictError(f"transfer {transfer_id} is already {row.state}")
-        control, task = self._controls.get(transfer_id), self._tasks.get(transfer_id)
-        if self.network is not None:
-            self.network.cancel_transfer(transfer_id, reason)
-        if control is not None:
-            control.cancel(reason)  # tells the peer when the transfer is under way
-        if task is not None:
-            done, _ = await asyncio.wait([task], timeout=CANCEL_GRACE)
-            if not done:
-                task.cancel()  # still pairing or connecting: nothing to tell
-                await asyncio.wait([task], timeout=CANCEL_GRACE)
-        await self._finish(transfer_id, "cancelled", reason)
+        await self.running.cancel(transfer_id, reason, grace=CANCEL_GRACE)  # tells the peer when under way
+        await asyncio.to_thread(self.store.end_transfer, transfer_id, TransferState.CANCELLED, error=reason,
+                                cause=Cause.CANCELLED)
         return await asyncio.to_thread(self.store.get_transfer, transfer_id)
 
     # ------------------------------------------------------------ what paired devices send (the network's host)
@@ -371,32 +232,11 @@ class DaemonService:
                                   handoff_id: str | None, link_id: str | None) -> str:
         """File a verified blob from a paired device in the inbox; for a handoff, import it too and return the
         resume command (the handoff's output)."""
-        from p2pd.exchange.handover import fallback_file
-
-        def file_it() -> tuple[ConversationDocument, Path, str]:
-            raw = blob_path.read_bytes()
-            digest = blob.BlobHeader.unpack(raw).sha256.hex()
-            doc = parse_document(blob.decode(raw), source=f"the conversation from {device.name}")
-            path = fallback_file(doc, self.home.inbox)
-            os.unlink(blob_path)
-            return doc, path, digest
-
-        doc, path, digest = await asyncio.to_thread(file_it)
-        entry = await self.receive_into_inbox(doc, path, transfer_id=transfer_id, from_peer=device.device_id,
-                                              sha256=digest, handoff_id=handoff_id)
-        if handoff_id is None:
-            return ""
         from p2pd.config import daemon_settings
 
-        package = package_of(doc) or {}
-        folders = [package.get("cwd"), package.get("project_path")]
-        folder = next((f for f in folders if isinstance(f, str) and Path(f).is_dir()), None)
-        try:
-            result = await self.import_inbox(entry.id, to=daemon_settings().handoff_agent, cwd=folder)
-        except P2pdError as exc:
-            raise type(exc)(f"received into the inbox as {entry.id} but not imported: {exc}; import it with "
-                            f"`p2pd inbox import {entry.id} --cwd DIR`") from exc
-        return str(result["resume_command"])
+        agent = daemon_settings().handoff_agent if handoff_id is not None else ""
+        return await self.inbox.accept_from_device(device, blob_path, transfer_id=transfer_id, handoff_id=handoff_id,
+                                                   handoff_agent=agent)
 
     def should_claim(self, device: Device, offer: HandoffOffer) -> bool:
         from p2pd.config import daemon_settings
@@ -406,56 +246,22 @@ class DaemonService:
     # ------------------------------------------------------------ inbox
     async def receive_into_inbox(self, doc: ConversationDocument, path: Path, *, transfer_id: str | None,
                                  from_peer: str, sha256: str = "", handoff_id: str | None = None) -> InboxRow:
-        """Record a received, verified conversation (already saved at ``path``) in the inbox. The handoff id is
-        taken from the document's package when not given."""
-        if handoff_id is None:
-            package = package_of(doc)
-            hid = package.get("id") if package else None
-            handoff_id = hid if isinstance(hid, str) else None
-        return await asyncio.to_thread(
-            self.store.add_inbox, transfer_id=transfer_id, from_peer=from_peer, document_path=str(path),
-            title=doc.title or doc.context_id, platform=doc.origin.platform,
-            session_id=doc.origin.session_id or doc.context_id, messages=doc.counts.messages, sha256=sha256,
-            handoff_id=handoff_id)
+        return await self.inbox.add(doc, path, transfer_id=transfer_id, from_peer=from_peer, sha256=sha256,
+                                    handoff_id=handoff_id)
 
     async def list_inbox(self, limit: int = 100) -> list[InboxRow]:
-        return await asyncio.to_thread(self.store.list_inbox, limit)
+        return await self.inbox.list(limit)
 
     async def get_inbox(self, inbox_id: str) -> dict[str, Any]:
-        row = await asyncio.to_thread(self.store.get_inbox, inbox_id)
-        out = row.to_json()
-        try:
-            doc = await asyncio.to_thread(read_document, row.document_path)
-        except P2pdError as exc:
-            out["document_error"] = str(exc)
-            return out
-        out.update(summary=doc.summary, handoff=package_of(doc), stats=_document_stats(doc))
-        return out
+        return await self.inbox.get(inbox_id)
 
     async def import_inbox(self, inbox_id: str, *, to: str = "claude-code", cwd: str | None = None,
                            same_account: bool = False) -> dict[str, Any]:
         """Import a received conversation; returns the session id, file and the resume command."""
-        from p2pd.agents.importing import import_document
-
-        row = await asyncio.to_thread(self.store.get_inbox, inbox_id)
-        doc = await asyncio.to_thread(read_document, row.document_path)
-        folder = cwd or _resume_folder(doc)
-        if folder is None:
-            raise InvalidInputError("say which project folder to resume in (cwd): the conversation's own folder "
-                                    "does not exist on this machine")
-        if not Path(folder).is_dir():
-            raise NotFoundError(f"the folder to resume in does not exist: {folder}")
-        result = await asyncio.to_thread(import_document, doc, to=to, cwd=folder, same_account=same_account)
-        out = {"to": to, "session_id": result.session_id, "path": str(result.path), "cwd": folder,
-               "lines": result.lines, "warnings": list(result.warnings), "resume_command": result.resume_command}
-        await asyncio.to_thread(self.store.mark_imported, inbox_id, out)
-        return out
+        return await self.inbox.import_(inbox_id, to=to, cwd=cwd, same_account=same_account)
 
     async def delete_inbox(self, inbox_id: str) -> InboxRow:
-        row = await asyncio.to_thread(self.store.delete_inbox, inbox_id)
-        with contextlib.suppress(FileNotFoundError):
-            await asyncio.to_thread(os.unlink, row.document_path)
-        return row
+        return await self.inbox.delete(inbox_id)
 
     # ------------------------------------------------------------ handoffs
     async def resolve_session(self, *, session_id: str | None, transcript_path: str | None,
@@ -482,9 +288,10 @@ class DaemonService:
         doc = await self.load(sid, transcript_path=tpath, redact=redact)
         hid = new_id("ho")
         attach_package(doc, package, handoff_id=hid)
-        path, digest, size = await self._outbox_blob(doc)
+        path, _info, digest = await asyncio.to_thread(pack_outbox, doc, self.home.outbox)
+        size = path.stat().st_size
         source = {"session_id": doc.origin.session_id or sid, "transcript_path": tpath or doc.origin.transcript_path,
-                  "sha256": digest, "size": size, "from_device": self.device_id, **_document_stats(doc)}
+                  "sha256": digest, "size": size, "from_device": self.device_id, **document_stats(doc)}
         row = await asyncio.to_thread(self.store.create_handoff, id=hid, target=target or "any",
                                       package=package.model_dump(mode="json"), document_path=str(path),
                                       title=doc.title or doc.context_id, source=source)
@@ -516,11 +323,12 @@ class DaemonService:
 
     async def cancel_handoff(self, handoff_id: str, reason: str = "cancelled by the sender") -> HandoffRow:
         row = await self.transition_handoff(handoff_id, "cancelled", reason=reason)
-        for tid in [t for t, task in self._tasks.items() if not task.done()]:
-            tr = await asyncio.to_thread(self.store.get_transfer, tid)
-            if tr.handoff_id == handoff_id:
-                with contextlib.suppress(ConflictError):
-                    await self.cancel_transfer(tid, reason)
+        for tid in self.running.ids():
+            with contextlib.suppress(NotFoundError):
+                tr = await asyncio.to_thread(self.store.get_transfer, tid)
+                if tr.handoff_id == handoff_id:
+                    with contextlib.suppress(ConflictError):
+                        await self.cancel_transfer(tid, reason)
         return row
 
     # ------------------------------------------------------------ stats, devices, hook
@@ -529,7 +337,7 @@ class DaemonService:
             handoffs = self.store.handoff_stats()
             return {"handoffs": handoffs, "handoffs_open": sum(n for s, n in handoffs.items() if s not in FINAL),
                     "transfers": self.store.transfer_stats(), "inbox": self.store.inbox_count(),
-                    "running_tasks": len(self._tasks), "uptime": round(time.time() - self.started_at, 1),
+                    "running_tasks": len(self.running), "uptime": round(time.time() - self.started_at, 1),
                     "network": self.network is not None}
 
         return await asyncio.to_thread(work)
@@ -559,19 +367,3 @@ class DaemonService:
         row = await asyncio.to_thread(self.store.record_hook_session, session_id=session_id,
                                       transcript_path=transcript_path, cwd=cwd, source=source)
         return row.to_json()
-
-
-def _file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def _resume_folder(doc: ConversationDocument) -> str | None:
-    package = package_of(doc) or {}
-    for candidate in (package.get("project_path"), package.get("cwd"), doc.origin.cwd):
-        if isinstance(candidate, str) and candidate and Path(candidate).is_dir():
-            return candidate
-    return None

@@ -11,189 +11,39 @@ any number of concurrent claimers — threads, processes, HTTP requests — exac
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import sqlite3
-import time
-import uuid
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from p2pd.daemon import transfers
 from p2pd.daemon.handoffs import STATES, check_state, check_transition
-from p2pd.errors import ConflictError, InvalidInputError, NotFoundError
+from p2pd.daemon.rows import (
+    MIGRATIONS,
+    SCHEMA_V1,
+    HandoffRow,
+    HookSessionRow,
+    InboxRow,
+    TransferRow,
+    handoff_row,
+    inbox_row,
+    json_col,
+    new_id,
+    now,
+    transfer_row,
+)
+from p2pd.errors import Cause, ConflictError, InvalidInputError, NotFoundError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 BUSY_TIMEOUT_MS = 30_000
-TRANSFER_STATES = ("queued", "running", "done", "failed", "cancelled", "interrupted")
-TRANSFER_FINAL = frozenset({"done", "failed", "cancelled"})
-PROGRESS_EVERY = 0.5  # seconds between progress writes of one transfer
-_PROGRESS_WRITES = ThreadPoolExecutor(max_workers=1, thread_name_prefix="p2pd-progress")  # one thread: in order
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS transfers (
-    id TEXT PRIMARY KEY,
-    direction TEXT NOT NULL CHECK (direction IN ('out', 'in')),
-    peer TEXT NOT NULL,
-    title TEXT NOT NULL DEFAULT '',
-    size INTEGER NOT NULL DEFAULT 0,
-    sha256 TEXT NOT NULL DEFAULT '',
-    blob_path TEXT,
-    handoff_id TEXT,
-    link_id TEXT,
-    code TEXT,
-    state TEXT NOT NULL DEFAULT 'queued',
-    bytes_done INTEGER NOT NULL DEFAULT 0,
-    error TEXT,
-    detail TEXT NOT NULL DEFAULT '{}',
-    created_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS transfers_state ON transfers(state);
-CREATE TABLE IF NOT EXISTS inbox (
-    id TEXT PRIMARY KEY,
-    transfer_id TEXT,
-    from_peer TEXT NOT NULL,
-    document_path TEXT NOT NULL,
-    title TEXT NOT NULL DEFAULT '',
-    platform TEXT NOT NULL DEFAULT '',
-    session_id TEXT,
-    messages INTEGER NOT NULL DEFAULT 0,
-    sha256 TEXT NOT NULL DEFAULT '',
-    handoff_id TEXT,
-    received_at TEXT NOT NULL,
-    imported TEXT
-);
-CREATE TABLE IF NOT EXISTS handoffs (
-    id TEXT PRIMARY KEY,
-    target TEXT NOT NULL,
-    state TEXT NOT NULL DEFAULT 'pending',
-    title TEXT NOT NULL DEFAULT '',
-    package TEXT NOT NULL,
-    document_path TEXT NOT NULL,
-    source TEXT NOT NULL DEFAULT '{}',
-    claimed_by TEXT,
-    output TEXT,
-    reason TEXT,
-    created_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL,
-    claimed_at TEXT,
-    started_at TEXT,
-    finished_at TEXT
-);
-CREATE INDEX IF NOT EXISTS handoffs_state ON handoffs(state);
-CREATE TABLE IF NOT EXISTS hook_sessions (
-    session_id TEXT PRIMARY KEY,
-    transcript_path TEXT,
-    cwd TEXT,
-    source TEXT,
-    recorded_at TEXT NOT NULL
-);
-"""
+TRANSFER_STATES = transfers.STATES
+TRANSFER_FINAL: frozenset[str] = frozenset(s.value for s in transfers.FINAL)
 
 
-def now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def new_id(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:16]}"
-
-
-class _Row:
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)  # type: ignore[call-overload]
-
-
-@dataclass(frozen=True)
-class TransferRow(_Row):
-    id: str
-    direction: str
-    peer: str
-    title: str
-    size: int
-    sha256: str
-    blob_path: str | None
-    handoff_id: str | None
-    link_id: str | None
-    code: str | None
-    state: str
-    bytes_done: int
-    error: str | None
-    detail: dict[str, Any]
-    created_at: str
-    updated_at: str
-
-
-@dataclass(frozen=True)
-class InboxRow(_Row):
-    id: str
-    transfer_id: str | None
-    from_peer: str
-    document_path: str
-    title: str
-    platform: str
-    session_id: str | None
-    messages: int
-    sha256: str
-    handoff_id: str | None
-    received_at: str
-    imported: dict[str, Any] | None
-
-
-@dataclass(frozen=True)
-class HandoffRow(_Row):
-    id: str
-    target: str
-    state: str
-    title: str
-    package: dict[str, Any]
-    document_path: str
-    source: dict[str, Any]
-    claimed_by: str | None
-    output: str | None
-    reason: str | None
-    created_at: str
-    updated_at: str
-    claimed_at: str | None
-    started_at: str | None
-    finished_at: str | None
-
-
-@dataclass(frozen=True)
-class HookSessionRow(_Row):
-    session_id: str
-    transcript_path: str | None
-    cwd: str | None
-    source: str | None
-    recorded_at: str
-
-
-def _json_col(value: Any) -> Any:
-    return json.loads(value) if isinstance(value, str) else value
-
-
-def _transfer(r: sqlite3.Row) -> TransferRow:
-    d = dict(r)
-    d["detail"] = _json_col(d["detail"]) or {}
-    return TransferRow(**d)
-
-
-def _inbox(r: sqlite3.Row) -> InboxRow:
-    d = dict(r)
-    d["imported"] = _json_col(d["imported"])
-    return InboxRow(**d)
-
-
-def _handoff(r: sqlite3.Row) -> HandoffRow:
-    d = dict(r)
-    d["package"] = _json_col(d["package"])
-    d["source"] = _json_col(d["source"]) or {}
-    return HandoffRow(**d)
+class _AlreadyFinal(Exception):
+    pass
 
 
 class Store:
@@ -239,10 +89,14 @@ class Store:
                 raise InvalidInputError(f"{self.path} has schema version {version}; this p2pd knows up to "
                                         f"{SCHEMA_VERSION} — upgrade p2pd")
             if version < 1:
-                for stmt in _SCHEMA.split(";"):
+                for stmt in SCHEMA_V1.split(";"):
                     if stmt.strip():
                         db.execute(stmt)
-                db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+                version = 1
+            while version < SCHEMA_VERSION:
+                db.execute(MIGRATIONS[version])
+                version += 1
+            db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         except BaseException:
             db.execute("ROLLBACK")
             raise
@@ -263,8 +117,7 @@ class Store:
                         detail: dict[str, Any] | None = None) -> TransferRow:
         if direction not in ("out", "in"):
             raise InvalidInputError(f"direction must be 'out' or 'in', not {direction!r}")
-        if state not in TRANSFER_STATES:
-            raise InvalidInputError(f"unknown transfer state {state!r}")
+        transfers.check_state(state)
         tid, ts = new_id("tr"), now()
         with self._write() as db:
             db.execute(
@@ -275,35 +128,49 @@ class Store:
         return self.get_transfer(tid)
 
     def update_transfer(self, id: str, *, state: str | None = None, bytes_done: int | None = None,
-                        error: str | None = None, size: int | None = None, sha256: str | None = None,
-                        code: str | None = None, title: str | None = None,
-                        detail: dict[str, Any] | None = None) -> TransferRow:
-        """Change some fields; ``detail`` is merged into the stored one. A final state is never left."""
-        if state is not None and state not in TRANSFER_STATES:
-            raise InvalidInputError(f"unknown transfer state {state!r}")
+                        error: str | None = None, cause: Cause | None = None, size: int | None = None,
+                        sha256: str | None = None, code: str | None = None, title: str | None = None,
+                        detail: dict[str, Any] | None = None, unless_final: bool = False) -> TransferRow:
+        """Change some fields; ``detail`` is merged into the stored one. The state moves only as the lifecycle
+        allows (:mod:`p2pd.daemon.transfers`; ConflictError otherwise)."""
+        if state is not None:
+            transfers.check_state(state)
         with self._write() as db:
             row = db.execute("SELECT * FROM transfers WHERE id=?", (id,)).fetchone()
             if row is None:
                 raise NotFoundError(f"no transfer {id}")
-            if state is not None and row["state"] in TRANSFER_FINAL and state != row["state"]:
-                raise ConflictError(f"transfer {id} is already {row['state']}")
+            if unless_final and transfers.is_final(row["state"]):
+                raise _AlreadyFinal
+            if state is not None:
+                transfers.check_transition(row["state"], state, what=f"transfer {id}")
             sets: dict[str, Any] = {"updated_at": now()}
-            for key, value in (("state", state), ("bytes_done", bytes_done), ("error", error), ("size", size),
+            for key, value in (("state", state), ("bytes_done", bytes_done), ("error", error),
+                               ("cause", cause.value if cause is not None else None), ("size", size),
                                ("sha256", sha256), ("code", code), ("title", title)):
                 if value is not None:
                     sets[key] = value
             if detail:
-                sets["detail"] = json.dumps({**(_json_col(row["detail"]) or {}), **detail})
+                sets["detail"] = json.dumps({**(json_col(row["detail"]) or {}), **detail})
             db.execute(f"UPDATE transfers SET {', '.join(f'{k}=?' for k in sets)} WHERE id=?",
                        (*sets.values(), id))
         return self.get_transfer(id)
+
+    def end_transfer(self, id: str, state: str, *, error: str | None = None, cause: Cause | None = None,
+                     detail: dict[str, Any] | None = None) -> TransferRow | None:
+        """Move an unfinished transfer to ``state`` (with its reason and cause); None when it had already ended
+        (a final state is never left, nor its reason overwritten)."""
+        try:
+            return self.update_transfer(id, state=state, error=error, cause=cause, detail=detail,
+                                        unless_final=True)
+        except _AlreadyFinal:
+            return None
 
     def get_transfer(self, id: str) -> TransferRow:
         with self._connect() as db:
             row = db.execute("SELECT * FROM transfers WHERE id=?", (id,)).fetchone()
         if row is None:
             raise NotFoundError(f"no transfer {id}")
-        return _transfer(row)
+        return transfer_row(row)
 
     def list_transfers(self, state: str | None = None, limit: int = 100) -> list[TransferRow]:
         with self._connect() as db:
@@ -312,14 +179,14 @@ class Store:
             else:
                 rows = db.execute("SELECT * FROM transfers WHERE state=? ORDER BY created_at DESC, rowid DESC "
                                   "LIMIT ?", (state, limit))
-            return [_transfer(r) for r in rows.fetchall()]
+            return [transfer_row(r) for r in rows.fetchall()]
 
     def interrupted_transfers(self) -> list[TransferRow]:
         """On start: rows left queued/running by a daemon that stopped become 'interrupted', and are returned."""
         with self._write() as db:
             ids = [r[0] for r in db.execute("SELECT id FROM transfers WHERE state IN ('queued', 'running')")]
-            db.execute("UPDATE transfers SET state='interrupted', updated_at=? WHERE state IN ('queued', 'running')",
-                       (now(),))
+            db.execute("UPDATE transfers SET state='interrupted', cause=?, updated_at=? "
+                       "WHERE state IN ('queued', 'running')", (Cause.INTERRUPTED.value, now()))
         return [self.get_transfer(i) for i in ids]
 
     def transfer_stats(self) -> dict[str, int]:
@@ -343,12 +210,12 @@ class Store:
             row = db.execute("SELECT * FROM inbox WHERE id=?", (id,)).fetchone()
         if row is None:
             raise NotFoundError(f"no inbox entry {id}")
-        return _inbox(row)
+        return inbox_row(row)
 
     def list_inbox(self, limit: int = 100) -> list[InboxRow]:
         with self._connect() as db:
             rows = db.execute("SELECT * FROM inbox ORDER BY received_at DESC, rowid DESC LIMIT ?", (limit,))
-            return [_inbox(r) for r in rows.fetchall()]
+            return [inbox_row(r) for r in rows.fetchall()]
 
     def inbox_count(self) -> int:
         with self._connect() as db:
@@ -427,7 +294,7 @@ class Store:
             row = db.execute("SELECT * FROM handoffs WHERE id=?", (id,)).fetchone()
         if row is None:
             raise NotFoundError(f"no handoff {id}")
-        return _handoff(row)
+        return handoff_row(row)
 
     def list_handoffs(self, state: str | None = None, limit: int = 100) -> list[HandoffRow]:
         with self._connect() as db:
@@ -437,13 +304,13 @@ class Store:
                 check_state(state)
                 rows = db.execute("SELECT * FROM handoffs WHERE state=? ORDER BY created_at DESC, rowid DESC "
                                   "LIMIT ?", (state, limit))
-            return [_handoff(r) for r in rows.fetchall()]
+            return [handoff_row(r) for r in rows.fetchall()]
 
     def pending_handoffs_for(self, device_id: str) -> list[HandoffRow]:
         with self._connect() as db:
             rows = db.execute("SELECT * FROM handoffs WHERE state='pending' AND (target='any' OR target=?) "
                               "ORDER BY created_at, rowid", (device_id,))
-            return [_handoff(r) for r in rows.fetchall()]
+            return [handoff_row(r) for r in rows.fetchall()]
 
     def handoff_stats(self) -> dict[str, int]:
         with self._connect() as db:
@@ -480,32 +347,5 @@ class Store:
         return HookSessionRow(**dict(found)) if found is not None else None
 
 
-class ProgressWriter:
-    """A transfer's progress callback: records the bytes done at most every PROGRESS_EVERY seconds (and the last
-    one always), in a worker thread — progress is reported on the event loop, SQLite writes do not belong there.
-    Writes go through one thread, so they land in order."""
-
-    def __init__(self, store: Store, transfer_id: str, *, with_size: bool = False) -> None:
-        self.store = store
-        self.transfer_id = transfer_id
-        self.with_size = with_size
-        self._last = 0.0
-
-    def __call__(self, done: int, total: int) -> None:
-        now = time.monotonic()
-        if done < total and now - self._last < PROGRESS_EVERY:
-            return
-        self._last = now
-        fields: dict[str, Any] = {"bytes_done": done, **({"size": total} if self.with_size else {})}
-        asyncio.get_running_loop().run_in_executor(_PROGRESS_WRITES, self._write, fields) \
-            .add_done_callback(_log_failure)
-
-    def _write(self, fields: dict[str, Any]) -> None:
-        self.store.update_transfer(self.transfer_id, **fields)
-
-
-def _log_failure(future: Future[None] | asyncio.Future[None]) -> None:
-    if not future.cancelled() and future.exception() is not None:  # progress is best effort; the row stays right
-        import logging
-
-        logging.getLogger("p2pd.daemon").debug("progress write failed: %s", future.exception())
+__all__ = ["SCHEMA_VERSION", "TRANSFER_FINAL", "TRANSFER_STATES", "HandoffRow", "HookSessionRow", "InboxRow", "Store",
+           "TransferRow", "new_id", "now"]

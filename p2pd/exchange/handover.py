@@ -29,7 +29,7 @@ from typing import Any, Protocol
 from p2pd.blob import container as blob
 from p2pd.conversation.document_io import dumps, parse_document, write_document
 from p2pd.conversation.model import ConversationDocument
-from p2pd.errors import ConflictError, P2pdError, TransferFailedError
+from p2pd.errors import Cause, ConflictError, P2pdError, TransferFailedError
 from p2pd.exchange.notice import GRACE, PeerSignals, sender_fell_back, tell_receiver
 
 DAEMON_MESSAGE_SIZE = 65536
@@ -82,6 +82,7 @@ class SendOutcome:
     fallback_path: Path | None = None
     fallback_reason: str | None = None
     ice_path: Any = None  # p2pd.transfer.ice.IcePath: the path the connection took
+    fallback_cause: Cause | None = None  # why there was no peer connection, as data
 
 
 @dataclass
@@ -135,8 +136,9 @@ async def send_document(doc: ConversationDocument, *, signal_url: str, code: str
     link = None
     outcome = SendOutcome(sent=False)
 
-    async def fall_back(reason: str) -> SendOutcome:
+    async def fall_back(reason: str, cause: Cause) -> SendOutcome:
         outcome.fallback_reason = reason
+        outcome.fallback_cause = cause
         outcome.fallback_path = await asyncio.to_thread(fallback_file, doc, fallback_dir or Path.cwd())
         return outcome
 
@@ -146,19 +148,20 @@ async def send_document(doc: ConversationDocument, *, signal_url: str, code: str
         try:
             rv = await Rendezvous.open(signal_url, role="sender", code=code, connect_timeout=min(10.0, connect_timeout))
         except (TransferFailedError, OSError) as exc:
-            return await fall_back(f"signaling server unreachable: {exc}")
+            return await fall_back(f"signaling server unreachable: {exc}",
+                                   exc.cause if isinstance(exc, P2pdError) else Cause.SIGNALING_UNREACHABLE)
         outcome.code = str(rv.code)
         ui.code_ready(outcome.code)
         try:
             outcome.verification = await rv.pair(timeout=peer_timeout)
         except TransferFailedError as exc:
-            return await fall_back(str(exc))
+            return await fall_back(str(exc), exc.cause)
         ui.paired(outcome.verification)
         try:
             link = await connect("offer", rv.send_sealed, _recv(rv, connect_timeout), timeout=connect_timeout,
                                  server_ice=rv.ice_servers, status=ui.status)
         except TransferFailedError as exc:
-            await fall_back(str(exc))
+            await fall_back(str(exc), exc.cause)
             assert outcome.fallback_path is not None
             await tell_receiver(rv, outcome.fallback_path.name, exc.details.get("reason"))
             return outcome

@@ -77,11 +77,13 @@ async def test_every_tool_through_a_real_mcp_session(daemon_with_signal: Daemon,
 
         exported = await call(client, "export_conversation", session=SESSION_ID)
         assert Path(exported["path"]).is_file() and exported["messages"] == sessions[0]["messages"]
-        assert "zzzz" in await call_error(client, "export_conversation", session="zzzz")
+        missing = await call_error(client, "export_conversation", session="zzzz")
+        assert "[not_found] no session matches 'zzzz'" in missing, missing
 
-        assert "p2pd pair" in await call_error(client, "send_conversation", session=SESSION_ID,
-                                                       device="laptop")
-        assert "exactly one" in await call_error(client, "send_conversation", session=SESSION_ID)
+        no_device = await call_error(client, "send_conversation", session=SESSION_ID, device="laptop")
+        assert "[not_found] no paired device 'laptop'" in no_device and "p2pd pair" in no_device, no_device
+        both = await call_error(client, "send_conversation", session=SESSION_ID)
+        assert "[usage] pass exactly one" in both, both
 
         # send to a new code, then let the same daemon receive with that code (HTTP API)
         sent = await call(client, "send_conversation", session=SESSION_ID, code="")
@@ -93,7 +95,7 @@ async def test_every_tool_through_a_real_mcp_session(daemon_with_signal: Daemon,
         assert received["state"] == "done", received
         done = await call(client, "get_transfer", transfer_id=sent["id"], wait=60)
         assert done["state"] == "done" and done["detail"]["verified_sha256"], done
-        assert "no transfer" in await call_error(client, "get_transfer", transfer_id="tr_nope")
+        assert "[not_found] no transfer tr_nope" in await call_error(client, "get_transfer", transfer_id="tr_nope")
 
         listed = (await call(client, "list_transfers"))["transfers"]
         assert {sent["id"], received["id"]} <= {t["id"] for t in listed}

@@ -15,8 +15,10 @@ from p2pd.conversation.model import ConversationDocument
 from p2pd.daemon.device_pairing import pair_device
 from p2pd.daemon.devices import Device, DeviceBook
 from p2pd.daemon.identity import Identity, load_identity
-from p2pd.daemon.network import DeviceNetwork, pack_outbox
+from p2pd.daemon.network import DeviceNetwork
+from p2pd.daemon.outbox import pack_outbox
 from p2pd.daemon.peer_protocol import HandoffOffer
+from p2pd.daemon.running import RunningTransfers
 from p2pd.daemon.store import Store
 from p2pd.errors import ConflictError, WrongCodeError
 from p2pd.exchange.handover import QuietUI
@@ -43,6 +45,7 @@ class InboxHost:
 
     def __init__(self, folder: Path, claim: bool = True) -> None:
         self.store = Store(folder / "state.sqlite3")
+        self.running = RunningTransfers()
         self.folder = folder
         self.claim = claim
         self.received: list[ConversationDocument] = []
@@ -303,6 +306,84 @@ async def test_devices_reconnect_after_the_signaling_server_restarts(tmp_path: P
             await _until(lambda: na.devices()[0]["online"] and nb.devices()[0]["online"], timeout=60)
             await _until(lambda: ha.store.get_transfer(row.id).state == "done", timeout=30)
             await _until(lambda: hb.received)
+    finally:
+        await na.stop()
+        await nb.stop()
+
+
+def _big(doc: ConversationDocument, size: int = 9_000_000) -> ConversationDocument:
+    import base64
+    import os
+
+    from p2pd.conversation.model import Message, Part
+
+    big = doc.model_copy(deep=True)
+    filler = base64.b64encode(os.urandom(size)).decode("ascii")
+    big.messages.append(Message(message_id="filler", role="ROLE_USER", parts=[Part(text=filler)]))
+    return big
+
+
+async def test_a_receiver_back_within_seconds_gets_the_transfer_resumed_not_failed(
+        tmp_path: Path, server: SignalProcess, corpus_doc: ConversationDocument) -> None:
+    """The receiver goes down mid-transfer and is back a moment later. Its data channel closing reaches the
+    sender as "peer gone" (whatever the reason text says): the sender's row is interrupted, never failed, and the
+    transfer resumes from what the receiver kept."""
+    big = _big(corpus_doc)
+    a, b = tmp_path / "a", tmp_path / "b"
+    await _pair(server.url, a, b)
+    na, ha = await _start(a, server.url)
+    nb, hb = await _start(b, server.url)
+    seen: list[str] = []
+    try:
+        await _until(lambda: all(d["online"] for d in na.devices()))
+        row = await na.send_to_device(nb.identity.device_id, big)
+        await _until(lambda: ha.store.get_transfer(row.id).bytes_done > row.size // 5, timeout=60)
+        await nb.stop()  # the receiver goes away mid-transfer…
+        nb, hb = await _start(b, server.url)  # …and is back within seconds
+
+        def final() -> Any:
+            r = ha.store.get_transfer(row.id)
+            if not seen or seen[-1] != r.state:
+                seen.append(r.state)
+            return r.state in ("done", "failed", "cancelled") and r
+
+        done = await _until(final, timeout=90)
+        assert done.state == "done", (done.error, done.cause, seen)
+        assert "failed" not in seen
+        assert done.detail["resumed_bytes"] > 0
+        assert hb.received and hb.received[-1].messages[-1].parts[0].text == big.messages[-1].parts[0].text
+    finally:
+        await na.stop()
+        await nb.stop()
+
+
+async def test_a_handoff_whose_sender_restarts_mid_transfer_still_completes(
+        tmp_path: Path, server: SignalProcess, corpus_doc: ConversationDocument) -> None:
+    """The sender stops while the handoff's conversation is on its way and comes back: the receiver does not
+    report the handoff failed (the sender went away — a retry will come), the transfer resumes, and the handoff
+    ends completed on the sender."""
+    big = _big(corpus_doc)
+    a, b = tmp_path / "a", tmp_path / "b"
+    await _pair(server.url, a, b)
+    na, ha = await _start(a, server.url)
+    nb, hb = await _start(b, server.url)
+    try:
+        path, _, sha = pack_outbox(big, a / "outbox")
+        hid = ha.store.create_handoff(target=nb.identity.device_id, package={"summary": "carry on"},
+                                      document_path=str(path), title="big", source={"sha256": sha}).id
+        await _until(lambda: all(d["online"] for d in na.devices()))
+        await na.handoff_created(hid)
+        tid = await _until(lambda: next((t.id for t in ha.store.list_transfers() if t.handoff_id == hid
+                                         and t.bytes_done > t.size // 5), None), timeout=60)
+        await na.stop()  # the sender goes down mid-transfer…
+        assert ha.store.get_handoff(hid).state == "started"
+        na, ha = await _start(a, server.url)  # …and comes back
+        final = await _until(lambda: (h := ha.store.get_handoff(hid)).state in ("completed", "failed", "cancelled")
+                             and h, timeout=90)
+        assert final.state == "completed", final.reason
+        row = ha.store.get_transfer(tid)
+        assert row.state == "done" and row.detail["resumed_bytes"] > 0
+        assert len(hb.received) == 1
     finally:
         await na.stop()
         await nb.stop()

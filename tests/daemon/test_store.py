@@ -48,6 +48,7 @@ def test_transfers_roundtrip_and_interrupted(tmp_path: Path) -> None:
     a = store.create_transfer("out", "code", title="A", size=10, sha256="ab", blob_path=None)
     b = store.create_transfer("in", "dev1", title="B")
     store.update_transfer(a.id, state="running", bytes_done=5, detail={"x": 1})
+    store.update_transfer(b.id, state="running")
     store.update_transfer(b.id, state="done", detail={"y": 2})
     got = store.get_transfer(a.id)
     assert (got.state, got.bytes_done, got.detail) == ("running", 5, {"x": 1})
@@ -63,6 +64,49 @@ def test_transfers_roundtrip_and_interrupted(tmp_path: Path) -> None:
     assert again.get_transfer(b.id).state == "done"
     assert again.transfer_stats()["interrupted"] == 1
     assert [t.id for t in again.list_transfers(state="done")] == [b.id]
+
+
+def test_a_version_1_store_gains_the_cause_column(tmp_path: Path) -> None:
+    import sqlite3
+
+    from p2pd.daemon import rows
+
+    path = tmp_path / "old.sqlite3"
+    db = sqlite3.connect(path)
+    db.executescript(rows.SCHEMA_V1)  # the version-1 schema, as an old daemon left it
+    db.execute("INSERT INTO transfers (id, direction, peer, state, created_at, updated_at) "
+               "VALUES ('tr_old', 'out', 'dev', 'running', 'x', 'x')")
+    db.execute("PRAGMA user_version=1")
+    db.commit()
+    db.close()
+    store = Store(path)
+    assert store.schema_version() == SCHEMA_VERSION == 2
+    assert store.get_transfer("tr_old").cause is None
+    store.interrupted_transfers()
+    assert (store.get_transfer("tr_old").state, store.get_transfer("tr_old").cause) == ("interrupted", "interrupted")
+
+
+def test_transfer_states_move_only_as_the_lifecycle_allows(tmp_path: Path) -> None:
+    from p2pd.errors import Cause
+
+    store = Store(tmp_path / "s.db")
+    t = store.create_transfer("out", "dev")
+    with pytest.raises(ConflictError, match="queued; it cannot become done"):
+        store.update_transfer(t.id, state="done")
+    with pytest.raises(InvalidInputError):
+        store.update_transfer(t.id, state="finished")
+    store.update_transfer(t.id, state="running")
+    ended = store.end_transfer(t.id, "interrupted", error="the data channel was closed", cause=Cause.PEER_GONE)
+    assert ended is not None and (ended.state, ended.cause, ended.error) == ("interrupted", "peer_gone",
+                                                                             "the data channel was closed")
+    store.update_transfer(t.id, state="running")
+    assert store.end_transfer(t.id, "cancelled", error="by me", cause=Cause.CANCELLED) is not None
+    # a final row is never left, and ending it again changes nothing (not even its reason)
+    assert store.end_transfer(t.id, "failed", error="late", cause=Cause.TIMEOUT) is None
+    row = store.get_transfer(t.id)
+    assert (row.state, row.error, row.cause) == ("cancelled", "by me", "cancelled")
+    with pytest.raises(ConflictError, match="already cancelled"):
+        store.update_transfer(t.id, state="running")
 
 
 def test_inbox(tmp_path: Path) -> None:

@@ -1,0 +1,197 @@
+"""Transfers to and from paired devices: one WebRTC data channel per transfer, the transfer protocol of
+``p2pd.transfer`` over it, each transfer a row in the store moving as :mod:`p2pd.daemon.transfers` allows.
+
+Outgoing rows wait ``queued`` until their device's outbox worker takes them; one that is cut off (peer gone,
+connection failed, peer silent, receiver busy with an older attempt, daemon stopped) becomes ``interrupted`` and is
+sent again when the device is back — the receiver keeps what it had, so the transfer resumes. What a failure means
+is decided on its cause (:func:`~p2pd.daemon.transfers.outgoing_ending`), never on its text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+from pathlib import Path
+from typing import Any, Protocol
+
+from p2pd.daemon.device_session import DeviceSession
+from p2pd.daemon.device_state import backoff
+from p2pd.daemon.devices import Device
+from p2pd.daemon.links import LinkBook
+from p2pd.daemon.outbox import outbox_info
+from p2pd.daemon.peer_protocol import HandoffOffer, HandoffState, TransferStart
+from p2pd.daemon.running import ProgressWriter, RunningTransfers
+from p2pd.daemon.store import Store, TransferRow
+from p2pd.daemon.transfers import Ending, TransferState, incoming_ending, outgoing_ending
+from p2pd.errors import BusyError, Cause, ConflictError, DeclinedError, P2pdError
+from p2pd.transfer.channel import TransferControl, receive_blob, send_blob
+from p2pd.transfer.frames import Offer
+
+log = logging.getLogger("p2pd.network")
+
+MESSAGE_SIZE = 65536
+STALE_WAIT = 10.0  # seconds a new incoming transfer waits for the dead ones it replaces to let go of their files
+
+
+class NetworkHost(Protocol):
+    """What the network needs from the rest of the daemon."""
+
+    store: Store
+    running: RunningTransfers
+
+    async def accept_conversation(self, device: Device, blob_path: Path, *, transfer_id: str,
+                                  handoff_id: str | None, link_id: str | None) -> str:
+        """Put a received, verified blob in the inbox (and, for a handoff, import it). Returns the output to
+        report for a handoff (the resume command)."""
+        ...
+
+    def should_claim(self, device: Device, offer: HandoffOffer) -> bool:
+        """Whether this daemon claims a handoff a paired device offers."""
+        ...
+
+
+class DeviceTransfers:
+    def __init__(self, host: NetworkHost, links: LinkBook, partial: Path, *, idle_timeout: float) -> None:
+        self.host = host
+        self.store = host.store
+        self.running = host.running
+        self.links = links
+        self.partial = partial  # verified blobs land here; cut-off ones wait to resume
+        self.idle_timeout = idle_timeout
+
+    async def _update(self, tid: str, **fields: Any) -> None:
+        await asyncio.to_thread(self.store.update_transfer, tid, **fields)
+
+    # ---- outgoing -------------------------------------------------------------------------------------------
+
+    def next_outgoing(self, device_id: str) -> TransferRow | None:
+        rows = [r for r in self.store.list_transfers(limit=1000)
+                if r.direction == "out" and r.peer == device_id
+                and r.state in (TransferState.QUEUED, TransferState.INTERRUPTED)]
+        return min(rows, key=lambda r: r.created_at) if rows else None
+
+    async def run_outgoing(self, session: DeviceSession, row: TransferRow) -> None:
+        tid = row.id
+        control = self.running.add(tid)
+        try:
+            if row.link_id is not None and session.device.device_id not in self.links.targets(row.link_id):
+                raise ConflictError("the device left the link")
+            blob_path = Path(row.blob_path or "")
+            info = await asyncio.to_thread(outbox_info, blob_path)
+            await self._update(tid, state=TransferState.RUNNING)
+            await session.send(TransferStart(tid=tid, handoff=row.handoff_id, link=row.link_id))
+            link = await session.open_link(tid, "offer")
+            try:
+                result = await send_blob(link.channel, blob_path, info, on_progress=ProgressWriter(self.store, tid),
+                                         idle_timeout=self.idle_timeout, max_message_size=MESSAGE_SIZE,
+                                         control=control)
+            finally:
+                await link.close()
+            await self._update(tid, state=TransferState.DONE, bytes_done=result.compressed_size,
+                               detail={"resumed_bytes": result.resumed_bytes, "elapsed": round(result.elapsed, 3),
+                                       "path": link.path.to_dict() if link.path is not None else None})
+        except (P2pdError, OSError) as exc:
+            ending = outgoing_ending(exc, cancelled=control.reason, device_online=session.online,
+                                     device_name=session.device.name)
+            await self._end(tid, ending, row.handoff_id)
+            if ending.backoff:
+                await asyncio.sleep(backoff(ending.backoff))
+        finally:
+            self.running.remove(tid, control)
+
+    async def _end(self, tid: str, ending: Ending, handoff_id: str | None) -> None:
+        # (a row that reached a final state meanwhile — cancelled through the API — keeps it and its reason)
+        await asyncio.to_thread(self.store.end_transfer, tid, ending.state, error=ending.reason, cause=ending.cause)
+        if handoff_id is not None and ending.handoff is not None:
+            with contextlib.suppress(P2pdError):
+                await asyncio.to_thread(self.store.transition_handoff, handoff_id, ending.handoff,
+                                        reason=ending.handoff_reason)
+
+    # ---- incoming -------------------------------------------------------------------------------------------
+
+    def start_incoming(self, session: DeviceSession, start: TransferStart) -> None:
+        """A device starts a transfer to us. It sends one transfer at a time, so a new one means any still open
+        here is dead (its sender restarted): stop those first, so their partial file is free for this one."""
+        stale = list(session.incoming.values())
+        for _, old in stale:
+            old.cancel("the sender started again")
+        session.expect_link(start.tid)
+        control = TransferControl()
+        work = self.run_incoming(session, start, control, [t for t, _ in stale])
+        task = asyncio.create_task(work)
+        session.incoming[start.tid] = (task, control)
+        task.add_done_callback(functools.partial(_forget, session.incoming, start.tid))
+
+    async def run_incoming(self, session: DeviceSession, start: TransferStart, control: TransferControl,
+                           stale: list[asyncio.Task[None]]) -> None:
+        device = session.device
+        row_id: list[str] = []
+        progress: list[ProgressWriter] = []
+        if stale:
+            await asyncio.wait(stale, timeout=STALE_WAIT)
+
+        async def decide(offer: Offer) -> bool:
+            if start.link is not None and not self.links.accepts(start.link, device.device_id):
+                return False
+            row = await asyncio.to_thread(
+                self.store.create_transfer, "in", device.device_id, title=offer.info.title,
+                size=offer.compressed_size, sha256=offer.sha256.hex(), blob_path=None,
+                handoff_id=start.handoff, link_id=start.link)
+            row_id.append(row.id)
+            progress.append(ProgressWriter(self.store, row.id))
+            self.running.add(row.id, control, asyncio.current_task())
+            await self._update(row.id, state=TransferState.RUNNING)
+            return True
+
+        try:
+            link = await session.open_link(start.tid, "answer")
+            try:
+                received = await receive_blob(link.channel, self.partial, decide=decide,
+                                              on_progress=lambda done, total: progress[0](done, total),
+                                              idle_timeout=self.idle_timeout, max_message_size=MESSAGE_SIZE,
+                                              control=control)
+            finally:
+                await link.close()
+            output = await self.host.accept_conversation(device, received.path, transfer_id=row_id[0],
+                                                         handoff_id=start.handoff, link_id=start.link)
+            await self._update(row_id[0], state=TransferState.DONE, bytes_done=received.offer.compressed_size,
+                               detail={"resumed_bytes": received.resumed_bytes, "elapsed": round(received.elapsed, 3),
+                                       "path": link.path.to_dict() if link.path is not None else None})
+            if start.handoff is not None:
+                session.report(HandoffState(hid=start.handoff, state="completed", output=output[:4000]))
+        except (DeclinedError, BusyError):
+            return  # we declined (a closed link) or are busy: the sender hears it from the transfer protocol
+        except (P2pdError, OSError) as exc:
+            ending = incoming_ending(exc, cancelled=control.cancelled)
+            if row_id:
+                await asyncio.to_thread(self.store.end_transfer, row_id[0], ending.state, error=ending.reason,
+                                        cause=ending.cause)
+            if start.handoff is not None and isinstance(exc, P2pdError) and ending.handoff is not None:
+                session.report(HandoffState(hid=start.handoff, state="failed",
+                                            reason=ending.handoff_reason[:4000]))
+            log.warning("receiving from %s failed: %s", device.name, exc)
+        finally:
+            if row_id:
+                self.running.remove(row_id[0], control)
+
+    def stop_link_transfers(self, stopped: Any, reason: str) -> list[str]:
+        """Cancel queued outgoing transfers ``stopped(row)`` selects (in the store; call in a thread); returns the
+        running ones it selects, for the caller to cancel on the event loop."""
+        for row in self.store.list_transfers(limit=1000):
+            if stopped(row) and row.state in (TransferState.QUEUED, TransferState.INTERRUPTED):
+                self.store.end_transfer(row.id, TransferState.CANCELLED, error=reason, cause=Cause.CANCELLED)
+        running = []
+        for tid in self.running.ids():
+            with contextlib.suppress(P2pdError):
+                if stopped(self.store.get_transfer(tid)):
+                    running.append(tid)
+        return running
+
+
+def _forget(table: dict[str, Any], key: str, _task: object) -> None:
+    table.pop(key, None)
+
+
+__all__ = ["MESSAGE_SIZE", "DeviceTransfers", "NetworkHost"]

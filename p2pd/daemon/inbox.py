@@ -1,0 +1,140 @@
+"""The inbox: conversations received here (verified), filed as documents and rows in the store, until they are
+imported into an agent (Claude Code, Codex) or deleted.
+
+What paired devices send arrives through :meth:`Inbox.accept_from_device`; a handoff is imported at once and its
+resume command goes back to the sender as the handoff's output.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+from p2pd.blob import container as blob
+from p2pd.conversation.document_io import parse_document, read_document
+from p2pd.conversation.model import ConversationDocument
+from p2pd.daemon.devices import Device
+from p2pd.daemon.handoffs import package_of
+from p2pd.daemon.home import Home
+from p2pd.daemon.store import InboxRow, Store
+from p2pd.errors import CLASS_BY_CAUSE, InvalidInputError, NotFoundError, P2pdError
+
+
+class Inbox:
+    def __init__(self, home: Home, store: Store) -> None:
+        self.home = home
+        self.store = store
+
+    async def add(self, doc: ConversationDocument, path: Path, *, transfer_id: str | None, from_peer: str,
+                  sha256: str = "", handoff_id: str | None = None) -> InboxRow:
+        """Record a received, verified conversation (already saved at ``path``) in the inbox. The handoff id is
+        taken from the document's package when not given."""
+        if handoff_id is None:
+            package = package_of(doc)
+            hid = package.get("id") if package else None
+            handoff_id = hid if isinstance(hid, str) else None
+        return await asyncio.to_thread(
+            self.store.add_inbox, transfer_id=transfer_id, from_peer=from_peer, document_path=str(path),
+            title=doc.title or doc.context_id, platform=doc.origin.platform,
+            session_id=doc.origin.session_id or doc.context_id, messages=doc.counts.messages, sha256=sha256,
+            handoff_id=handoff_id)
+
+    async def accept_from_device(self, device: Device, blob_path: Path, *, transfer_id: str,
+                                 handoff_id: str | None, handoff_agent: str) -> str:
+        """File a verified blob from a paired device in the inbox; for a handoff, import it too (into
+        ``handoff_agent``) and return the resume command (the handoff's output)."""
+        from p2pd.exchange.handover import fallback_file
+
+        def file_it() -> tuple[ConversationDocument, Path, str]:
+            raw = blob_path.read_bytes()
+            digest = blob.BlobHeader.unpack(raw).sha256.hex()
+            doc = parse_document(blob.decode(raw), source=f"the conversation from {device.name}")
+            path = fallback_file(doc, self.home.inbox)
+            os.unlink(blob_path)
+            return doc, path, digest
+
+        doc, path, digest = await asyncio.to_thread(file_it)
+        entry = await self.add(doc, path, transfer_id=transfer_id, from_peer=device.device_id, sha256=digest,
+                               handoff_id=handoff_id)
+        if handoff_id is None:
+            return ""
+        package = package_of(doc) or {}
+        folders = [package.get("cwd"), package.get("project_path")]
+        folder = next((f for f in folders if isinstance(f, str) and Path(f).is_dir()), None)
+        try:
+            result = await self.import_(entry.id, to=handoff_agent, cwd=folder)
+        except P2pdError as exc:
+            raise CLASS_BY_CAUSE[exc.cause](
+                f"received into the inbox as {entry.id} but not imported: {exc}; import it with "
+                f"`p2pd inbox import {entry.id} --cwd DIR`", cause=exc.cause, party=exc.party,
+                exit_code=exc.exit_code) from exc
+        return str(result["resume_command"])
+
+    async def list(self, limit: int = 100) -> list[InboxRow]:
+        return await asyncio.to_thread(self.store.list_inbox, limit)
+
+    async def get(self, inbox_id: str) -> dict[str, Any]:
+        row = await asyncio.to_thread(self.store.get_inbox, inbox_id)
+        out = row.to_json()
+        try:
+            doc = await asyncio.to_thread(read_document, row.document_path)
+        except P2pdError as exc:
+            out["document_error"] = str(exc)
+            return out
+        out.update(summary=doc.summary, handoff=package_of(doc), stats=document_stats(doc))
+        return out
+
+    async def import_(self, inbox_id: str, *, to: str = "claude-code", cwd: str | None = None,
+                      same_account: bool = False) -> dict[str, Any]:
+        """Import a received conversation; returns the session id, file and the resume command."""
+        from p2pd.agents.importing import import_document
+
+        row = await asyncio.to_thread(self.store.get_inbox, inbox_id)
+        doc = await asyncio.to_thread(read_document, row.document_path)
+        folder = cwd or _resume_folder(doc)
+        if folder is None:
+            raise InvalidInputError("say which project folder to resume in (cwd): the conversation's own folder "
+                                    "does not exist on this machine")
+        if not Path(folder).is_dir():
+            raise NotFoundError(f"the folder to resume in does not exist: {folder}")
+        result = await asyncio.to_thread(import_document, doc, to=to, cwd=folder, same_account=same_account)
+        out = {"to": to, "session_id": result.session_id, "path": str(result.path), "cwd": folder,
+               "lines": result.lines, "warnings": list(result.warnings), "resume_command": result.resume_command}
+        await asyncio.to_thread(self.store.mark_imported, inbox_id, out)
+        return out
+
+    async def delete(self, inbox_id: str) -> InboxRow:
+        row = await asyncio.to_thread(self.store.delete_inbox, inbox_id)
+        with contextlib.suppress(FileNotFoundError):
+            await asyncio.to_thread(os.unlink, row.document_path)
+        return row
+
+
+def document_stats(doc: ConversationDocument) -> dict[str, Any]:
+    c = doc.counts
+    return {"title": doc.title or doc.context_id, "platform": doc.origin.platform,
+            "session_id": doc.origin.session_id or doc.context_id, "cwd": doc.origin.cwd,
+            "messages": c.messages, "tool_calls": c.tool_calls, "subagents": c.subagents}
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _resume_folder(doc: ConversationDocument) -> str | None:
+    package = package_of(doc) or {}
+    for candidate in (package.get("project_path"), package.get("cwd"), doc.origin.cwd):
+        if isinstance(candidate, str) and candidate and Path(candidate).is_dir():
+            return candidate
+    return None
+
+
+__all__ = ["Inbox", "document_stats", "file_sha256"]

@@ -1,0 +1,134 @@
+"""Transfer lifecycle (pure: no I/O): the states a transfer row goes through, which moves are allowed, and what a
+failure means for it.
+
+    queued ──▶ running ──▶ done
+      │   ╲       │  ╲
+      │    ╲      │   ╰──▶ failed | cancelled
+      │     ▼     ▼
+      │    interrupted ──▶ running (sent again; the receiver keeps what it had, so it resumes)
+      │          │
+      └──────────┴──▶ failed | cancelled
+
+- queued: waiting for its device (or, for a code transfer, about to start);
+- running: pairing, connecting or moving bytes;
+- interrupted: cut off — the peer went away, the connection could not be made, the peer stopped answering, the
+  receiver was still busy with an older attempt, or the daemon stopped. A device transfer in this state is sent
+  again when its device is back;
+- done, failed (``error`` and ``cause`` say why), cancelled: final, never left.
+
+The store enforces :data:`TRANSITIONS` (:func:`check_transition`); writing the state a row already has is always
+allowed (it only changes the other fields).
+
+What a failure means is decided on the error's :class:`~p2pd.errors.Cause` and class, never on its text
+(:func:`outgoing_ending`, :func:`incoming_ending`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from p2pd.errors import Cause, ConflictError, DeclinedError, InvalidInputError, cause_of
+
+
+class TransferState(StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    INTERRUPTED = "interrupted"
+
+
+S = TransferState
+STATES: tuple[str, ...] = tuple(s.value for s in TransferState)
+FINAL: frozenset[TransferState] = frozenset({S.DONE, S.FAILED, S.CANCELLED})
+# Where a transfer left unfinished (queued or running) goes when the daemon that ran it is gone.
+UNFINISHED: frozenset[TransferState] = frozenset({S.QUEUED, S.RUNNING})
+
+TRANSITIONS: dict[TransferState, frozenset[TransferState]] = {
+    S.QUEUED: frozenset({S.RUNNING, S.INTERRUPTED, S.FAILED, S.CANCELLED}),
+    S.RUNNING: frozenset({S.DONE, S.INTERRUPTED, S.FAILED, S.CANCELLED}),
+    S.INTERRUPTED: frozenset({S.RUNNING, S.FAILED, S.CANCELLED}),
+    S.DONE: frozenset(),
+    S.FAILED: frozenset(),
+    S.CANCELLED: frozenset(),
+}
+
+# Causes after which a device transfer is worth sending again: the receiver may be back in a moment and keeps
+# what it had received.
+RETRYABLE: frozenset[Cause] = frozenset({
+    Cause.PEER_GONE, Cause.CONNECTION_FAILED, Cause.TIMEOUT, Cause.NO_PEER, Cause.SIGNALING_UNREACHABLE,
+    Cause.SIGNALING_LOST, Cause.DEVICE_OFFLINE, Cause.BUSY,
+})
+
+
+def check_state(state: str) -> TransferState:
+    try:
+        return TransferState(state)
+    except ValueError:
+        raise InvalidInputError(f"unknown transfer state {state!r} (one of {', '.join(STATES)})") from None
+
+
+def allowed(current: str, new: str) -> bool:
+    """Whether ``current → new`` is a legal move (staying put always is)."""
+    cur, nxt = check_state(current), check_state(new)
+    return cur is nxt or nxt in TRANSITIONS[cur]
+
+
+def check_transition(current: str, new: str, *, what: str = "the transfer") -> None:
+    """Raise ConflictError when ``current → new`` is not allowed."""
+    if not allowed(current, new):
+        if check_state(current) in FINAL:
+            raise ConflictError(f"{what} is already {current}")
+        raise ConflictError(f"{what} is {current}; it cannot become {new}")
+
+
+def is_final(state: str) -> bool:
+    return check_state(state) in FINAL
+
+
+@dataclass(frozen=True)
+class Ending:
+    """How a transfer that stopped with an error ends: its new state, the reason and cause to record, and what
+    follows (a pause before the device's next send, the handoff it carries)."""
+
+    state: TransferState
+    reason: str
+    cause: Cause
+    backoff: int = 0  # > 0: pause (jittered backoff for this many failures) before the device's next send
+    handoff: str | None = None  # "failed" | "cancelled": what happens to the handoff the transfer carries
+    handoff_reason: str = ""
+
+
+def outgoing_ending(exc: BaseException, *, cancelled: str | None, device_online: bool,
+                    device_name: str) -> Ending:
+    """A device transfer this daemon sent stopped with ``exc``. ``cancelled`` is the reason when this side
+    cancelled it; ``device_online`` whether the control channel to the device is up right now."""
+    cause = cause_of(exc)
+    text = str(exc)
+    if cause is Cause.BUSY:  # the receiver still holds an older attempt of the same blob: try again soon
+        return Ending(S.INTERRUPTED, text, cause, backoff=2)
+    if isinstance(exc, ConflictError):  # e.g. the device left the link meanwhile
+        return Ending(S.CANCELLED, text, cause)
+    if isinstance(exc, DeclinedError):
+        return Ending(S.FAILED, f"declined by {device_name}: {text}", cause, handoff="failed",
+                      handoff_reason=f"declined by {device_name}")
+    if cancelled is not None:
+        return Ending(S.CANCELLED, cancelled, Cause.CANCELLED, handoff="cancelled", handoff_reason=cancelled)
+    if not device_online or cause in RETRYABLE:
+        return Ending(S.INTERRUPTED, text, cause, backoff=1)  # sent again when the device is back
+    return Ending(S.FAILED, text, cause, handoff="failed", handoff_reason=text)
+
+
+def incoming_ending(exc: BaseException, *, cancelled: bool) -> Ending:
+    """A device transfer this daemon received stopped with ``exc``. The sender resends what was cut off (the
+    partial file waits here), so a handoff is reported failed only when the failure is not worth a retry."""
+    cause = Cause.CANCELLED if cancelled else cause_of(exc)
+    state = S.CANCELLED if cancelled else S.FAILED
+    worth_retry = not cancelled and cause in RETRYABLE
+    return Ending(state, str(exc), cause, handoff=None if worth_retry else "failed", handoff_reason=str(exc))
+
+
+__all__ = ["FINAL", "RETRYABLE", "STATES", "TRANSITIONS", "UNFINISHED", "Ending", "TransferState", "allowed",
+           "check_state", "check_transition", "incoming_ending", "is_final", "outgoing_ending"]
