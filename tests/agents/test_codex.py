@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import zstandard
@@ -123,3 +124,30 @@ def test_sessions_lists_codex(tmp_path, monkeypatch):
     assert infos[0].title == "fix the bug in app.py" and infos[0].cwd == "/home/dev/proj"
     assert "apply_patch" in infos[0].summary
     assert load_conversation(r.session_id[:8]).origin.platform == "codex"
+
+
+def test_a_provider_the_receiving_codex_does_not_configure_is_replaced_with_a_warning(tmp_path: Path) -> None:
+    """Found by the real Codex 0.169: a rollout made with provider 'local' resumes only where 'local' is
+    configured; elsewhere Codex refuses it ('no longer configured'). Configured providers are kept."""
+    from p2pd.agents.codex.importer import import_to_codex
+    from p2pd.agents.sources import load_file
+    from p2pd.agents.spec import NoteKind
+
+    source = tmp_path / "rollout.jsonl"
+    rollout = every_kind_rollout()
+    rollout.lines[0]["payload"]["model_provider"] = "local"
+    source.write_text("".join(json.dumps(v) + "\n" for v in rollout.lines))
+    doc = load_file(str(source))
+
+    def provider_after_import(home: Path) -> tuple[str, list[str]]:
+        result = import_to_codex(doc, cwd=tmp_path, home=home)
+        meta = json.loads(Path(result.path).read_text().splitlines()[0])["payload"]
+        return meta["model_provider"], [w for w in result.warnings if getattr(w, "kind", None) == NoteKind.CARRIED]
+
+    plain = tmp_path / "plain"
+    provider, notes = provider_after_import(plain)
+    assert provider == "openai" and len(notes) == 1
+    configured = tmp_path / "configured"
+    configured.mkdir()
+    (configured / "config.toml").write_text('[model_providers.local]\nname = "local"\nbase_url = "http://x"\n')
+    assert provider_after_import(configured) == ("local", [])

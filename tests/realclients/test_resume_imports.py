@@ -30,28 +30,8 @@ pytestmark = pytest.mark.slow
 
 CASES = all_cases()
 
-# Cases that fail today for a known conversion bug; strict, so each turns into a failure once the fix lands.
-_FOLDER = "project folder name rule for 😀/decomposed accents — fixed on h/agents"
-_PROVIDER = ("Codex model_provider missing in session_meta ('Model provider unavailable' on codex resume) "
-             "— fixed on h/agents")
-_FOREIGN_PROVIDER = ("the import keeps the source rollout's model_provider 'local', which the receiving Codex does not "
-                     "have ('This chat uses model provider “local”, which is no longer configured')")
-
-
-def _known_bug(case: Case) -> str | None:
-    if case.how == "continue" and case.cwd in ("emoji", "decomposed"):
-        return _FOLDER
-    if case.how == "screen" and case.platform != "codex":
-        return _PROVIDER
-    if case.target == "codex" and case.source.name == "codex-sample.jsonl":
-        return _FOREIGN_PROVIDER
-    return None
-
-
 def _param(case: Case) -> object:
-    reason = _known_bug(case)
-    marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-    return pytest.param(case, id=case.id, marks=marks)
+    return pytest.param(case, id=case.id)
 
 
 def _expected(case: Case, runs: RealRuns) -> Turns:

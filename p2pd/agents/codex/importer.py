@@ -46,6 +46,25 @@ INDEX_NAME = "state_5.sqlite"
 # Codex >= 0.99 with a session index refuses a session_meta without a provider ("Model provider unavailable");
 # the built-in provider is the one every Codex install has.
 MODEL_PROVIDER = "openai"
+# Providers every Codex install knows without configuration; any other name must be configured in the
+# receiving Codex's config.toml (`[model_providers.NAME]`), or Codex refuses the session ("This chat uses model
+# provider “local”, which is no longer configured").
+BUILTIN_PROVIDERS = frozenset({"openai", "oss", "ollama", "lmstudio"})
+
+
+def configured_providers(home: Path) -> frozenset[str]:
+    """The providers the Codex at ``home`` can use: the built-in ones and those in its config.toml."""
+    import tomllib
+
+    names = set(BUILTIN_PROVIDERS)
+    try:
+        config = tomllib.loads((home / "config.toml").read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return frozenset(names)
+    providers = config.get("model_providers")
+    if isinstance(providers, dict):
+        names.update(k for k in providers if isinstance(k, str))
+    return frozenset(names)
 
 
 @dataclass
@@ -78,8 +97,9 @@ def _line(ts: str, ltype: str, payload: Any) -> dict[str, Any]:
 
 
 def rewrite_codex_lines(doc: ConversationDocument, session_id: str, cwd: str, *, keep_reasoning: bool,
-                        result: CodexImportResult) -> list[Any]:
+                        result: CodexImportResult, home: Path | None = None) -> list[Any]:
     out: list[Any] = []
+    known = configured_providers(home or codex_home())
     for _, value in restore_rollout(doc.main_transcript()):
         if not isinstance(value, dict) or not isinstance(value.get("type"), str) \
                 or not isinstance(value.get("payload"), dict):
@@ -92,8 +112,14 @@ def rewrite_codex_lines(doc: ConversationDocument, session_id: str, cwd: str, *,
             target = payload["meta"] if isinstance(payload.get("meta"), dict) else payload
             target["id"] = session_id
             target["cwd"] = cwd
-            if not target.get("model_provider"):
+            provider = target.get("model_provider")
+            if not provider:
                 target["model_provider"] = MODEL_PROVIDER
+            elif provider not in known:
+                target["model_provider"] = MODEL_PROVIDER
+                result.warnings.append(Note(NoteKind.CARRIED, f"the session used model provider {provider!r}, "
+                                            f"which this Codex does not configure: it resumes with "
+                                            f"{MODEL_PROVIDER!r}"))
         elif ltype == "turn_context" and "cwd" in payload:
             payload["cwd"] = cwd
         elif ltype == "response_item" and payload.get("type") == "reasoning" and not keep_reasoning:
@@ -163,7 +189,8 @@ def import_to_codex(doc: ConversationDocument, *, cwd: str | os.PathLike[str] | 
     result = CodexImportResult(new_id, path, target_cwd, 0, dry_run=dry_run)
     main = doc.main_transcript()
     if doc.origin.platform == NAME and has_codex_source(main):
-        lines: list[Any] = rewrite_codex_lines(doc, new_id, target_cwd, keep_reasoning=same_account, result=result)
+        lines: list[Any] = rewrite_codex_lines(doc, new_id, target_cwd, keep_reasoning=same_account, result=result,
+                                               home=base)
         if result.dropped_malformed:
             result.warnings.append(Note(NoteKind.REPAIRED,
                                         f"left out {result.dropped_malformed} malformed source lines"))
