@@ -340,7 +340,7 @@ def test_accessibility_tree_and_axe_audit(server: SignalProcess, browser: Any, t
                 page.focus("#drop")
                 picked = tmp_path / f"{key}.a2a.json"
                 picked.write_text(path.read_text())
-                with page.expect_file_chooser() as chooser:
+                with page.expect_file_chooser(timeout=5000) as chooser:
                     page.keyboard.press(key)
                 chooser.value.set_files(str(picked))
                 assert page.inner_text("#file-name").startswith(picked.name), key

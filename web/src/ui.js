@@ -263,8 +263,13 @@ function wire() {
   $('file').addEventListener('change', () => pick($('file').files[0]));
   const drop = $('drop');
   drop.addEventListener('click', () => $('file').click());
+  // as a native button: Enter on keydown, Space on keyup (its keydown only must not scroll the page)
   drop.addEventListener('keydown', (event) => {
-    if (event.key === 'Enter' || event.key === ' ') {
+    if (event.key === 'Enter' || event.key === ' ') event.preventDefault();
+    if (event.key === 'Enter') $('file').click();
+  });
+  drop.addEventListener('keyup', (event) => {
+    if (event.key === ' ') {
       event.preventDefault();
       $('file').click();
     }
