@@ -10,7 +10,8 @@ from typing import Any
 TOOL_USE = "application/vnd.p2pd.tool-use+json"
 TOOL_RESULT = "application/vnd.p2pd.tool-result+json"
 THINKING = "application/vnd.p2pd.thinking+json"
-WORDS = "agent tool file line error the result test build commit branch merge page reader outline".split()
+WORDS = ["agent", "tool", "file", "line", "error", "the", "result", "test", "build", "commit", "branch", "merge",
+         "page", "reader", "outline"]
 
 
 def message(role: str, kind: str, parts: list[dict[str, Any]], minute: int) -> dict[str, Any]:

@@ -62,7 +62,7 @@ def test_daemon_to_browser_corpus_session(server: SignalProcess, page: Any, tmp_
         while True:
             numbers += [int(t.split()[0].lstrip("#")) for t in page.locator("[data-message] h3").all_inner_texts()]
             calls += page.locator("[data-message] details.tool-call").count()
-            answered += page.locator("[data-message] details.tool-call.ok, [data-message] details.tool-call.error").count()
+            answered += page.locator("[data-message] details.tool-call:is(.ok, .error)").count()
             following = page.locator(".pager-view nav.pager >> nth=0 >> text=Next page")
             if following.is_hidden() or following.is_disabled():
                 break

@@ -264,8 +264,9 @@ def test_phone_width_has_no_sideways_panning_and_big_targets(server: SignalProce
         page.click("#expand-all")
         overflow = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
         assert overflow[0] <= overflow[1], f"the page is {overflow[0]} px wide in a {overflow[1]} px viewport"
-        small = page.evaluate("""() => [...document.querySelectorAll('button, summary, input:not([type=file]), [role=button]')]
-          .filter((e) => e.offsetParent !== null).map((e) => [e.id || e.className || e.tagName, e.getBoundingClientRect()])
+        small = page.evaluate("""() => [...document.querySelectorAll(
+            'button, summary, input:not([type=file]), [role=button]')].filter((e) => e.offsetParent !== null)
+          .map((e) => [e.id || e.className || e.tagName, e.getBoundingClientRect()])
           .filter(([, r]) => r.height < 44 || r.width < 44).map(([n, r]) => `${n} ${r.width}x${r.height}`)""")
         assert not small, small
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -278,9 +279,11 @@ def test_phone_width_has_no_sideways_panning_and_big_targets(server: SignalProce
 
 CONTRAST = """() => {
   const rgb = (c) => c.match(/[\\d.]+/g).slice(0, 3).map(Number);
-  const lum = ([r, g, b]) => { const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+  const lum = ([r, g, b]) => {
+    const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
     return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b); };
-  const ratio = (a, b) => { const [x, y] = [lum(rgb(a)), lum(rgb(b))].sort((p, q) => q - p); return (x + 0.05) / (y + 0.05); };
+  const ratio = (a, b) => {
+    const [x, y] = [lum(rgb(a)), lum(rgb(b))].sort((p, q) => q - p); return (x + 0.05) / (y + 0.05); };
   const bg = getComputedStyle(document.body).backgroundColor;
   const out = {};
   for (const sel of ['#code', '#send-code', '.card', '.drop', 'button.secondary']) {
@@ -325,6 +328,8 @@ def test_accessibility_tree_and_axe_audit(server: SignalProcess, browser: Any, t
     for scheme in ("light", "dark"):
         context = browser.new_context(color_scheme=scheme)
         page = context.new_page()
+        # listening turns Chromium's file-chooser interception on; done early, it is on before the key is pressed
+        page.on("filechooser", lambda chooser: None)
         try:
             page.goto(server.http + "/")
             page.wait_for_selector("body[data-ready=true]")
