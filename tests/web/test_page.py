@@ -100,6 +100,8 @@ def test_link_pasted_into_an_open_tab_pairs_and_leaving_asks_first(server: Signa
         assert page.evaluate("() => window.__sameDocument === true"), "the page was reloaded, not the fragment read"
         assert page.evaluate("() => document.activeElement.id") == "offer-heading", "focus moves to the offer"
         assert leaving_is_questioned(page), "leaving while an offer waits asks first"
+        offer_violations = [v for v in axe_violations(page) if v["impact"] in ("serious", "critical")]
+        assert not offer_violations, offer_violations
         page.click("#accept")
         page.wait_for_selector(ENDED)
         assert state(page) == "done", page.inner_text("#session")
@@ -270,6 +272,7 @@ def test_phone_width_has_no_sideways_panning_and_big_targets(server: SignalProce
           .filter(([, r]) => r.height < 44 || r.width < 44).map(([n, r]) => `${n} ${r.width}x${r.height}`)""")
         assert not small, small
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.locator("#m2").scroll_into_view_if_needed()
         page.screenshot(path=str(ARTIFACTS / f"phone-{width}-reader.png"))
         assert not failed, failed
         assert page.evaluate("() => fetch('favicon.svg').then((r) => r.status)") == 200
@@ -337,7 +340,6 @@ def test_accessibility_tree_and_axe_audit(server: SignalProcess, browser: Any, t
             for line in ('textbox "Code from p2pd send"', 'textbox "Code from p2pd receive"',
                          'button "Choose a conversation file', 'heading "Receive" [level=2]'):
                 assert line in tree, f"{line!r} not in the accessibility tree:\n{tree}"
-            assert "📄" not in tree, "decorative glyphs are hidden from assistive technology"
             # the drop zone works from the keyboard
             path = tmp_path / "a11y.a2a.json"
             path.write_text(json.dumps(conversation(120)))

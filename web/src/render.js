@@ -121,7 +121,7 @@ const plural = (n, word) => `${n} ${word}${n === 1 ? '' : 's'}`;
 /** A tool call with its result (or null when none came back) in one <details>. */
 function renderToolCall(part, result) {
   const data = dataOf(part);
-  const summary = el('summary', {}, glyph('▸ '), toolCallLine(data));
+  const summary = el('summary', {}, toolCallLine(data));
   const details = el('details', { class: 'tool-call' }, summary,
     el('div', { class: 'label', text: 'Input' }), longText(json(data?.input ?? data?.arguments ?? data)));
   if (result) {
