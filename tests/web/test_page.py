@@ -367,3 +367,24 @@ def test_accessibility_tree_and_axe_audit(server: SignalProcess, browser: Any, t
     print("\naxe-core violations:", json.dumps(reports, indent=1))
     serious = {k: [v for v in vs if v["impact"] in ("serious", "critical")] for k, vs in reports.items()}
     assert not any(serious.values()), serious
+
+
+def test_a_receiver_that_declines_is_reported_once(server: SignalProcess, page: Any, tmp_path: Path) -> None:
+    exported = tmp_path / "small.a2a.json"
+    assert p2pd("export", str(SMALL), "-o", str(exported), env=p2pd_env(server)).wait(60) == 0
+    receiver = p2pd("receive", "-o", str(tmp_path / "inbox"), "--timeout", "60", env=p2pd_env(server))  # no --yes
+    try:
+        code, _ = read_until(receiver, re.compile(r"Code: (\S+)"))
+        page.goto(server.http + "/")
+        page.wait_for_selector("body[data-ready=true]")
+        page.set_input_files("#file", str(exported))
+        page.fill("#send-code", code.group(1))
+        page.click("#send-button")
+        page.wait_for_selector(ENDED)
+        assert state(page) == "failed" and page.get_attribute("#error", "data-kind") == "declined"
+        error = page.inner_text("#error")
+        # said once by the page (the peer's own reason, shown after it, is its words: transfer.js formats it)
+        assert error.count("The receiver declined the offer") == 1 and error.endswith("Nothing was transferred."), error
+        assert page.inner_text("#status") == "Sending stopped."
+    finally:
+        stop(receiver)
