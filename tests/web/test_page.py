@@ -28,8 +28,9 @@ NODES = "() => { const w = document.createTreeWalker(document, NodeFilter.SHOW_A
         "while (w.nextNode()) n++; return n; }"
 # A requestAnimationFrame loop recording the longest gap between frames, and the long tasks Chromium reports.
 WATCH_FRAMES = """() => {
-  window.__gaps = { max: 0, last: performance.now(), longTasks: [] };
-  const tick = (t) => { window.__gaps.max = Math.max(window.__gaps.max, t - window.__gaps.last);
+  window.__gaps = { max: 0, last: performance.now(), longTasks: [], frames: [] };
+  const tick = (t) => { const gap = t - window.__gaps.last; window.__gaps.max = Math.max(window.__gaps.max, gap);
+    if (gap > 20) window.__gaps.frames.push([t, gap]);
     window.__gaps.last = t; requestAnimationFrame(tick); };
   requestAnimationFrame(tick);
   new PerformanceObserver((list) => { for (const e of list.getEntries()) window.__gaps.longTasks.push(e.duration); })
@@ -388,3 +389,40 @@ def test_a_receiver_that_declines_is_reported_once(server: SignalProcess, page: 
         assert page.inner_text("#status") == "Sending stopped."
     finally:
         stop(receiver)
+
+
+def test_5969_messages_from_p2pd_send_first_screen_and_frames(server: SignalProcess, page: Any,
+                                                                tmp_path: Path) -> None:
+    from tests.web.test_browser import export
+
+    document = export(SMALL)  # the real document's envelope, with the generated messages in it
+    generated = conversation(5969)
+    document.update(messages=generated["messages"], title=generated["title"], records=[], subagents=[],
+                    toolResults=[])
+    document["counts"].update(messages=5969, toolCalls=generated["counts"]["toolCalls"])
+    path = tmp_path / "long.a2a.json"
+    path.write_text(json.dumps(document))
+    sender = p2pd("send", str(path), "--timeout", "60", env=p2pd_env(server), cwd=tmp_path)
+    try:
+        link, _ = read_until(sender, LINK)
+        page.goto(link.group(1))
+        page.wait_for_selector("#accept", state="visible")
+        page.evaluate(WATCH_FRAMES)
+        page.click("#accept")
+        page.wait_for_selector("[data-reader][data-ready=true]", timeout=120_000)
+        verified, first = page.evaluate("() => ['p2pd-verified', 'p2pd-first-screen'].map((n) => "
+                                        "performance.getEntriesByName(n)[0].startTime)")
+        time.sleep(0.3)
+        gaps = page.evaluate("() => window.__gaps")
+        rendering = [gap for t, gap in gaps["frames"] if t - gap >= verified]  # frames begun after verification
+        nodes = page.evaluate(NODES)
+        print(f"\np2pd send → page, 5,969 messages ({path.stat().st_size / 1e6:.1f} MB): first screen "
+              f"{first - verified:.0f} ms after verification, longest frame gap while rendering "
+              f"{max(rendering, default=0):.0f} ms, over the whole receive {gaps['max']:.0f} ms (long tasks "
+              f"{sorted(gaps['longTasks'])[-4:]}), DOM nodes {nodes}")
+        assert first - verified <= 1000
+        assert max(rendering, default=0) < 100, rendering
+        assert nodes < 10_000
+        assert sender.wait(30) == 0
+    finally:
+        stop(sender)

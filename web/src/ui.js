@@ -140,6 +140,7 @@ async function receive(codeText) {
   try {
     const modules = await loading;
     const result = await modules.session.receiveConversation({ signalUrl: modules.signalUrl, code, ui: ui() });
+    performance.mark('p2pd-verified'); // verified, decompressed and parsed: from here on it is the page's rendering
     const { offer, seconds } = result;
     const rate = seconds > 0 ? ` (${human(offer.compressedSize / seconds)}/s on the wire)` : '';
     $('result-text').textContent = `SHA-256 verified (${result.sha256.slice(0, 16)}…). ${result.doc.messages.length} ` +
@@ -167,6 +168,7 @@ async function receive(codeText) {
     unsaved = true;
     setState('done', 'Received. Rendering the conversation…');
     await showConversation(result.doc);
+    performance.mark('p2pd-first-screen');
     setStatus('Received.');
   } catch (error) {
     fail(error);
