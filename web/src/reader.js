@@ -20,11 +20,17 @@ export function indexMessages(messages) {
   }));
   const results = new Map();
   const attached = new Set();
+  const callAt = new Map(); // tool_use id → the message holding the call
+  messages.forEach((m, i) => (Array.isArray(m?.parts) ? m.parts : []).forEach((p) => {
+    if (isToolUse(p) && !callAt.has(toolUseId(p))) callAt.set(toolUseId(p), i);
+  }));
+  const owner = new Map(); // a message holding only results → the message whose call shows them
   messages.forEach((m, i) => (Array.isArray(m?.parts) ? m.parts : []).forEach((p) => {
     const id = isToolResult(p) ? toolResultId(p) : null;
     if (id !== null && calls.has(id) && !results.has(id)) {
       results.set(id, { part: p, messageIndex: i });
       attached.add(p);
+      if (!owner.has(i)) owner.set(i, callAt.get(id));
     }
   }));
   const shown = [];
@@ -36,7 +42,7 @@ export function indexMessages(messages) {
     const text = parts.find((p) => typeof p?.text === 'string' && p.text.trim())?.text;
     if (m?.role === 'ROLE_USER' && text !== undefined) turns.push({ index: i, text: oneLine(text, 90) });
   });
-  return { results, attached, shown, turns };
+  return { results, attached, shown, turns, owner };
 }
 
 /** Pages through `messages`; `element` is the list with its pagers. */
@@ -124,7 +130,10 @@ export class MessagePager {
   }
 
   jump(messageIndex) {
-    return this.show(this.pageOf(messageIndex), { focus: messageIndex });
+    const parts = this.messages[messageIndex]?.parts;
+    const only = Array.isArray(parts) && parts.length && parts.every((p) => this.index.attached.has(p));
+    const target = only ? this.index.owner.get(messageIndex) ?? messageIndex : messageIndex;
+    return this.show(this.pageOf(target), { focus: target });
   }
 }
 
@@ -164,6 +173,62 @@ function outline(pager) {
   return box;
 }
 
+const SEARCH_LIMIT = 100;
+
+function searchable(message) {
+  return (Array.isArray(message?.parts) ? message.parts : []).map((p) => {
+    if (typeof p?.text === 'string') return p.text;
+    try {
+      return JSON.stringify(p?.data ?? p?.url ?? '');
+    } catch {
+      return '';
+    }
+  }).join('\n');
+}
+
+/** Search every message (text, tool inputs and results); the first 100 hits jump to their message. */
+function searchBox(pager) {
+  const input = el('input', { type: 'search', id: 'search', name: 'search', autocomplete: 'off', spellcheck: 'false' });
+  const form = el('form', { class: 'search', role: 'search' },
+    el('label', { for: 'search', text: 'Search the conversation' }), input,
+    el('button', { type: 'submit', class: 'secondary', text: 'Search' }));
+  const said = el('p', { class: 'where', role: 'status', 'aria-live': 'polite' });
+  const hits = el('ol', { class: 'outline-list search-hits' });
+  let token = 0;
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    const query = input.value.trim().toLowerCase();
+    const mine = ++token;
+    hits.replaceChildren();
+    if (!query) {
+      said.textContent = '';
+      return;
+    }
+    said.textContent = 'Searching…';
+    let count = 0;
+    let started = performance.now();
+    for (let i = 0; i < pager.messages.length; i++) {
+      if (performance.now() - started > SLICE_MS) {
+        await nextTask();
+        if (mine !== token) return;
+        started = performance.now();
+      }
+      const text = searchable(pager.messages[i]);
+      const at = text.toLowerCase().indexOf(query);
+      if (at < 0) continue;
+      count++;
+      if (count > SEARCH_LIMIT) continue;
+      const go = el('button', { type: 'button', class: 'link', 'data-jump': i + 1,
+        text: `#${i + 1} …${oneLine(text.slice(Math.max(0, at - 30), at + query.length + 50), 90)}…` });
+      go.addEventListener('click', () => pager.jump(i));
+      hits.append(el('li', {}, go));
+    }
+    said.textContent = `${count} message${count === 1 ? '' : 's'} match` +
+      (count > SEARCH_LIMIT ? ` (the first ${SEARCH_LIMIT} are listed)` : '');
+  });
+  return el('div', { class: 'search-box' }, form, said, hits);
+}
+
 /** The whole reader for a conversation document. `ready` resolves once the first page is on screen. */
 export function openReader(doc, { pageSize = PAGE_SIZE } = {}) {
   const messages = Array.isArray(doc.messages) ? doc.messages : [];
@@ -192,6 +257,7 @@ export function openReader(doc, { pageSize = PAGE_SIZE } = {}) {
   expand.addEventListener('click', () => setAll(true));
   collapse.addEventListener('click', () => setAll(false));
   root.append(el('div', { class: 'tools', role: 'toolbar', 'aria-label': 'Reading' }, outline(pager), expand, collapse));
+  root.append(searchBox(pager));
   root.append(pager.element);
 
   const subagents = Array.isArray(doc.subagents) ? doc.subagents : [];
