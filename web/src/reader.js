@@ -2,7 +2,8 @@
 // small and the page responsive. Pages are rendered in slices that yield to the browser between them (no long
 // frame), tool results are shown inside their calls (tied by tool_use_id), every message keeps its number in
 // the document, an outline of the user's turns jumps to any of them, and expand/collapse all applies to every
-// page. Subagent transcripts are rendered only when opened, with the same pager.
+// page; a search finds any text (prompts, replies, tool inputs and results). Subagent transcripts are rendered
+// only when opened, with the same pager.
 
 import { el, glyph, oneLine, isToolResult, isToolUse, renderMessage, renderTeams, toolResultId, toolUseId }
   from './render.js';
