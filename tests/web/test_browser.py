@@ -54,9 +54,26 @@ def test_daemon_to_browser_corpus_session(server: SignalProcess, page: Any, tmp_
         sha = page.get_attribute("#result", "data-sha256")
         assert sha and f"the receiver verified SHA-256 {sha[:16]}" in err
         assert page.inner_text("#sas-value") in err
-        # rendered: one element per document message, folded tool calls, no raw markup from the transcript
-        assert page.locator("[data-message]").count() == len(expected["messages"]) == expected["counts"]["messages"]
-        assert page.locator("[data-message] details.tool-call").count() == expected["counts"]["toolCalls"]
+        # rendered a page at a time: every message but those holding only results (shown inside their calls),
+        # numbered as in the document; every tool call folded with its result
+        page.wait_for_selector("[data-reader][data-ready=true]")
+        numbers: list[int] = []
+        calls = answered = 0
+        while True:
+            numbers += [int(t.split()[0].lstrip("#")) for t in page.locator("[data-message] h3").all_inner_texts()]
+            calls += page.locator("[data-message] details.tool-call").count()
+            answered += page.locator("[data-message] details.tool-call:is(.ok, .error)").count()
+            following = page.locator(".pager-view nav.pager >> nth=0 >> text=Next page")
+            if following.is_hidden() or following.is_disabled():
+                break
+            shown = page.get_attribute(".messages", "data-page")
+            following.click()
+            page.wait_for_selector(f".messages[data-page='{int(shown or 0) + 1}'][aria-busy=false]")
+        results_only = {i + 1 for i, m in enumerate(expected["messages"])
+                        if m["parts"] and all(p.get("mediaType", "").endswith("tool-result+json") for p in m["parts"])}
+        assert numbers == [n for n in range(1, len(expected["messages"]) + 1) if n not in results_only]
+        assert calls == expected["counts"]["toolCalls"] and answered == expected["counts"]["toolResults"]
+        assert page.locator("details.tool-result").count() == 0
         with page.expect_download() as info:
             page.click("#download")
         downloaded = Path(info.value.path()).read_bytes()

@@ -1,14 +1,15 @@
-// A readable rendering of a conversation document (p2pd/conversation/SPEC.md) as DOM nodes — never innerHTML:
-// every piece of conversation text goes in through textContent, so a transcript cannot inject markup or script.
-// User and agent turns; tool calls, tool results and thinking folded in <details>; images shown (raster types
-// only, from data: URLs); the agent team's roster and task board when the document has one.
+// Pieces of a conversation document (p2pd/conversation/SPEC.md) as DOM nodes — never innerHTML: every piece of
+// conversation text goes in through textContent, so a transcript cannot inject markup or script.
+// One message becomes an <article> with a numbered heading and local time; a tool call is a <details> holding
+// its input and (tied by tool_use_id) its result; thinking folded; images shown (raster types only, from data:
+// URLs); long texts cut with a button that shows the rest on demand. reader.js pages through the messages.
 
 const TOOL_USE = 'application/vnd.p2pd.tool-use+json';
 const TOOL_RESULT = 'application/vnd.p2pd.tool-result+json';
 const THINKING = 'application/vnd.p2pd.thinking+json';
 const REDACTED_THINKING = 'application/vnd.p2pd.redacted-thinking+json';
 const IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp']);
-const SHOW_CHARS = 20000; // longer texts are cut in the page (the download has everything)
+export const SHOW_CHARS = 20000; // longer texts are cut until the reader asks for the rest
 
 export function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
@@ -25,18 +26,28 @@ export function el(tag, attrs = {}, ...children) {
   return node;
 }
 
-const oneLine = (text, limit = 100) => {
+/** A decorative glyph: shown, not read aloud. */
+export const glyph = (text) => el('span', { 'aria-hidden': 'true', class: 'glyph', text });
+
+export const oneLine = (text, limit = 100) => {
   const flat = String(text).split(/\s+/u).filter(Boolean).join(' ');
   return flat.length <= limit ? flat : `${flat.slice(0, limit - 1)}…`;
 };
 
-function longText(text, tag = 'pre', cls = '') {
+/** A text, cut at SHOW_CHARS with a "Show all" button that puts the rest in on demand. */
+export function longText(text, tag = 'pre', cls = '') {
   const s = String(text ?? '');
-  const node = el(tag, { class: cls, text: s.length > SHOW_CHARS ? s.slice(0, SHOW_CHARS) : s });
-  if (s.length > SHOW_CHARS) {
-    node.append(el('span', { class: 'cut', text: `\n… ${s.length - SHOW_CHARS} more characters (download for all)` }));
-  }
-  return node;
+  // a <pre> that may scroll (it is at most 30rem high) takes keyboard focus, so it can be scrolled without a mouse
+  const scrolls = tag === 'pre' && (s.length > 1500 || s.split('\n', 26).length > 25) ? '0' : null;
+  if (s.length <= SHOW_CHARS) return el(tag, { class: cls, text: s, tabindex: scrolls });
+  const node = el(tag, { class: cls, text: s.slice(0, SHOW_CHARS), tabindex: scrolls });
+  const more = el('button', { type: 'button', class: 'more secondary',
+    text: `Show all ${s.length.toLocaleString('en')} characters (${(s.length - SHOW_CHARS).toLocaleString('en')} more)` });
+  more.addEventListener('click', () => {
+    node.textContent = s;
+    more.remove();
+  });
+  return el('div', { class: 'long' }, node, more);
 }
 
 const json = (value) => {
@@ -47,11 +58,20 @@ const json = (value) => {
   }
 };
 
-function dataOf(part) {
-  return 'data' in part ? part.data : undefined;
-}
+const dataOf = (part) => (part && typeof part === 'object' && 'data' in part ? part.data : undefined);
 
-function toolCallLine(data) {
+export const isToolUse = (part) => part?.mediaType === TOOL_USE;
+export const isToolResult = (part) => part?.mediaType === TOOL_RESULT;
+export const toolUseId = (part) => {
+  const d = dataOf(part);
+  return d && typeof d === 'object' ? (d.id ?? d.call_id ?? null) : null;
+};
+export const toolResultId = (part) => {
+  const d = dataOf(part);
+  return d && typeof d === 'object' ? (d.tool_use_id ?? d.call_id ?? null) : null;
+};
+
+export function toolCallLine(data) {
   if (!data || typeof data !== 'object') return 'tool call';
   const name = data.name ?? data.type ?? 'tool';
   let args = data.input ?? data.arguments;
@@ -62,7 +82,7 @@ function toolCallLine(data) {
   }
   let preview = '';
   if (args && typeof args === 'object') {
-    preview = [args.command, args.file_path, args.pattern, args.description, args.cmd]
+    preview = [args.description, args.command, args.file_path, args.pattern, args.cmd]
       .find((v) => typeof v === 'string') ?? JSON.stringify(args);
   } else if (args !== undefined) {
     preview = String(args);
@@ -84,108 +104,118 @@ function imageFrom(mediaType, base64, alt) {
   return el('img', { class: 'image', alt: alt || 'image', src: `data:${mediaType};base64,${base64.replace(/\s/g, '')}` });
 }
 
-function renderPart(part) {
+function resultBody(part) {
+  const data = dataOf(part);
+  const text = resultText(data);
+  const error = Boolean(data && typeof data === 'object' && data.is_error);
+  const lines = text ? text.split('\n').length : 0;
+  const images = Array.isArray(data?.content)
+    ? data.content.filter((b) => b?.type === 'image' && b.source?.type === 'base64')
+      .map((b) => imageFrom(b.source.media_type, b.source.data, 'tool result image')).filter(Boolean)
+    : [];
+  return { text, error, lines, images };
+}
+
+const plural = (n, word) => `${n} ${word}${n === 1 ? '' : 's'}`;
+
+/** A tool call with its result (or null when none came back) in one <details>. */
+function renderToolCall(part, result) {
+  const data = dataOf(part);
+  const summary = el('summary', {}, toolCallLine(data));
+  const details = el('details', { class: 'tool-call' }, summary,
+    el('div', { class: 'label', text: 'Input' }), longText(json(data?.input ?? data?.arguments ?? data)));
+  if (result) {
+    const r = resultBody(result.part);
+    details.classList.add(r.error ? 'error' : 'ok');
+    details.dataset.result = result.messageIndex + 1;
+    summary.append(el('span', { class: 'outcome', text: ` → ${r.error ? 'error' : 'result'}, ${plural(r.lines, 'line')}` }));
+    details.append(el('div', { class: 'label', text: `${r.error ? 'Error' : 'Result'} (message #${result.messageIndex + 1})` }),
+      longText(r.text), ...r.images);
+  } else {
+    summary.append(el('span', { class: 'outcome', text: ' → no result' }));
+  }
+  return details;
+}
+
+function renderLooseResult(part) {
+  const r = resultBody(part);
+  return el('details', { class: `tool-result${r.error ? ' error' : ''}` },
+    el('summary', {}, glyph('◂ '), `${r.error ? 'error' : 'result'} (${plural(r.lines, 'line')}) ${oneLine(r.text, 80)}`),
+    longText(r.text), ...r.images);
+}
+
+function renderPart(part, results) {
   if (!part || typeof part !== 'object') return null;
   const media = part.mediaType ?? '';
   if (typeof part.text === 'string') return longText(part.text, 'div', 'text');
   if (typeof part.raw === 'string') {
     return imageFrom(media, part.raw, part.filename) ??
-      el('div', { class: 'file', text: `📎 ${part.filename ?? media ?? 'file'} (${Math.floor(part.raw.length * 3 / 4)} bytes)` });
+      el('div', { class: 'file' }, glyph('📎 '), `${part.filename ?? media ?? 'file'} (${Math.floor(part.raw.length * 3 / 4)} bytes)`);
   }
-  if (typeof part.url === 'string') return el('div', { class: 'file', text: `🔗 ${part.url}` });
+  if (typeof part.url === 'string') return el('div', { class: 'file' }, glyph('🔗 '), part.url);
   const data = dataOf(part);
-  if (media === TOOL_USE) {
-    return el('details', { class: 'tool-call' }, el('summary', { text: `▸ ${toolCallLine(data)}` }),
-      longText(json(data?.input ?? data?.arguments ?? data)));
-  }
-  if (media === TOOL_RESULT) {
-    const text = resultText(data);
-    const error = Boolean(data && typeof data === 'object' && data.is_error);
-    const lines = text ? text.split('\n').length : 0;
-    const images = Array.isArray(data?.content)
-      ? data.content.filter((b) => b?.type === 'image' && b.source?.type === 'base64')
-        .map((b) => imageFrom(b.source.media_type, b.source.data, 'tool result image')).filter(Boolean)
-      : [];
-    return el('details', { class: `tool-result${error ? ' error' : ''}` },
-      el('summary', { text: `◂ ${error ? 'error' : 'result'} (${lines} line${lines === 1 ? '' : 's'}) ${oneLine(text, 80)}` }),
-      longText(text), ...images);
-  }
+  if (media === TOOL_USE) return renderToolCall(part, results?.get(toolUseId(part)) ?? null);
+  if (media === TOOL_RESULT) return renderLooseResult(part);
   if (media === THINKING) {
     const text = data && typeof data === 'object' ? String(data.thinking ?? '') : String(data ?? '');
-    return el('details', { class: 'thinking' }, el('summary', { text: `💭 thinking (${text.length} characters)` }),
+    return el('details', { class: 'thinking' }, el('summary', {}, glyph('💭 '), `thinking (${plural(text.length, 'character')})`),
       longText(text));
   }
-  if (media === REDACTED_THINKING) return el('div', { class: 'thinking', text: '💭 thinking (encrypted, not shown)' });
+  if (media === REDACTED_THINKING) return el('div', { class: 'thinking' }, glyph('💭 '), 'thinking (encrypted, not shown)');
   return el('details', { class: 'data' }, el('summary', { text: `${media || 'data'}: ${oneLine(json(data), 80)}` }),
     longText(json(data)));
 }
 
-function renderMessage(message, attribute) {
+/** A time as the reader's local time (the UTC original in the title and datetime). */
+export function localTime(timestamp) {
+  const date = new Date(String(timestamp));
+  if (Number.isNaN(date.getTime())) return el('time', { text: String(timestamp) });
+  return el('time', { datetime: date.toISOString(), title: `${date.toISOString()} (UTC)`,
+    text: date.toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'medium' }) });
+}
+
+/**
+ * One message as an <article> headed "#n User|Agent". `results` maps a tool_use id to {part, messageIndex};
+ * `attached` tells which tool-result parts are shown with their call (and so left out here).
+ */
+export function renderMessage(message, { number, results = null, attached = null, attribute = 'data-message' } = {}) {
   const role = message?.role === 'ROLE_USER' ? 'user' : 'agent';
   const meta = message?.metadata?.p2pd ?? {};
   const kind = typeof meta.kind === 'string' && !['prompt', 'response'].includes(meta.kind) ? meta.kind : null;
   const article = el('article', { class: `message ${role}${meta.active === false ? ' side-branch' : ''}`,
-    [attribute]: true });
+    [attribute]: true, id: number ? `m${number}` : null, tabindex: '-1' });
   article.append(el('header', {},
-    el('span', { class: 'who', text: role }),
+    el('h3', {}, number ? el('span', { class: 'number', text: `#${number} ` }) : null,
+      el('span', { class: 'who', text: role === 'user' ? 'User' : 'Agent' })),
     kind ? el('span', { class: 'kind', text: kind }) : null,
     meta.active === false ? el('span', { class: 'kind', text: 'side branch' }) : null,
-    meta.timestamp ? el('time', { text: String(meta.timestamp) }) : null));
+    meta.timestamp ? localTime(meta.timestamp) : null));
   for (const part of Array.isArray(message?.parts) ? message.parts : []) {
-    const node = renderPart(part);
+    if (attached?.has(part)) continue;
+    const node = renderPart(part, results);
     if (node) article.append(node);
   }
   return article;
 }
 
 function table(columns, rows) {
-  return el('table', {}, el('thead', {}, el('tr', {}, ...columns.map((c) => el('th', { text: c })))),
+  return el('table', {}, el('thead', {}, el('tr', {}, ...columns.map((c) => el('th', { scope: 'col', text: c })))),
     el('tbody', {}, ...rows.map((row) => el('tr', {}, ...row.map((cell) => el('td', { text: String(cell ?? '—') }))))));
 }
 
-function renderTeams(state) {
+export function renderTeams(state) {
   const section = el('section', { class: 'team', 'data-team': true });
   const teams = Object.values(state.teams ?? {});
   section.append(el('h3', { text: `Agent team: ${teams.map((t) => `${t.name ?? '?'} (${t.status ?? '?'})`).join(', ') || 'team'}` }));
   const members = Object.values(state.members ?? {});
   if (members.length) {
-    section.append(el('h4', { text: 'Roster' }), table(['member', 'team', 'type', 'status'],
-      members.map((m) => [m.name, m.team, m.agentType, m.status])));
+    section.append(el('h4', { text: 'Roster' }), el('div', { class: 'scroll' }, table(['member', 'team', 'type', 'status'],
+      members.map((m) => [m.name, m.team, m.agentType, m.status]))));
   }
   const tasks = Object.values(state.tasks ?? {});
   if (tasks.length) {
-    section.append(el('h4', { text: 'Task board' }), table(['#', 'subject', 'status', 'owner'],
-      tasks.map((t) => [t.id, oneLine(t.subject ?? '', 80), t.status, t.owner])));
+    section.append(el('h4', { text: 'Task board' }), el('div', { class: 'scroll' }, table(['#', 'subject', 'status', 'owner'],
+      tasks.map((t) => [t.id, oneLine(t.subject ?? '', 80), t.status, t.owner]))));
   }
   return section;
-}
-
-/** The whole document as one element. Main messages carry `data-message` (one per document message). */
-export function renderConversation(doc) {
-  const root = el('div', { class: 'conversation' });
-  const origin = doc.origin ?? {};
-  const counts = doc.counts ?? {};
-  root.append(el('h2', { text: doc.title || doc.contextId || 'Conversation' }));
-  const facts = el('dl', { class: 'facts' });
-  const fact = (k, v) => facts.append(el('dt', { text: k }), el('dd', { text: v }));
-  fact('agent', `${origin.platform ?? '?'}${origin.sessionId ? ` · session ${origin.sessionId}` : ''}`);
-  if (origin.cwd) fact('folder', `${origin.cwd}${origin.gitBranch ? ` (branch ${origin.gitBranch})` : ''}`);
-  fact('messages', `${Array.isArray(doc.messages) ? doc.messages.length : 0}` +
-    (counts.toolCalls !== undefined ? ` · ${counts.toolCalls} tool calls` : ''));
-  if (doc.summary) fact('summary', String(doc.summary));
-  root.append(facts);
-  const teams = doc.metadata?.teams;
-  if (teams && typeof teams === 'object') root.append(renderTeams(teams));
-  const list = el('div', { class: 'messages' });
-  for (const message of Array.isArray(doc.messages) ? doc.messages : []) list.append(renderMessage(message, 'data-message'));
-  root.append(list);
-  const subagents = Array.isArray(doc.subagents) ? doc.subagents : [];
-  for (const sub of subagents) {
-    const messages = Array.isArray(sub?.messages) ? sub.messages : [];
-    const label = sub?.meta?.description ?? sub?.meta?.agentType ?? sub?.agentId ?? 'subagent';
-    root.append(el('details', { class: 'subagent' },
-      el('summary', { text: `🤖 subagent ${label} (${messages.length} messages)` }),
-      ...messages.map((m) => renderMessage(m, 'data-subagent-message'))));
-  }
-  return root;
 }

@@ -1,30 +1,29 @@
 // The page: wires the forms to session.js and shows what happens in words a person understands. The state
-// is mirrored on <body data-state> (idle, pairing, offer, receiving, done, sent, failed) for people's CSS
-// and for the browser tests.
+// is mirrored on <body data-state> (insecure, idle, pairing, offer, receiving, sending, done, sent, reading,
+// failed) for people's CSS and for the browser tests; the status line is set with the state, so it never shows a
+// step the page has left.
 
-import { parseCode, codeFromFragment } from './codes.js';
+import { parseCode } from './codes.js';
 import { P2pdError } from './errors.js';
-import { renderConversation } from './render.js';
-import { receiveConversation, sendConversation } from './session.js';
-import { sameOriginSignalUrl } from './signaling.js';
+import { formatProgress, human, importCommand, secureContextProblem } from './status.js';
 
 const $ = (id) => document.getElementById(id);
-const signalUrl = sameOriginSignalUrl(window.location);
 let pickedFile = null;
+let declinedHere = false;
+let unsaved = false; // a received conversation that was not downloaded yet
+let direction = 'receive';
+let loading = null; // session.js and friends, loaded only where the page can work (a secure context)
 
-function human(n) {
-  const units = ['B', 'KB', 'MB', 'GB'];
-  let i = 0;
-  let v = n;
-  while (Math.abs(v) >= 1000 && i < units.length - 1) {
-    v /= 1000;
-    i++;
-  }
-  return i === 0 ? `${v} B` : `${v.toFixed(1)} ${units[i]}`;
+const BUSY = new Set(['pairing', 'offer', 'receiving', 'sending']);
+
+function setState(state, status) {
+  document.body.dataset.state = state;
+  if (status !== undefined) setStatus(status);
 }
 
-function setState(state) {
-  document.body.dataset.state = state;
+function setStatus(text) {
+  $('status').textContent = text;
+  $('status').hidden = !text;
 }
 
 function show(id, visible = true) {
@@ -32,91 +31,87 @@ function show(id, visible = true) {
 }
 
 const WORDS = {
-  'wrong-code': (e) => e.message,
   'peer-gone': () => 'The other side went away (it closed or lost its connection) before the transfer finished. ' +
     'Nothing was kept.',
   checksum: () => 'Checksum failure: what arrived does not match the SHA-256 the sender announced. Nothing was kept.',
-  'not-found': (e) => e.message,
   tampered: (e) => `${e.message} Nothing was transferred.`,
+  declined: (e) => (direction === 'receive' && declinedHere ? 'You declined the offer. Nothing was transferred.'
+    : `${e.message} Nothing was transferred.`),
 };
 
-function fail(error, direction) {
+function fail(error) {
   const p2pd = error instanceof P2pdError ? error : new P2pdError('failed', String(error?.message ?? error));
-  let text = (WORDS[p2pd.kind] ?? ((e) => e.message))(p2pd);
-  if (p2pd.kind === 'declined') {
-    text = direction === 'receive' && declinedHere ? 'You declined the offer. Nothing was transferred.'
-      : `The receiver declined the offer. ${p2pd.message}`;
-  }
-  $('error').textContent = text;
+  $('error').textContent = (WORDS[p2pd.kind] ?? ((e) => e.message))(p2pd);
   $('error').dataset.kind = p2pd.kind;
   show('error');
   show('offer', false);
-  setState('failed');
+  const what = { receive: 'Receiving', send: 'Sending', read: 'Reading' }[direction];
+  setState('failed', p2pd.kind === 'invalid' ? 'Not started.' : `${what} stopped.`);
   show('again');
 }
 
-let declinedHere = false;
-
-// WebCrypto (pairing, sealing, SHA-256) exists only on secure pages: https, or http on localhost.
-function insecurePage() {
-  if (window.isSecureContext && globalThis.crypto?.subtle) return null;
-  return new P2pdError('insecure', 'This page needs https: browsers allow the cryptography it pairs with only on ' +
-    `secure pages (https, or http://localhost), and ${window.location.origin} is not one. Open the https address ` +
-    'of this server; its operator can enable TLS with p2pd-signal --cert/--key or a reverse proxy.');
-}
-
-function ui(direction) {
+function ui() {
+  let first = null; // [time, bytes] of the first progress report: the rate counts from there
   return {
-    status: (text) => {
-      $('status').textContent = text;
-    },
+    status: (text) => setStatus(text),
     paired: (verification) => {
       $('sas-value').textContent = verification;
       show('sas');
     },
     decide: (offer) => new Promise((resolve) => {
-      setState('offer');
       $('offer-title').textContent = offer.info.title || '(untitled)';
       $('offer-agent').textContent = `${offer.info.platform} · session ${offer.info.sessionId}`;
       $('offer-messages').textContent = String(offer.info.messageCount);
-      $('offer-size').textContent = `${human(offer.rawSize)} (${human(offer.compressedSize)} compressed)`;
+      $('offer-size').textContent = `${human(offer.rawSize)} (${human(offer.compressedSize)} compressed, on the wire)`;
+      setState('offer', 'Accept this conversation?');
       show('offer');
-      $('status').textContent = 'Accept this conversation?';
+      $('offer-heading').focus();
       const answer = (yes) => {
         show('offer', false);
         $('accept').onclick = null;
         $('decline').onclick = null;
         declinedHere = !yes;
-        if (yes) {
-          setState('receiving');
-          $('status').textContent = 'Receiving…';
-        }
+        if (yes) setState('receiving', 'Receiving…');
+        else setStatus('Declining…');
         resolve(yes);
       };
       $('accept').onclick = () => answer(true);
       $('decline').onclick = () => answer(false);
     }),
     progress: (done, total) => {
+      const now = performance.now();
+      if (first === null) {
+        first = [now, done];
+        if (direction === 'send') setState('sending', 'Sending…');
+      }
       show('progress-box');
       $('progress').max = total || 1;
       $('progress').value = done;
-      $('progress-text').textContent = `${human(done)} of ${human(total)} ${direction === 'receive' ? 'received' : 'acknowledged'}`;
+      const text = formatProgress({ done, total, seconds: (now - first[0]) / 1000, since: first[1],
+        verb: direction === 'receive' ? 'received' : 'acknowledged' });
+      $('progress-text').textContent = text;
+      $('progress').setAttribute('aria-valuetext', text);
       $('progress').dataset.done = String(done);
+      if (direction === 'send' && done >= total) setStatus('All sent; waiting for the receiver to verify the SHA-256…');
     },
   };
 }
 
-function begin() {
+function begin(dir) {
+  direction = dir;
   show('start', false);
   show('session');
   show('error', false);
   show('result', false);
+  show('import', false);
   show('again', false);
   show('sas', false);
+  show('offer', false);
   show('progress-box', false);
   $('conversation').replaceChildren();
   declinedHere = false;
-  setState('pairing');
+  unsaved = false;
+  setState('pairing', 'Starting…');
 }
 
 function downloadName(doc) {
@@ -124,112 +119,216 @@ function downloadName(doc) {
   return `${base}.a2a.json`;
 }
 
+async function showConversation(doc) {
+  const { openReader } = await import('./reader.js');
+  await new Promise((resolve) => setTimeout(resolve, 0)); // let the status paint before indexing the messages
+  const reader = openReader(doc);
+  $('conversation').replaceChildren(reader.element);
+  await reader.ready;
+}
+
 async function receive(codeText) {
   let code;
   try {
     code = parseCode(codeText);
   } catch (error) {
-    begin();
-    fail(error, 'receive');
+    begin('receive');
+    fail(error);
     return;
   }
-  begin();
-  if (insecurePage()) {
-    fail(insecurePage(), 'receive');
-    return;
-  }
+  begin('receive');
   try {
-    const result = await receiveConversation({ signalUrl, code, ui: ui('receive') });
-    setState('done');
-    const rate = result.seconds > 0 ? `, ${human(result.offer.compressedSize / result.seconds)}/s` : '';
-    $('status').textContent = 'Received.';
-    $('result-text').textContent = `SHA-256 verified (${result.sha256.slice(0, 16)}…): ${result.doc.messages.length} ` +
-      `messages, ${human(result.raw.length)} in ${result.seconds.toFixed(2)} s${rate}.`;
+    const modules = await loading;
+    const result = await modules.session.receiveConversation({ signalUrl: modules.signalUrl, code, ui: ui() });
+    performance.mark('p2pd-verified'); // verified, decompressed and parsed: from here on it is the page's rendering
+    const { offer, seconds } = result;
+    const rate = seconds > 0 ? ` (${human(offer.compressedSize / seconds)}/s on the wire)` : '';
+    $('result-text').textContent = `SHA-256 verified (${result.sha256.slice(0, 16)}…). ${result.doc.messages.length} ` +
+      `messages: ${human(result.raw.length)} of conversation, sent as ${human(offer.compressedSize)} compressed ` +
+      `in ${seconds.toFixed(2)} s${rate}.`;
     $('result').dataset.sha256 = result.sha256;
-    $('result').dataset.seconds = String(result.seconds);
+    $('result').dataset.seconds = String(seconds);
+    const name = downloadName(result.doc);
     const file = new Blob([result.raw], { type: 'application/json' });
     $('download').onclick = () => {
       const a = document.createElement('a');
       a.href = URL.createObjectURL(file);
-      a.download = downloadName(result.doc);
+      a.download = name;
       document.body.append(a);
       a.click();
       a.remove();
       setTimeout(() => URL.revokeObjectURL(a.href), 10000);
+      unsaved = false;
     };
+    $('import-command').textContent = importCommand(name);
+    show('import');
+    show('download');
     show('result');
     show('again');
-    $('conversation').replaceChildren(renderConversation(result.doc));
+    unsaved = true;
+    setState('done', 'Received. Rendering the conversation…');
+    await showConversation(result.doc);
+    performance.mark('p2pd-first-screen');
+    setStatus('Received.');
   } catch (error) {
-    fail(error, 'receive');
+    fail(error);
   }
 }
 
 async function send(codeText) {
-  begin();
-  if (insecurePage()) {
-    fail(insecurePage(), 'send');
-    return;
-  }
+  begin('send');
+  pickedFile ??= $('file').files[0] ?? null;
   if (!pickedFile) {
-    fail(new P2pdError('invalid', 'Pick a .a2a.json conversation file first.'), 'send');
+    fail(new P2pdError('invalid', 'Pick a .a2a.json conversation file first.'));
     return;
   }
   try {
     const code = parseCode(codeText);
     const bytes = new Uint8Array(await pickedFile.arrayBuffer());
-    const result = await sendConversation({ signalUrl, code, bytes, ui: ui('send') });
-    setState('sent');
-    $('status').textContent = 'Sent.';
-    $('result-text').textContent = `The receiver verified SHA-256 ${result.sha256.slice(0, 16)}…: ` +
-      `${result.doc.messages.length} messages, ${human(result.bytes)} compressed, in ${result.seconds.toFixed(2)} s.`;
+    const modules = await loading;
+    const result = await modules.session.sendConversation({ signalUrl: modules.signalUrl, code, bytes, ui: ui() });
+    const rate = result.seconds > 0 ? ` (${human(result.bytes / result.seconds)}/s on the wire)` : '';
+    setState('sent', 'Sent.');
+    $('result-text').textContent = `The receiver verified SHA-256 ${result.sha256.slice(0, 16)}…. ` +
+      `${result.doc.messages.length} messages: ${human(bytes.length)} of conversation, sent as ` +
+      `${human(result.bytes)} compressed in ${result.seconds.toFixed(2)} s${rate}.`;
     show('download', false);
     show('result');
     show('again');
   } catch (error) {
-    fail(error, 'send');
+    fail(error);
+  }
+}
+
+async function read() {
+  begin('read');
+  pickedFile ??= $('file').files[0] ?? null;
+  if (!pickedFile) {
+    fail(new P2pdError('invalid', 'Pick a .a2a.json conversation file first.'));
+    return;
+  }
+  try {
+    const modules = await loading;
+    const { doc } = modules.blob.readConversation(new Uint8Array(await pickedFile.arrayBuffer()));
+    setState('reading', `Reading ${pickedFile.name}.`);
+    show('again');
+    await showConversation(doc);
+  } catch (error) {
+    fail(error);
   }
 }
 
 function pick(file) {
   pickedFile = file ?? null;
-  $('file-name').textContent = file ? `${file.name} (${human(file.size)})` : 'Drop a .a2a.json file here or choose one.';
+  $('file-name').textContent = file ? `${file.name} (${human(file.size)})` : 'or drop a .a2a.json file here';
 }
 
-$('receive-form').addEventListener('submit', (event) => {
-  event.preventDefault();
-  receive($('code').value);
-});
-$('send-form').addEventListener('submit', (event) => {
-  event.preventDefault();
-  send($('send-code').value);
-});
-$('file').addEventListener('change', () => pick($('file').files[0]));
-const drop = $('drop');
-drop.addEventListener('dragover', (event) => {
-  event.preventDefault();
-  drop.classList.add('over');
-});
-drop.addEventListener('dragleave', () => drop.classList.remove('over'));
-drop.addEventListener('drop', (event) => {
-  event.preventDefault();
-  drop.classList.remove('over');
-  pick(event.dataTransfer.files[0]);
-});
-$('again').addEventListener('click', () => {
-  show('session', false);
-  show('download');
-  show('start');
-  $('conversation').replaceChildren();
-  setState('idle');
-});
-
-// A link with the code in its fragment (#7-amber-river) starts receiving at once. The fragment never goes to
-// the server; it is also taken out of the address bar and history.
-const fromLink = codeFromFragment(window.location.hash);
-if (window.location.hash) history.replaceState(null, '', window.location.pathname + window.location.search);
-if (fromLink) {
-  $('code').value = String(fromLink);
-  receive(String(fromLink));
+/** A link's code (`#7-amber-river`): start receiving; a broken one says what is wrong instead of doing nothing. */
+function fromFragment() {
+  const hash = window.location.hash;
+  if (!hash || hash === '#') return;
+  // The fragment never goes to the server; take it out of the address bar and history too.
+  history.replaceState(null, '', window.location.pathname + window.location.search);
+  let text;
+  try {
+    text = decodeURIComponent(hash.slice(1));
+  } catch {
+    text = hash.slice(1);
+  }
+  if (BUSY.has(document.body.dataset.state)) {
+    setStatus(`${$('status').textContent} (A new link was opened; finish or reload this transfer first.)`);
+    return;
+  }
+  if (unsaved && !window.confirm('Leave the received conversation without downloading it?')) return;
+  try {
+    parseCode(text);
+  } catch (error) {
+    begin('receive');
+    fail(new P2pdError('invalid', `This link's code is incomplete or invalid: ${error.message} ` +
+      'Copy the whole link (or type the code) again.'));
+    return;
+  }
+  $('code').value = text;
+  receive(text);
 }
-document.body.dataset.ready = 'true';
+
+function wire() {
+  $('receive-form').addEventListener('submit', (event) => {
+    event.preventDefault();
+    receive($('code').value);
+  });
+  $('send-form').addEventListener('submit', (event) => {
+    event.preventDefault();
+    send($('send-code').value);
+  });
+  $('read-button').addEventListener('click', () => read());
+  $('file').addEventListener('change', () => pick($('file').files[0]));
+  const drop = $('drop');
+  drop.addEventListener('click', () => $('file').click());
+  // as a native button: Enter on keydown, Space on keyup (its keydown only must not scroll the page)
+  drop.addEventListener('keydown', (event) => {
+    if (event.key === 'Enter' || event.key === ' ') event.preventDefault();
+    if (event.key === 'Enter') $('file').click();
+  });
+  drop.addEventListener('keyup', (event) => {
+    if (event.key === ' ') {
+      event.preventDefault();
+      $('file').click();
+    }
+  });
+  drop.addEventListener('dragover', (event) => {
+    event.preventDefault();
+    drop.classList.add('over');
+  });
+  drop.addEventListener('dragleave', () => drop.classList.remove('over'));
+  drop.addEventListener('drop', (event) => {
+    event.preventDefault();
+    drop.classList.remove('over');
+    pick(event.dataTransfer.files[0]);
+  });
+  $('again').addEventListener('click', () => {
+    if (unsaved && !window.confirm('Leave the received conversation without downloading it?')) return;
+    unsaved = false;
+    show('session', false);
+    show('start');
+    $('conversation').replaceChildren();
+    setState('idle', '');
+  });
+  $('copy-import').addEventListener('click', async () => {
+    try {
+      await navigator.clipboard.writeText($('import-command').textContent);
+      $('copy-import').textContent = 'Copied';
+    } catch {
+      $('copy-import').textContent = 'Select and copy it';
+    }
+  });
+  window.addEventListener('hashchange', fromFragment);
+  window.addEventListener('beforeunload', (event) => {
+    if (BUSY.has(document.body.dataset.state) || unsaved) {
+      event.preventDefault();
+      event.returnValue = ''; // older browsers ask only when this is set
+    }
+  });
+}
+
+async function start() {
+  const problem = secureContextProblem(window);
+  if (problem) {
+    show('start', false);
+    const https = $('insecure-https');
+    https.href = `https://${window.location.host}${window.location.pathname}`;
+    https.textContent = https.href;
+    show('insecure');
+    setState('insecure');
+    document.body.dataset.ready = 'true';
+    return;
+  }
+  loading = Promise.all([import('./session.js'), import('./signaling.js'), import('./blob.js')])
+    .then(([session, signaling, blob]) => ({ session, blob, signalUrl: signaling.sameOriginSignalUrl(window.location) }));
+  wire();
+  fromFragment();
+  await loading;
+  document.body.dataset.ready = 'true';
+}
+
+start();
