@@ -3,6 +3,7 @@ cancelled transfers, the CLI talking to the daemon (or saying how to start it), 
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -11,6 +12,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+from websockets.sync.client import connect as ws_connect
+from websockets.typing import Subprotocol
 
 from p2pd.daemon.serve import check_bind, is_loopback
 from p2pd.errors import InvalidInputError
@@ -101,9 +104,14 @@ def test_cancel_a_send_waiting_for_its_receiver(tmp_path: Path, signaling: Signa
             assert time.monotonic() - started < 10
             assert c.post(f"/transfers/{t['id']}/cancel").status_code == 409
             assert c.get("/stats").json()["running_tasks"] == 0
-            # a receiver for a code nobody sends to, cancelled too
-            rx = c.post("/receive", json={"code": "7-nobody-here"}).json()
-            assert c.post(f"/transfers/{rx['id']}/cancel").json()["state"] == "cancelled"
+            # a receiver waiting in a room whose sender never speaks, cancelled too (a code with no room at all
+            # fails at once with "not found", so the room is held open here by a silent sender)
+            with ws_connect(signaling.url, subprotocols=[Subprotocol("p2pd-signal.v1")]) as silent:
+                silent.send(json.dumps({"type": "allocate"}))
+                room = next(m["room"] for m in map(json.loads, iter(silent.recv, None)) if m["type"] == "joined")
+                rx = c.post("/receive", json={"code": f"{room}-nobody-here"}).json()
+                assert c.get(f"/transfers/{rx['id']}").json()["state"] == "running"
+                assert c.post(f"/transfers/{rx['id']}/cancel").json()["state"] == "cancelled"
     finally:
         d.kill()
 

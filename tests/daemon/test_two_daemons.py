@@ -150,4 +150,4 @@ def test_a_transfer_cut_by_sigkill_resumes_after_restart(two: tuple[Daemon, Daem
     with b.client() as c:
         inbox = wait_for(lambda: c.get("/inbox").json(), timeout=60, what="the conversation in b's inbox")
         assert len(inbox) == 1 and inbox[0]["sha256"] == row["sha256"]
-        assert inbox[0]["messages"] == doc.counts.messages
+        assert inbox[0]["messages"] == len(doc.messages)  # the filler included (doc.counts predates it)
