@@ -164,3 +164,22 @@ def test_https_page_receives_across_symmetric_nats(internet: Internet, tls_signa
         assert counters[side]["udp_to_peer"] < 5_000, counters
     assert counters["a"]["udp_to_relay"] + counters["a"]["tcp_to_relay"] > 500_000, counters
     assert counters["b"]["udp_from_relay"] > 500_000, counters  # Chromium took its relay over UDP
+
+
+def test_sender_refuses_an_untrusted_certificate(internet: Internet, tls_signal: TlsSignal) -> None:
+    """Without the certificate in its trust store, ``p2pd send`` does not talk to the server at all."""
+    home = internet.tmp / f"untrusting-{secrets.token_hex(3)}"
+    home.mkdir()
+    env = _env(home, TLS_SIGNAL_PORT, {})
+    env.pop("SSL_CERT_FILE", None)
+    env["P2PD_SIGNAL"] = tls_signal.url
+    sender = internet.topo.spawn("ha", [sys.executable, "-m", "p2pd", "send", str(CORPUS_SESSION), "--timeout", "20",
+                                        "--fallback-dir", str(home)],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, cwd=home,
+                                 env=env)
+    _, err = sender.communicate(timeout=60)
+    said = err.decode(errors="replace")
+    print(f"\nuntrusted certificate: exit {sender.returncode}\n{said}")
+    assert sender.returncode not in (0, None), said
+    assert "Code:" not in said  # no room was made: the TLS handshake failed first
+    assert "TLS certificate is not trusted" in said and "SSL_CERT_FILE" in said  # and the way to trust it
