@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import datetime
 import hashlib
+import importlib.util
 import ipaddress
 import json
 import os
@@ -38,6 +39,8 @@ pytestmark = [
     pytest.mark.skipif(not CORPUS_SESSION.is_file(), reason=f"corpus session {CORPUS_SESSION} missing"),
     pytest.mark.skipif(not Path(CHROMIUM).is_file(),
                        reason=f"Chromium not found at {CHROMIUM} (.ci/setup installs Debian's chromium)"),
+    pytest.mark.skipif(importlib.util.find_spec("playwright") is None,
+                       reason="Playwright is not installed (pip install -e '.[test]')"),
     pytest.mark.skipif(not (ROOT / "web" / "vendor" / "lz4js.js").is_file(),
                        reason="web/ is not set up: run `bash .ci/setup` (npm ci in web/)"),
 ]
