@@ -166,7 +166,7 @@ def test_https_page_receives_across_symmetric_nats(internet: Internet, tls_signa
         assert counters[side]["udp_from_peer"] == 0, counters
         assert counters[side]["udp_to_peer"] < 5_000, counters
     assert counters["a"]["udp_to_relay"] > 500_000, counters  # aiortc: TURN over UDP, or to the page's relay
-    # Chromium allocates on coturn over UDP and TCP and takes either (measured: UDP 2 runs in 3)
+    # Chromium allocates on coturn over UDP and TCP and takes either (measured: TCP 1 run in 9)
     assert counters["b"]["udp_from_relay"] + counters["b"]["tcp_from_turn"] > 500_000, counters
 
 
