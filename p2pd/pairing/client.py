@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import ssl
 from collections.abc import AsyncIterator, Awaitable
 from typing import Any, Literal
 
@@ -321,6 +322,10 @@ async def _connect(url: str, timeout: float) -> ClientConnection:
     except TimeoutError:
         raise SignalingError(f"signaling server unreachable at {url}: no answer within {timeout:g} s",
                              cause=Cause.SIGNALING_UNREACHABLE) from None
+    except ssl.SSLCertVerificationError as exc:
+        raise SignalingError(f"signaling server unreachable at {url}: its TLS certificate is not trusted "
+                             f"({exc.verify_message}); for a self-signed certificate or a private CA, point "
+                             "SSL_CERT_FILE at it (PEM)", cause=Cause.SIGNALING_UNREACHABLE) from None
     except (OSError, InvalidHandshake, InvalidURI) as exc:
         raise SignalingError(f"signaling server unreachable at {url}: {exc}",
                              cause=Cause.SIGNALING_UNREACHABLE) from None

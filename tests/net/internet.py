@@ -17,11 +17,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.net.topology import PUBLIC_IP, Topology, unavailable
+from tests.net.topology import PUBLIC_IP, TURN_PORT, Topology, unavailable
 
 ROOT = Path(__file__).resolve().parents[2]
 SIGNAL_PORT = 8765
-TURN_PORT = 3478
 CORPUS_SESSION = Path("/work/shared/corpus/claude-code/spotter/4d5611e5-241a-462a-8d15-5122611a9569.jsonl")
 ICE_URLS = (f"stun:{PUBLIC_IP}:{TURN_PORT}", f"turn:{PUBLIC_IP}:{TURN_PORT}?transport=udp",
             f"turn:{PUBLIC_IP}:{TURN_PORT}?transport=tcp")

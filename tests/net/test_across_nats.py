@@ -50,7 +50,9 @@ def test_symmetric_nats_cross_via_turn_udp(internet: Internet) -> None:
     assert run.counters["b"]["udp_from_relay"] > 500_000
     # each side took a relayed pair: through its own relay (TURN over UDP) or straight to the peer's relay address
     assert "connected: relayed" in run.sender_err and "connected: relayed" in run.receiver_err
-    assert "connected: relayed (TURN over UDP" in run.sender_err + run.receiver_err
+    # (both sides may nominate host → the peer's relay address, measured 1 run in 9: still UDP through coturn)
+    said = run.sender_err + run.receiver_err
+    assert "connected: relayed (TURN over UDP" in said or "connected: relayed (through the peer's relay" in said
 
 
 def test_no_udp_at_all_crosses_via_turn_tcp(internet: Internet) -> None:
