@@ -40,10 +40,19 @@ def _no_direct(run: Run) -> None:
         assert run.counters[side]["udp_to_peer"] < 5_000
 
 
+def _imported(run: Run) -> None:
+    """``--import`` wrote one Claude Code session in the receiving home and said how to resume it."""
+    home = run.out_dir.parent / "home-b"
+    sessions = list((home / ".claude" / "projects").rglob("*.jsonl"))
+    assert len(sessions) == 1, run.receiver_err
+    assert f"claude --resume {sessions[0].stem}" in run.receiver_err + run.sender_out
+
+
 def test_symmetric_nats_cross_via_turn_udp(internet: Internet) -> None:
-    run = transfer(internet, modes=("symmetric", "symmetric"))
-    print(f"symmetric/symmetric via TURN/UDP: verified in {run.seconds:.1f} s; counters {run.counters}")
+    run = transfer(internet, modes=("symmetric", "symmetric"), receive_args=("--import",))
+    print(f"symmetric/symmetric via TURN/UDP: verified and imported in {run.seconds:.1f} s; counters {run.counters}")
     _verified(run)
+    _imported(run)
     _no_direct(run)
     # the conversation (lz4, ~1 MB on the wire) went up to the relay from A and down from it to B
     assert run.counters["a"]["udp_to_relay"] > 500_000
@@ -56,9 +65,10 @@ def test_symmetric_nats_cross_via_turn_udp(internet: Internet) -> None:
 
 
 def test_no_udp_at_all_crosses_via_turn_tcp(internet: Internet) -> None:
-    run = transfer(internet, modes=("noudp", "noudp"))
-    print(f"no UDP at all, via TURN/TCP: verified in {run.seconds:.1f} s; counters {run.counters}")
+    run = transfer(internet, modes=("noudp", "noudp"), receive_args=("--import",))
+    print(f"no UDP at all, via TURN/TCP: verified and imported in {run.seconds:.1f} s; counters {run.counters}")
     _verified(run)
+    _imported(run)
     for side in ("a", "b"):
         assert run.counters[side]["udp_from_relay"] == 0 and run.counters[side]["udp_from_peer"] == 0
     assert run.counters["a"]["tcp_to_relay"] > 500_000
