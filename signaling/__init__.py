@@ -1,1 +1,10 @@
-"""p2pd signaling server: pairs peers by room name and relays sealed WebRTC offers/answers."""
+"""p2pd signaling server: pairs peers by room name and relays their sealed WebRTC offers/answers.
+
+- ``protocol.py``: the wire messages (pydantic models), error and close codes.
+- ``limits.py``: every limit (``ServerLimits``) and the sans-I/O counters enforcing them (token buckets,
+  per-address counts, the socket gate, the forwarded-address rule).
+- ``rooms.py``: the sans-I/O room registry — connections, rooms, relays, expiry — applying those limits.
+- ``metrics.py``: the ``/metrics`` text exposition.
+- ``server.py``: the thin websockets adapter (HTTP endpoints, static files, socket gating).
+- ``__main__.py``: the ``p2pd-signal`` command.
+"""

@@ -47,6 +47,20 @@ def build_parser() -> argparse.ArgumentParser:
                         help="messages a connection may send at once (default %(default)s)")
     parser.add_argument("--joins-per-minute", type=int, default=_DEFAULTS.joins_per_minute,
                         help="joins and allocations per client address (default %(default)s)")
+    parser.add_argument("--max-connections-per-address", type=int, default=_DEFAULTS.max_connections_per_address,
+                        help="open connections charged to one client address (default %(default)s)")
+    parser.add_argument("--max-rooms-per-address", type=int, default=_DEFAULTS.max_rooms_per_address,
+                        help="open rooms created from one client address (default %(default)s)")
+    parser.add_argument("--join-deadline", type=float, default=_DEFAULTS.join_deadline,
+                        help="close a connection that is outside a room for N seconds (default %(default)s)")
+    parser.add_argument("--handshake-timeout", type=float, default=_OPTIONS.handshake_timeout,
+                        help="drop a socket whose HTTP request/upgrade is not done in N seconds (default %(default)s)")
+    parser.add_argument("--forwarded-header", default=None, metavar="NAME",
+                        help="behind a reverse proxy: charge connections to the last address in this header "
+                             "(e.g. X-Forwarded-For) when they come from a --trusted-proxy (default: off)")
+    parser.add_argument("--trusted-proxy", action="append", default=None, metavar="ADDRESS",
+                        help="a proxy address whose --forwarded-header is believed; repeatable "
+                             "(default: 127.0.0.1 and ::1)")
     parser.add_argument("--ping-interval", type=float, default=_OPTIONS.ping_interval,
                         help="heartbeat ping every N seconds (default %(default)s)")
     parser.add_argument("--ping-timeout", type=float, default=_OPTIONS.ping_timeout,
@@ -105,6 +119,9 @@ def main(argv: list[str] | None = None) -> int:
             room_capacity=args.room_capacity,
             max_room_capacity=max(args.room_capacity, args.max_room_capacity or args.room_capacity),
             room_ttl=args.room_ttl,
+            max_connections_per_address=args.max_connections_per_address,
+            max_rooms_per_address=args.max_rooms_per_address,
+            join_deadline=args.join_deadline,
         )
     except ValueError as exc:
         print(f"p2pd-signal: {exc}", file=sys.stderr)
@@ -115,7 +132,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     options = ServerOptions(host=args.host, port=args.port, ping_interval=args.ping_interval,
                             ping_timeout=args.ping_timeout, static_dir=static_dir,
-                            gc_interval=args.gc_interval)
+                            gc_interval=args.gc_interval, handshake_timeout=args.handshake_timeout,
+                            forwarded_header=args.forwarded_header,
+                            trusted_proxies=frozenset(args.trusted_proxy or _OPTIONS.trusted_proxies))
     raise_fd_limit()
     if not args.no_uvloop:
         with contextlib.suppress(ImportError):

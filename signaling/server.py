@@ -20,6 +20,7 @@ import posixpath
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, ClassVar, cast
 from urllib.parse import unquote, urlsplit
 
 from websockets.asyncio.server import Server, ServerConnection, broadcast, serve
@@ -29,6 +30,7 @@ from websockets.http11 import Request, Response
 from websockets.typing import Subprotocol
 
 from signaling import protocol as p
+from signaling.limits import SocketGate, client_address
 from signaling.rooms import Close, Registry, Send, ServerLimits
 
 log = logging.getLogger("p2pd.signaling")
@@ -43,6 +45,15 @@ class ServerOptions:
     ping_interval: float = 20.0  # heartbeat: a WebSocket ping this often …
     ping_timeout: float = 20.0  # … and the connection is dropped when the pong is this late
     slow_consumer_bytes: int = 1 << 20  # a peer whose unsent output exceeds this is disconnected
+    handshake_timeout: float = 10.0  # a socket that has not completed its HTTP request/upgrade by then is dropped
+    # TCP sockets of any state (handshake, HTTP request, open, closing) beyond max_connections in all, and beyond
+    # max_connections_per_address per peer; a socket over either is dropped at once, before its request is read.
+    spare_sockets: int = 1024
+    spare_sockets_per_address: int = 16
+    # Behind a reverse proxy: charge connections to the last address of this header (e.g. X-Forwarded-For) when
+    # the TCP peer is one of trusted_proxies. Off by default: a client could otherwise pick its own address.
+    forwarded_header: str | None = None
+    trusted_proxies: frozenset[str] = frozenset({"127.0.0.1", "::1"})
     expiry_interval: float = 1.0
     static_dir: Path | None = None
     # Full (generation 2) garbage collections pause the loop for ~45 µs per open connection (~0.5 s at 10,000),
@@ -126,6 +137,39 @@ def _text_response(status: http.HTTPStatus, text: str, content_type: str = "text
     return Response(status.value, status.phrase, headers, body)
 
 
+class _GatedConnection(ServerConnection):
+    """A server connection that asks the :class:`SocketGate` before its request is even read."""
+
+    gate: ClassVar[SocketGate]
+    registry: ClassVar[Registry]
+    max_unsent: ClassVar[int]
+    _peer: str | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        peername = transport.get_extra_info("peername")
+        peer = str(peername[0]) if isinstance(peername, tuple) and peername else "unknown"
+        if self.gate.admit(peer):
+            self._peer = peer
+        else:
+            self.registry.counters["sockets_refused"] += 1
+            cast(asyncio.Transport, transport).abort()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        # Output websockets writes by itself (pongs to control-frame pings, …) to a peer that does not read:
+        # bounded like the relayed output, past which the socket is dropped.
+        if self.transport.get_write_buffer_size() > self.max_unsent:
+            self.registry.counters["connections_closed_slow"] += 1
+            self.transport.abort()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._peer is not None:
+            self.gate.release(self._peer)
+            self._peer = None
+        super().connection_lost(exc)
+
+
 class SignalServer:
     """``async with SignalServer(limits, options) as server: …`` or ``await server.start()`` / ``close()``."""
 
@@ -140,11 +184,19 @@ class SignalServer:
         self._gc_task: asyncio.Task[None] | None = None
         self._closed_since_gc = 0
         self._gc_thresholds = gc.get_threshold()
-        self._closing: set[asyncio.Task[None]] = set()
+        self._closing: dict[int, asyncio.Task[None]] = {}  # the one close of each condemned connection
+        self._close_timeout = max(0.5, min(5.0, self.options.ping_timeout))
+        self._closed: set[int] = set()  # connections whose one close has been started: never read or sent to again
+        exempt = self.options.trusted_proxies if self.options.forwarded_header else frozenset()
+        self.gate = SocketGate(self.limits.max_connections + self.options.spare_sockets,
+                               self.limits.max_connections_per_address + self.options.spare_sockets_per_address,
+                               exempt)
 
     # ---- lifecycle ---------------------------------------------------------------------------------------
 
     async def start(self) -> None:
+        gated: Any = type("GatedConnection", (_GatedConnection,), {
+            "gate": self.gate, "registry": self.registry, "max_unsent": 2 * self.options.slow_consumer_bytes})
         self._server = await serve(
             self._handle,
             self.options.host,
@@ -154,10 +206,14 @@ class SignalServer:
             compression=None,  # no permessage-deflate: ~100 KiB less memory per connection
             ping_interval=self.options.ping_interval,
             ping_timeout=self.options.ping_timeout,
-            close_timeout=max(0.5, min(5.0, self.options.ping_timeout)),
-            # Frames up to 4x the limit are read and refused with an error message; larger ones close 1009.
+            close_timeout=self._close_timeout,
+            # Memory per connection is bounded: frames up to 4x the limit are read and refused with an error
+            # message, larger ones close 1009; at most max_queue frames wait unread (then the socket is not read);
+            # unsent output over slow_consumer_bytes closes it (4003).
             max_size=4 * self.limits.max_message_bytes,
             max_queue=8,
+            open_timeout=self.options.handshake_timeout,
+            create_connection=gated,
             backlog=self.options.backlog,
         )
         self._expiry_task = asyncio.get_running_loop().create_task(self._expire_forever())
@@ -231,8 +287,10 @@ class SignalServer:
     # ---- WebSocket -----------------------------------------------------------------------------------------
 
     async def _handle(self, ws: ServerConnection) -> None:
-        address = ws.remote_address[0] if ws.remote_address else "unknown"
-        result = self.registry.connect(str(address))
+        peer = str(ws.remote_address[0]) if ws.remote_address else "unknown"
+        header = self.options.forwarded_header
+        forwarded = ws.request.headers.get(header) if header and ws.request is not None else None
+        result = self.registry.connect(client_address(peer, forwarded, self.options.trusted_proxies))
         conn = result.conn
         self._sockets[conn] = ws
         try:
@@ -241,37 +299,61 @@ class SignalServer:
                     if isinstance(action, Send):
                         await ws.send(action.text)
                     else:
-                        await ws.close(action.code, action.reason)
+                        await self._close_within(ws, action.code, action.reason)
                 return
             self._perform(result.actions)
             async for message in ws:
                 self._perform(self.registry.receive(conn, message))
+                if conn in self._closed:  # condemned: not one more frame is read
+                    break
         except ConnectionClosed:
             pass
         finally:
             self._closed_since_gc += 1
             self._sockets.pop(conn, None)
+            self._closed.discard(conn)
             if result.accepted:
                 self._perform(self.registry.disconnect(conn))
+            closing = self._closing.get(conn)
+            if closing is not None:  # let it send its close code before websockets closes on our return
+                await asyncio.shield(closing)
 
     def _perform(self, actions: list[Send | Close]) -> None:
         for action in actions:
             ws = self._sockets.get(action.conn)
             if ws is None:
                 continue
+            if action.conn in self._closed:
+                continue
             if isinstance(action, Close):
-                self._close_later(ws, action.code, action.reason)
+                self._close_once(action, ws)
                 continue
             transport = ws.transport
             if transport is not None and transport.get_write_buffer_size() > self.options.slow_consumer_bytes:
-                self._close_later(ws, p.CLOSE_SLOW_CONSUMER, "not reading its messages")
+                self.registry.counters["connections_closed_slow"] += 1
+                self._perform(self.registry.condemn(action.conn, p.CLOSE_SLOW_CONSUMER, "not reading its messages"))
                 continue
             broadcast([ws], action.text)
 
-    def _close_later(self, ws: ServerConnection, code: int, reason: str) -> None:
-        task = asyncio.get_running_loop().create_task(ws.close(code, reason))
-        self._closing.add(task)
-        task.add_done_callback(self._closing.discard)
+    def _close_once(self, close: Close, ws: ServerConnection) -> None:
+        """Start the closing handshake of a condemned connection — the only one: no message of it is handled
+        and nothing is sent to it any more. An abrupt close (a flood) stops reading the socket at once; otherwise
+        websockets stops reading it once max_queue frames wait unread, and a polite peer's close reply is still
+        read. A peer that does not answer is dropped after close_timeout."""
+        self._closed.add(close.conn)
+        if close.abrupt:
+            with contextlib.suppress(Exception):
+                ws.transport.pause_reading()
+        task = asyncio.get_running_loop().create_task(self._close_within(ws, close.code, close.reason))
+        self._closing[close.conn] = task
+        task.add_done_callback(lambda _: self._closing.pop(close.conn, None))
+
+    async def _close_within(self, ws: ServerConnection, code: int, reason: str) -> None:
+        """``ws.close()`` waits without limit to flush its close frame to a peer that does not read: bound it."""
+        try:
+            await asyncio.wait_for(ws.close(code, reason), self._close_timeout)
+        except TimeoutError:
+            ws.transport.abort()
 
     async def _collect_forever(self) -> None:
         loop = asyncio.get_running_loop()
