@@ -51,6 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="open connections charged to one client address (default %(default)s)")
     parser.add_argument("--max-rooms-per-address", type=int, default=_DEFAULTS.max_rooms_per_address,
                         help="open rooms created from one client address (default %(default)s)")
+    parser.add_argument("--connections-per-minute", type=int, default=_DEFAULTS.connections_per_minute,
+                        help="WebSocket handshakes per client address, over which HTTP 429 (default %(default)s)")
     parser.add_argument("--join-deadline", type=float, default=_DEFAULTS.join_deadline,
                         help="close a connection that is outside a room for N seconds (default %(default)s)")
     parser.add_argument("--handshake-timeout", type=float, default=_OPTIONS.handshake_timeout,
@@ -122,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
             max_connections_per_address=args.max_connections_per_address,
             max_rooms_per_address=args.max_rooms_per_address,
             join_deadline=args.join_deadline,
+            connections_per_minute=args.connections_per_minute,
         )
     except ValueError as exc:
         print(f"p2pd-signal: {exc}", file=sys.stderr)

@@ -25,6 +25,7 @@ class ServerLimits:
     message_burst: int = 60
     rate_limit_strikes: int = 200  # refused messages in a row before the connection is closed
     joins_per_minute: int = 60  # joins + allocations per client address
+    connections_per_minute: int = 120  # WebSocket handshakes per client address (burst: twice the address cap)
     max_rooms: int = 10_000
     max_connections: int = 20_000
     room_capacity: int = 2
@@ -40,7 +41,7 @@ class ServerLimits:
             raise ValueError("need 1 <= room_capacity <= max_room_capacity")
         if self.max_message_bytes < 256:
             raise ValueError("max_message_bytes must be at least 256")
-        if min(self.messages_per_second, self.message_burst, self.joins_per_minute) <= 0:
+        if min(self.messages_per_second, self.message_burst, self.joins_per_minute, self.connections_per_minute) <= 0:
             raise ValueError("rates must be positive")
         if min(self.max_rooms, self.max_connections, self.rate_limit_strikes, self.max_connections_per_address,
                self.max_rooms_per_address) < 1:
@@ -49,6 +50,17 @@ class ServerLimits:
             raise ValueError("room_ttl and join_deadline must be positive")
         if not 1 <= self.max_nameplate_digits <= 9:
             raise ValueError("max_nameplate_digits must be 1..9")
+
+    @property
+    def frame_rate(self) -> float:
+        """WebSocket frames of any kind (messages, pings, pongs, …) per second a connection may send before it
+        is dropped without ceremony: far over the message rate, so the message limit (its error and its 4002
+        close) always acts first on a client that merely sends too fast."""
+        return 2 * self.messages_per_second + 5
+
+    @property
+    def frame_burst(self) -> float:
+        return 2 * (self.message_burst + self.rate_limit_strikes)
 
     def wire(self) -> p.Limits:
         return p.Limits(
@@ -88,6 +100,31 @@ class TokenBucket:
     def full(self, now: float) -> bool:
         self.refill(now)
         return self.tokens >= self.burst
+
+
+class RateByAddress:
+    """A :class:`TokenBucket` per address (``per_minute`` refill, ``burst`` stored); buckets that are full again
+    are forgotten by :meth:`prune`, so memory follows the addresses active in the last minutes only."""
+
+    __slots__ = ("_buckets", "burst", "per_minute")
+
+    def __init__(self, per_minute: float, burst: float) -> None:
+        self.per_minute = per_minute
+        self.burst = burst
+        self._buckets: dict[str, TokenBucket] = {}
+
+    def take(self, address: str, now: float) -> bool:
+        bucket = self._buckets.get(address)
+        if bucket is None:
+            bucket = self._buckets[address] = TokenBucket(self.per_minute / 60.0, self.burst, now)
+        return bucket.take(now)
+
+    def prune(self, now: float) -> None:
+        for address in [a for a, b in self._buckets.items() if b.full(now)]:
+            del self._buckets[address]
+
+    def __len__(self) -> int:
+        return len(self._buckets)
 
 
 class AddressCounts:
@@ -166,4 +203,4 @@ def client_address(peer: str, forwarded: str | None, trusted_proxies: frozenset[
         return peer
 
 
-__all__ = ["AddressCounts", "ServerLimits", "SocketGate", "TokenBucket", "client_address"]
+__all__ = ["AddressCounts", "RateByAddress", "ServerLimits", "SocketGate", "TokenBucket", "client_address"]

@@ -23,7 +23,7 @@ from heapq import heapify, heappop, heappush
 from pydantic import ValidationError
 
 from signaling import protocol as p
-from signaling.limits import AddressCounts, ServerLimits, TokenBucket
+from signaling.limits import AddressCounts, RateByAddress, ServerLimits, TokenBucket
 from signaling.metrics import render_metrics
 from signaling.protocol import ErrorCode
 
@@ -88,7 +88,9 @@ class Registry:
         self._generation = 0
         self.connections: dict[int, ConnectionState] = {}
         self.rooms: dict[str, Room] = {}
-        self._join_buckets: dict[str, TokenBucket] = {}
+        limits = self.limits
+        self._join_rate = RateByAddress(limits.joins_per_minute, limits.joins_per_minute)
+        self._handshake_rate = RateByAddress(limits.connections_per_minute, 2 * limits.max_connections_per_address)
         self._expiry: list[tuple[float, int, str]] = []
         self._outside: deque[tuple[float, int]] = deque()  # (outside_since, conn): join deadlines, in order
         self._address_conns = AddressCounts(self.limits.max_connections_per_address)
@@ -98,6 +100,14 @@ class Registry:
         self._welcome = p.encode(p.Welcome(server=SERVER_NAME, limits=self.limits.wire()))
 
     # ---- events ------------------------------------------------------------------------------------------
+
+    def allow_handshake(self, address: str) -> bool:
+        """May ``address`` open another WebSocket connection now (``connections_per_minute``)? Asked before the
+        upgrade, so a refused one costs no more than its HTTP request (the adapter answers 429)."""
+        if self._handshake_rate.take(address, self._clock()):
+            return True
+        self.counters["handshakes_refused_rate"] += 1
+        return False
 
     def connect(self, address: str) -> ConnectResult:
         """A WebSocket connection was opened from client ``address`` (charged for its connections, rooms and
@@ -199,9 +209,9 @@ class Registry:
         if len(self._expiry) > 4 * len(self.rooms) + 1024:  # drop entries of rooms that closed early
             self._expiry = [(r.expires_at, r.generation, r.name) for r in self.rooms.values()]
             heapify(self._expiry)
-        if len(self._join_buckets) > 1024 or not self.connections:
-            for address in [a for a, b in self._join_buckets.items() if b.full(now)]:
-                del self._join_buckets[address]
+        for rate in (self._join_rate, self._handshake_rate):
+            if len(rate) > 1024 or not self.connections:
+                rate.prune(now)
         return actions
 
     def _expire_outsiders(self, now: float) -> list[Action]:
@@ -240,11 +250,7 @@ class Registry:
         return [Send(target, text)]
 
     def _check_join_rate(self, state: ConnectionState, msg_id: p.MessageId | None, now: float) -> Action | None:
-        bucket = self._join_buckets.get(state.address)
-        if bucket is None:
-            bucket = self._join_buckets[state.address] = TokenBucket(
-                self.limits.joins_per_minute / 60.0, self.limits.joins_per_minute, now)
-        if bucket.take(now):
+        if self._join_rate.take(state.address, now):
             return None
         return self._error(state.conn, ErrorCode.JOIN_RATE_LIMITED,
                            f"more than {self.limits.joins_per_minute} joins per minute from your address", msg_id)

@@ -30,7 +30,7 @@ from websockets.http11 import Request, Response
 from websockets.typing import Subprotocol
 
 from signaling import protocol as p
-from signaling.limits import SocketGate, client_address
+from signaling.limits import SocketGate, TokenBucket, client_address
 from signaling.rooms import Close, Registry, Send, ServerLimits
 
 log = logging.getLogger("p2pd.signaling")
@@ -137,13 +137,20 @@ def _text_response(status: http.HTTPStatus, text: str, content_type: str = "text
     return Response(status.value, status.phrase, headers, body)
 
 
+_SLICE = 4096  # bytes parsed at a time, so a flood of tiny frames is cut off after a few hundred of them
+
+
 class _GatedConnection(ServerConnection):
-    """A server connection that asks the :class:`SocketGate` before its request is even read."""
+    """A server connection that asks the :class:`SocketGate` before its request is even read, meters the frames
+    it parses (a flood of frames of any kind is dropped, not parsed: pings are answered by websockets itself and
+    never reach the registry's message rate) and bounds the output it writes by itself."""
 
     gate: ClassVar[SocketGate]
     registry: ClassVar[Registry]
     max_unsent: ClassVar[int]
     _peer: str | None = None
+    _frames: TokenBucket | None = None
+    flooded = False  # dropped for its frame rate: the frames it has queued are not handled either
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
@@ -151,17 +158,31 @@ class _GatedConnection(ServerConnection):
         peer = str(peername[0]) if isinstance(peername, tuple) and peername else "unknown"
         if self.gate.admit(peer):
             self._peer = peer
+            limits = self.registry.limits
+            self._frames = TokenBucket(limits.frame_rate, limits.frame_burst, self.loop.time())
         else:
             self.registry.counters["sockets_refused"] += 1
             cast(asyncio.Transport, transport).abort()
 
     def data_received(self, data: bytes) -> None:
-        super().data_received(data)
+        view = memoryview(data)
+        for start in range(0, len(data), _SLICE):
+            super().data_received(view[start:start + _SLICE])  # type: ignore[arg-type]
+            if self.flooded:
+                self.registry.counters["connections_dropped_flood"] += 1
+                self.transport.abort()
+                return
         # Output websockets writes by itself (pongs to control-frame pings, …) to a peer that does not read:
         # bounded like the relayed output, past which the socket is dropped.
         if self.transport.get_write_buffer_size() > self.max_unsent:
             self.registry.counters["connections_closed_slow"] += 1
             self.transport.abort()
+
+    def process_event(self, event: Any) -> None:
+        if self.request is not None and self._frames is not None and not self._frames.take(self.loop.time()):
+            self.flooded = True
+            return
+        super().process_event(event)
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._peer is not None:
@@ -275,6 +296,12 @@ class SignalServer:
         if "websocket" in request.headers.get("Upgrade", "").lower():
             if path != WEBSOCKET_PATH:
                 return _text_response(http.HTTPStatus.NOT_FOUND, f"the WebSocket endpoint is {WEBSOCKET_PATH}\n")
+            if not self.registry.allow_handshake(self._client_address(connection, request)):
+                response = _text_response(http.HTTPStatus.TOO_MANY_REQUESTS,
+                                          f"over {self.limits.connections_per_minute} connections per minute "
+                                          "from your address; try again later\n")
+                response.headers["Retry-After"] = "10"
+                return response
             return None
         if self.static is not None:
             return self.static.response(request.path, request.headers.get("Host"))
@@ -286,11 +313,14 @@ class SignalServer:
 
     # ---- WebSocket -----------------------------------------------------------------------------------------
 
-    async def _handle(self, ws: ServerConnection) -> None:
+    def _client_address(self, ws: ServerConnection, request: Request | None) -> str:
         peer = str(ws.remote_address[0]) if ws.remote_address else "unknown"
         header = self.options.forwarded_header
-        forwarded = ws.request.headers.get(header) if header and ws.request is not None else None
-        result = self.registry.connect(client_address(peer, forwarded, self.options.trusted_proxies))
+        forwarded = request.headers.get(header) if header and request is not None else None
+        return client_address(peer, forwarded, self.options.trusted_proxies)
+
+    async def _handle(self, ws: ServerConnection) -> None:
+        result = self.registry.connect(self._client_address(ws, ws.request))
         conn = result.conn
         self._sockets[conn] = ws
         try:
@@ -304,7 +334,7 @@ class SignalServer:
             self._perform(result.actions)
             async for message in ws:
                 self._perform(self.registry.receive(conn, message))
-                if conn in self._closed:  # condemned: not one more frame is read
+                if conn in self._closed or cast(_GatedConnection, ws).flooded:  # condemned: not one more frame
                     break
         except ConnectionClosed:
             pass

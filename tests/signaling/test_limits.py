@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from signaling import protocol as p
-from signaling.limits import AddressCounts, ServerLimits, SocketGate, client_address
+from signaling.limits import AddressCounts, RateByAddress, ServerLimits, SocketGate, client_address
 from signaling.rooms import Close, Registry
 from tests.signaling.test_rooms import Clock, connect, decode, error_code, make, one, send
 
@@ -116,6 +116,28 @@ def test_room_closed_starts_the_deadline_for_its_members():
     assert Close(a, p.CLOSE_JOIN_TIMEOUT, "no room joined") in reg.expire()
 
 
+def test_handshakes_per_address_per_minute():
+    reg, clock = make(connections_per_minute=30, max_connections_per_address=3)
+    assert all(reg.allow_handshake("10.0.0.1") for _ in range(6))  # burst: twice the per-address cap
+    assert not reg.allow_handshake("10.0.0.1")
+    assert reg.allow_handshake("10.0.0.2")
+    clock.now += 2.0  # one back every 2 s
+    assert reg.allow_handshake("10.0.0.1") and not reg.allow_handshake("10.0.0.1")
+    assert reg.counters["handshakes_refused_rate"] == 2
+    assert "p2pd_signal_handshakes_refused_rate_total 2" in reg.metrics()
+
+
+def test_rate_by_address_forgets_quiet_addresses():
+    rate = RateByAddress(per_minute=60, burst=2)
+    for n in range(100):
+        assert rate.take(f"10.0.0.{n}", now=0.0)
+    assert rate.take("10.0.0.1", now=0.0) and not rate.take("10.0.0.1", now=0.0)
+    rate.prune(now=1.0)  # the others are full again (2 tokens), 10.0.0.1 is not
+    assert len(rate) == 1
+    rate.prune(now=2.0)
+    assert len(rate) == 0
+
+
 def test_address_counts_and_socket_gate():
     counts = AddressCounts(2)
     assert counts.take("a") and counts.take("a") and not counts.take("a") and counts.take("b")
@@ -147,7 +169,8 @@ def test_client_address(peer: str, header: str | None, expected: str):
 
 
 def test_new_limits_are_validated():
-    for bad in ({"max_connections_per_address": 0}, {"max_rooms_per_address": 0}, {"join_deadline": 0}):
+    for bad in ({"max_connections_per_address": 0}, {"max_rooms_per_address": 0}, {"join_deadline": 0},
+                {"connections_per_minute": 0}):
         with pytest.raises(ValueError):
             ServerLimits(**bad)
 
