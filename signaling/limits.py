@@ -185,22 +185,37 @@ class SocketGate:
             self._peers.release(peer)
 
 
+def address_key(address: str) -> str:
+    """What per-address limits count by: an IPv4 address (also when IPv4-mapped), or an IPv6 address's /64 —
+    one subscriber usually holds a whole /64, so counting single IPv6 addresses would limit nothing."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return str(ip)
+
+
 def client_address(peer: str, forwarded: str | None, trusted_proxies: frozenset[str]) -> str:
-    """The address a connection is charged to: ``peer`` (the TCP peer), unless ``peer`` is a trusted proxy
-    and sent a forwarded-address header (``forwarded``, e.g. X-Forwarded-For): then the last address in it —
-    the one the proxy itself appended; entries before it were written by the client and prove nothing. An
-    unparseable header is charged to the proxy."""
+    """The address key (:func:`address_key`) a connection is charged to: that of ``peer`` (the TCP peer),
+    unless ``peer`` is a trusted proxy and sent a forwarded-address header (``forwarded``, e.g.
+    X-Forwarded-For): then of the last address in it — the one the proxy itself appended; entries before it
+    were written by the client and prove nothing. An unparseable header is charged to the proxy."""
     if forwarded is None or peer not in trusted_proxies:
-        return peer
+        return address_key(peer)
     last = forwarded.rsplit(",", 1)[-1].strip()
     if last.startswith("[") and "]" in last:  # [v6]:port
         last = last[1:last.index("]")]
     elif last.count(":") == 1:  # v4:port
         last = last.split(":", 1)[0]
     try:
-        return str(ipaddress.ip_address(last))
+        return address_key(str(ipaddress.ip_address(last)))
     except ValueError:
-        return peer
+        return address_key(peer)
 
 
-__all__ = ["AddressCounts", "RateByAddress", "ServerLimits", "SocketGate", "TokenBucket", "client_address"]
+__all__ = ["AddressCounts", "RateByAddress", "ServerLimits", "SocketGate", "TokenBucket", "address_key",
+           "client_address"]

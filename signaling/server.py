@@ -30,7 +30,7 @@ from websockets.http11 import Request, Response
 from websockets.typing import Subprotocol
 
 from signaling import protocol as p
-from signaling.limits import SocketGate, TokenBucket, client_address
+from signaling.limits import SocketGate, TokenBucket, address_key, client_address
 from signaling.rooms import Close, Registry, Send, ServerLimits
 
 log = logging.getLogger("p2pd.signaling")
@@ -155,7 +155,7 @@ class _GatedConnection(ServerConnection):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
         peername = transport.get_extra_info("peername")
-        peer = str(peername[0]) if isinstance(peername, tuple) and peername else "unknown"
+        peer = address_key(str(peername[0])) if isinstance(peername, tuple) and peername else "unknown"
         if self.gate.admit(peer):
             self._peer = peer
             limits = self.registry.limits
@@ -208,7 +208,8 @@ class SignalServer:
         self._closing: dict[int, asyncio.Task[None]] = {}  # the one close of each condemned connection
         self._close_timeout = max(0.5, min(5.0, self.options.ping_timeout))
         self._closed: set[int] = set()  # connections whose one close has been started: never read or sent to again
-        exempt = self.options.trusted_proxies if self.options.forwarded_header else frozenset()
+        proxies = self.options.trusted_proxies if self.options.forwarded_header else frozenset()
+        exempt = frozenset(address_key(proxy) for proxy in proxies)
         self.gate = SocketGate(self.limits.max_connections + self.options.spare_sockets,
                                self.limits.max_connections_per_address + self.options.spare_sockets_per_address,
                                exempt)
@@ -316,7 +317,8 @@ class SignalServer:
     def _client_address(self, ws: ServerConnection, request: Request | None) -> str:
         peer = str(ws.remote_address[0]) if ws.remote_address else "unknown"
         header = self.options.forwarded_header
-        forwarded = request.headers.get(header) if header and request is not None else None
+        values = request.headers.get_all(header) if header and request is not None else []
+        forwarded = ",".join(values) if values else None  # a header sent twice counts as one list
         return client_address(peer, forwarded, self.options.trusted_proxies)
 
     async def _handle(self, ws: ServerConnection) -> None:

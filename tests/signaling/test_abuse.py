@@ -231,6 +231,10 @@ async def test_forwarded_address_header_only_from_a_trusted_proxy():
         assert [(await via("127.0.0.1", "203.0.113.5"))["type"] for _ in range(2)] == ["welcome"] * 2
         assert (await via("127.0.0.1", "198.51.100.1, 203.0.113.5"))["code"] == "too-many-connections"
         assert (await via("127.0.0.1", "203.0.113.6"))["type"] == "welcome"
+        ws = await client_from(server, "127.0.0.1", additional_headers=[("X-Forwarded-For", "203.0.113.6"),
+                                                                         ("X-Forwarded-For", "203.0.113.5")])
+        opened.append(ws)  # a header sent twice is one list: the last address is the one charged
+        assert json.loads(await ws.recv())["code"] == "too-many-connections"
         # 127.0.0.2 is not trusted: its header is ignored, it is charged as itself
         assert [(await via("127.0.0.2", f"192.0.2.{i}"))["type"] for i in range(3)] == \
             ["welcome", "welcome", "error"]

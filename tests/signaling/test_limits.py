@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from signaling import protocol as p
-from signaling.limits import AddressCounts, RateByAddress, ServerLimits, SocketGate, client_address
+from signaling.limits import (
+    AddressCounts,
+    RateByAddress,
+    ServerLimits,
+    SocketGate,
+    address_key,
+    client_address,
+)
 from signaling.rooms import Close, Registry
 from tests.signaling.test_rooms import Clock, connect, decode, error_code, make, one, send
 
@@ -158,14 +165,35 @@ def test_address_counts_and_socket_gate():
     ("127.0.0.1", "203.0.113.7", "203.0.113.7"),
     ("127.0.0.1", "198.51.100.1, 203.0.113.7", "203.0.113.7"),  # the proxy appends: the last one is real
     ("127.0.0.1", "203.0.113.7:5555", "203.0.113.7"),
-    ("127.0.0.1", "[2001:db8::1]:443", "2001:db8::1"),
-    ("127.0.0.1", "2001:db8::1", "2001:db8::1"),
+    ("127.0.0.1", "[2001:db8::1]:443", "2001:db8::/64"),
+    ("127.0.0.1", "2001:db8::1", "2001:db8::/64"),
+    ("::1", "203.0.113.7", "203.0.113.7"),
     ("127.0.0.1", "not an address", "127.0.0.1"),  # unparseable: charged to the proxy
     ("127.0.0.1", "", "127.0.0.1"),
     ("192.0.2.9", "203.0.113.7", "192.0.2.9"),  # an untrusted peer cannot pick its address
 ])
 def test_client_address(peer: str, header: str | None, expected: str):
     assert client_address(peer, header, frozenset({"127.0.0.1", "::1"})) == expected
+
+
+@pytest.mark.parametrize(("address", "key"), [
+    ("192.0.2.1", "192.0.2.1"),
+    ("::ffff:192.0.2.1", "192.0.2.1"),  # IPv4-mapped: the IPv4 address
+    ("2001:db8:1:2:aaaa::1", "2001:db8:1:2::/64"),  # IPv6: its /64, which one subscriber holds
+    ("2001:db8:1:2:ffff:ffff:ffff:ffff", "2001:db8:1:2::/64"),
+    ("::1", "::/64"),
+    ("unknown", "unknown"),
+])
+def test_address_key(address: str, key: str):
+    assert address_key(address) == key
+
+
+def test_one_ipv6_subscriber_cannot_rotate_past_the_address_cap():
+    reg, _ = make(max_connections_per_address=2)
+    keys = [client_address(f"2001:db8::{n:x}", None, frozenset()) for n in range(1, 4)]
+    assert reg.connect(keys[0]).accepted and reg.connect(keys[1]).accepted
+    assert not reg.connect(keys[2]).accepted
+    assert reg.connect(client_address("2001:db8:0:1::1", None, frozenset())).accepted  # another /64
 
 
 def test_new_limits_are_validated():
