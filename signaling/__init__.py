@@ -4,6 +4,7 @@
 - ``limits.py``: every limit (``ServerLimits``) and the sans-I/O counters enforcing them (token buckets,
   per-address counts, the socket gate, the forwarded-address rule).
 - ``rooms.py``: the sans-I/O room registry — connections, rooms, relays, expiry — applying those limits.
+- ``parsing.py``: client messages from raw frames, or a safe reason to refuse them.
 - ``metrics.py``: the ``/metrics`` text exposition.
 - ``server.py``: the thin websockets adapter (HTTP endpoints, static files, socket gating).
 - ``__main__.py``: the ``p2pd-signal`` command.

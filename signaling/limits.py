@@ -60,7 +60,7 @@ class ServerLimits:
 
     @property
     def frame_burst(self) -> float:
-        return 2 * (self.message_burst + self.rate_limit_strikes)
+        return self.message_burst + self.rate_limit_strikes + 64
 
     def wire(self) -> p.Limits:
         return p.Limits(
@@ -114,10 +114,19 @@ class RateByAddress:
         self._buckets: dict[str, TokenBucket] = {}
 
     def take(self, address: str, now: float) -> bool:
+        return self._bucket(address, now).take(now)
+
+    def penalize(self, address: str, tokens: float, now: float) -> None:
+        """Take ``tokens`` from ``address`` (down to minus its burst: a lockout of at most two bursts' time)."""
+        bucket = self._bucket(address, now)
+        bucket.refill(now)
+        bucket.tokens = max(-self.burst, bucket.tokens - tokens)
+
+    def _bucket(self, address: str, now: float) -> TokenBucket:
         bucket = self._buckets.get(address)
         if bucket is None:
             bucket = self._buckets[address] = TokenBucket(self.per_minute / 60.0, self.burst, now)
-        return bucket.take(now)
+        return bucket
 
     def prune(self, now: float) -> None:
         for address in [a for a, b in self._buckets.items() if b.full(now)]:

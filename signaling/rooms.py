@@ -20,14 +20,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from heapq import heapify, heappop, heappush
 
-from pydantic import ValidationError
-
 from signaling import protocol as p
 from signaling.limits import AddressCounts, RateByAddress, ServerLimits, TokenBucket
 from signaling.metrics import render_metrics
+from signaling.parsing import BadMessage, parse_client_message
 from signaling.protocol import ErrorCode
 
 SERVER_NAME = "p2pd-signal/0.1"
+FLOOD_PENALTY = 8  # handshakes an address loses when one of its connections is closed for flooding
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +140,13 @@ class Registry:
         self._address_conns.release(state.address)
         return [] if state.room is None else self._detach(state)
 
+    def flooded(self, conn: int) -> None:
+        """The adapter dropped ``conn`` for sending frames far over its rate: its address loses handshakes."""
+        state = self.connections.get(conn)
+        if state is not None:
+            self.counters["connections_dropped_flood"] += 1
+            self._handshake_rate.penalize(state.address, FLOOD_PENALTY, self._clock())
+
     def condemn(self, conn: int, code: int, reason: str, *, abrupt: bool = False) -> list[Action]:
         """Close ``conn``: the one :class:`Close` for it the first time, nothing ever after. Its messages are
         ignored from now on; it stays charged (and in its room) until :meth:`disconnect`."""
@@ -165,6 +172,7 @@ class Registry:
             self.errors[ErrorCode.RATE_LIMITED] += 1
             if state.strikes >= self.limits.rate_limit_strikes:
                 self.counters["connections_closed_rate_limit"] += 1
+                self._handshake_rate.penalize(state.address, FLOOD_PENALTY, now)
                 return self.condemn(conn, p.CLOSE_RATE_LIMIT, "rate limit exceeded", abrupt=True)
             if state.strikes == 1:  # one error per run of refused messages: no amplification
                 reason = (f"more than {self.limits.messages_per_second:g} messages per second"
@@ -176,12 +184,9 @@ class Registry:
         if size > self.limits.max_message_bytes:
             reason = f"message of {size} bytes is over the limit of {self.limits.max_message_bytes} bytes"
             return [self._error(conn, ErrorCode.MESSAGE_TOO_LARGE, reason)]
-        try:
-            message = p.CLIENT_MESSAGE.validate_json(raw)
-        except ValidationError as exc:
-            return [self._error(conn, ErrorCode.BAD_MESSAGE, _describe(exc), msg_id=_sniff_id(raw))]
-        except Exception:  # pragma: no cover - defensive: pydantic reports everything as ValidationError
-            return [self._error(conn, ErrorCode.BAD_MESSAGE, "malformed message")]
+        message = parse_client_message(raw)
+        if isinstance(message, BadMessage):
+            return [self._error(conn, ErrorCode.BAD_MESSAGE, message.reason, message.msg_id)]
         if isinstance(message, p.Relay):
             return self._relay(state, message)
         if isinstance(message, p.Join):
@@ -413,32 +418,6 @@ class Registry:
                fatal: bool = False) -> Send:
         self.errors[code] += 1
         return Send(conn, p.encode(p.Error(id=msg_id, code=code, reason=reason, fatal=fatal)))
-
-
-def _describe(exc: ValidationError) -> str:
-    """A short, safe description of the first validation problem (never echoes the input)."""
-    errors = exc.errors(include_url=False, include_input=False, include_context=False)
-    if not errors:
-        return "malformed message"
-    first = errors[0]
-    where = ".".join(str(part) for part in first.get("loc", ()) if not isinstance(part, int))
-    text = str(first.get("msg", "invalid"))[:160]
-    return f"{where}: {text}" if where else text
-
-
-def _sniff_id(raw: str | bytes) -> p.MessageId | None:
-    """The ``id`` of a message that failed validation, when it is a valid id, so the client can correlate."""
-    try:
-        value = json.loads(raw)
-    except Exception:
-        return None
-    if isinstance(value, dict):
-        msg_id = value.get("id")
-        if isinstance(msg_id, int) and not isinstance(msg_id, bool) and abs(msg_id) < 2**53:
-            return msg_id
-        if isinstance(msg_id, str) and len(msg_id) <= 64:
-            return msg_id
-    return None
 
 
 __all__ = ["Action", "Close", "ConnectResult", "Registry", "Send", "ServerLimits", "TokenBucket"]  # re-exported

@@ -169,7 +169,6 @@ class _GatedConnection(ServerConnection):
         for start in range(0, len(data), _SLICE):
             super().data_received(view[start:start + _SLICE])  # type: ignore[arg-type]
             if self.flooded:
-                self.registry.counters["connections_dropped_flood"] += 1
                 self.transport.abort()
                 return
         # Output websockets writes by itself (pongs to control-frame pings, …) to a peer that does not read:
@@ -341,6 +340,8 @@ class SignalServer:
         except ConnectionClosed:
             pass
         finally:
+            if cast(_GatedConnection, ws).flooded:
+                self.registry.flooded(conn)
             self._closed_since_gc += 1
             self._sockets.pop(conn, None)
             self._closed.discard(conn)

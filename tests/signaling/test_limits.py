@@ -134,6 +134,32 @@ def test_handshakes_per_address_per_minute():
     assert "p2pd_signal_handshakes_refused_rate_total 2" in reg.metrics()
 
 
+def test_an_address_whose_connections_flood_loses_handshakes():
+    reg, clock = make(connections_per_minute=60, max_connections_per_address=8, messages_per_second=1,
+                      message_burst=1, rate_limit_strikes=1)
+    flooder, other = connect(reg, "10.0.0.1"), connect(reg, "10.0.0.2")
+    send(reg, flooder, {"type": "ping"})
+    assert isinstance(send(reg, flooder, {"type": "ping"})[0], Close)  # condemned for its rate: 8 handshakes lost
+    reg.flooded(other)  # dropped by the adapter for its frame rate: the same
+    assert reg.counters["connections_dropped_flood"] == 1
+    for address in ("10.0.0.1", "10.0.0.2"):
+        assert sum(reg.allow_handshake(address) for _ in range(16)) == 8  # burst 16, less 8
+    for _ in range(3):
+        reg.flooded(other)  # again and again: the address goes into debt (never more than one burst)
+    clock.now += 9.9  # 1 per s: back from -16 to -6.1 … a burst 16 + 8 + 8 + 8 would be longer
+    assert not reg.allow_handshake("10.0.0.2")
+    clock.now += 16.2
+    assert reg.allow_handshake("10.0.0.2")
+    assert sum(reg.allow_handshake("10.0.0.3") for _ in range(16)) == 16  # others keep their budget
+
+
+def test_penalties_lock_an_address_out_for_two_bursts_at_most():
+    rate = RateByAddress(per_minute=60, burst=4)
+    for _ in range(100):
+        rate.penalize("10.0.0.1", 8, now=0.0)
+    assert not rate.take("10.0.0.1", now=4.9) and rate.take("10.0.0.1", now=5.1)  # from -4 back to 1 in 5 s
+
+
 def test_rate_by_address_forgets_quiet_addresses():
     rate = RateByAddress(per_minute=60, burst=2)
     for n in range(100):
