@@ -1,6 +1,13 @@
-"""p2pd signaling server: pairs peers by room name and relays sealed WebRTC offers/answers.
+"""p2pd signaling server: pairs peers by room name and relays their sealed WebRTC offers/answers.
 
-``protocol`` (message models), ``rooms`` (sans-I/O registry and limits), ``server`` (websockets adapter, HTTP),
-``ice`` (STUN/TURN and short-lived TURN credentials for joined clients), ``deploy`` (coturn config for a
-public host), ``__main__`` (the ``p2pd-signal`` command). Prose: ``PROTOCOL.md``.
+- ``protocol.py``: the wire messages (pydantic models), error and close codes.
+- ``limits.py``: every limit (``ServerLimits``) and the sans-I/O counters enforcing them (token buckets,
+  per-address counts, the socket gate, the forwarded-address rule).
+- ``rooms.py``: the sans-I/O room registry — connections, rooms, relays, expiry — applying those limits.
+- ``parsing.py``: client messages from raw frames, or a safe reason to refuse them.
+- ``metrics.py``: the ``/metrics`` text exposition.
+- ``ice.py``: the STUN/TURN servers handed to joined clients, with short-lived coturn REST credentials.
+- ``server.py``: the thin websockets adapter (HTTP endpoints, static files, socket gating, TLS).
+- ``deploy.py`` and ``deploy/``: a coturn configuration for a public host, a systemd unit, an nginx example.
+- ``__main__.py``: the ``p2pd-signal`` command.
 """

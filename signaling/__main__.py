@@ -49,6 +49,22 @@ def build_parser() -> argparse.ArgumentParser:
                         help="messages a connection may send at once (default %(default)s)")
     parser.add_argument("--joins-per-minute", type=int, default=_DEFAULTS.joins_per_minute,
                         help="joins and allocations per client address (default %(default)s)")
+    parser.add_argument("--max-connections-per-address", type=int, default=_DEFAULTS.max_connections_per_address,
+                        help="open connections charged to one client address (default %(default)s)")
+    parser.add_argument("--max-rooms-per-address", type=int, default=_DEFAULTS.max_rooms_per_address,
+                        help="open rooms created from one client address (default %(default)s)")
+    parser.add_argument("--connections-per-minute", type=int, default=_DEFAULTS.connections_per_minute,
+                        help="WebSocket handshakes per client address, over which HTTP 429 (default %(default)s)")
+    parser.add_argument("--join-deadline", type=float, default=_DEFAULTS.join_deadline,
+                        help="close a connection that is outside a room for N seconds (default %(default)s)")
+    parser.add_argument("--handshake-timeout", type=float, default=_OPTIONS.handshake_timeout,
+                        help="drop a socket whose HTTP request/upgrade is not done in N seconds (default %(default)s)")
+    parser.add_argument("--forwarded-header", default=None, metavar="NAME",
+                        help="behind a reverse proxy: charge connections to the last address in this header "
+                             "(e.g. X-Forwarded-For) when they come from a --trusted-proxy (default: off)")
+    parser.add_argument("--trusted-proxy", action="append", default=None, metavar="ADDRESS",
+                        help="a proxy address whose --forwarded-header is believed; repeatable "
+                             "(default: 127.0.0.1 and ::1)")
     parser.add_argument("--ping-interval", type=float, default=_OPTIONS.ping_interval,
                         help="heartbeat ping every N seconds (default %(default)s)")
     parser.add_argument("--ping-timeout", type=float, default=_OPTIONS.ping_timeout,
@@ -74,8 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--cert", type=Path, default=None, help="TLS certificate chain (PEM): serve https/wss")
     parser.add_argument("--key", type=Path, default=None, help="TLS private key (PEM) for --cert")
     parser.add_argument("--trust-forwarded", action="store_true",
-                        help="behind a reverse proxy on this host: take the client address (for the join rate "
-                             "limit) from the proxy's X-Forwarded-For header on loopback connections")
+                        help="behind a reverse proxy on this host: shorthand for --forwarded-header X-Forwarded-For "
+                             "(believed only from a --trusted-proxy, by default loopback)")
     parser.add_argument("--log-level", default="WARNING", help="default %(default)s")
     return parser
 
@@ -135,6 +151,10 @@ def main(argv: list[str] | None = None) -> int:
             room_capacity=args.room_capacity,
             max_room_capacity=max(args.room_capacity, args.max_room_capacity or args.room_capacity),
             room_ttl=args.room_ttl,
+            max_connections_per_address=args.max_connections_per_address,
+            max_rooms_per_address=args.max_rooms_per_address,
+            join_deadline=args.join_deadline,
+            connections_per_minute=args.connections_per_minute,
         )
     except ValueError as exc:
         print(f"p2pd-signal: {exc}", file=sys.stderr)
@@ -156,7 +176,10 @@ def main(argv: list[str] | None = None) -> int:
     options = ServerOptions(host=args.host, port=args.port, ping_interval=args.ping_interval,
                             ping_timeout=args.ping_timeout, static_dir=static_dir,
                             gc_interval=args.gc_interval, ice=ice, tls=tls,
-                            trust_forwarded=args.trust_forwarded)
+                            handshake_timeout=args.handshake_timeout,
+                            forwarded_header=args.forwarded_header or ("X-Forwarded-For" if args.trust_forwarded
+                                                                       else None),
+                            trusted_proxies=frozenset(args.trusted_proxy or _OPTIONS.trusted_proxies))
     raise_fd_limit()
     if not args.no_uvloop:
         with contextlib.suppress(ImportError):

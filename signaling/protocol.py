@@ -29,6 +29,8 @@ class ErrorCode(StrEnum):
     JOIN_RATE_LIMITED = "join-rate-limited"  # joins/allocations per minute per client address
     TOO_MANY_ROOMS = "too-many-rooms"
     SERVER_FULL = "server-full"  # total connections (fatal)
+    TOO_MANY_CONNECTIONS = "too-many-connections"  # connections from one client address (fatal)
+    JOIN_TIMEOUT = "join-timeout"  # no room joined within the deadline (fatal)
     ROOM_FULL = "room-full"
     NO_SUCH_ROOM = "no-such-room"
     BAD_CAPACITY = "bad-capacity"
@@ -42,6 +44,8 @@ class ErrorCode(StrEnum):
 CLOSE_SERVER_FULL = 4001
 CLOSE_RATE_LIMIT = 4002
 CLOSE_SLOW_CONSUMER = 4003
+CLOSE_ADDRESS_FULL = 4004
+CLOSE_JOIN_TIMEOUT = 4005
 
 
 class _Message(BaseModel):

@@ -1,9 +1,12 @@
-"""The room registry and every limit of the signaling server, as a sans-I/O state machine.
+"""The room registry of the signaling server, as a sans-I/O state machine applying every limit of
+:mod:`signaling.limits`.
 
 The server adapter feeds it events — a connection opened (with its client address), a text/binary message
 arrived, a connection closed, time passed — and performs the :class:`Send` / :class:`Close` actions it
 returns. Nothing here does I/O or reads the clock except through the injected ``clock``, so every message
-and every limit is testable without sockets.
+and every limit is testable without sockets. A connection is condemned at most once: its one :class:`Close`
+is the last action for it, and every later message from it is ignored without any work (the adapter stops
+reading it at the same moment).
 """
 
 from __future__ import annotations
@@ -12,59 +15,19 @@ import json
 import random
 import secrets
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from heapq import heapify, heappop, heappush
 
-from pydantic import ValidationError
-
 from signaling import protocol as p
+from signaling.limits import AddressCounts, RateByAddress, ServerLimits, TokenBucket
+from signaling.metrics import render_metrics
+from signaling.parsing import BadMessage, parse_client_message
 from signaling.protocol import ErrorCode
 
 SERVER_NAME = "p2pd-signal/0.1"
-
-
-@dataclass(frozen=True, slots=True)
-class ServerLimits:
-    """Every limit the server enforces; all are command-line options of ``p2pd-signal``."""
-
-    max_message_bytes: int = 64 * 1024
-    messages_per_second: float = 20.0
-    message_burst: int = 60
-    rate_limit_strikes: int = 200  # refused messages in a row before the connection is closed
-    joins_per_minute: int = 60  # joins + allocations per client address
-    max_rooms: int = 10_000
-    max_connections: int = 20_000
-    room_capacity: int = 2
-    max_room_capacity: int = 2
-    room_ttl: float = 600.0
-    max_nameplate_digits: int = 6
-
-    def __post_init__(self) -> None:
-        if self.room_capacity < 1 or self.max_room_capacity < self.room_capacity:
-            raise ValueError("need 1 <= room_capacity <= max_room_capacity")
-        if self.max_message_bytes < 256:
-            raise ValueError("max_message_bytes must be at least 256")
-        if min(self.messages_per_second, self.message_burst, self.joins_per_minute) <= 0:
-            raise ValueError("rates must be positive")
-        if min(self.max_rooms, self.max_connections, self.rate_limit_strikes) < 1:
-            raise ValueError("counts must be positive")
-        if self.room_ttl <= 0:
-            raise ValueError("room_ttl must be positive")
-        if not 1 <= self.max_nameplate_digits <= 9:
-            raise ValueError("max_nameplate_digits must be 1..9")
-
-    def wire(self) -> p.Limits:
-        return p.Limits(
-            max_message_bytes=self.max_message_bytes,
-            messages_per_second=self.messages_per_second,
-            message_burst=self.message_burst,
-            joins_per_minute=self.joins_per_minute,
-            room_capacity=self.room_capacity,
-            max_room_capacity=self.max_room_capacity,
-            room_ttl=self.room_ttl,
-        )
+FLOOD_PENALTY = 8  # handshakes an address loses when one of its connections is closed for flooding
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,37 +41,10 @@ class Close:
     conn: int
     code: int
     reason: str
+    abrupt: bool = False  # a flooding peer: stop reading it at once (its close then ends by timeout)
 
 
 Action = Send | Close
-
-
-class TokenBucket:
-    """``rate`` tokens per second, at most ``burst`` stored; starts full."""
-
-    __slots__ = ("burst", "rate", "stamp", "tokens")
-
-    def __init__(self, rate: float, burst: float, now: float) -> None:
-        self.rate = rate
-        self.burst = burst
-        self.tokens = burst
-        self.stamp = now
-
-    def refill(self, now: float) -> None:
-        if now > self.stamp:
-            self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate)
-            self.stamp = now
-
-    def take(self, now: float) -> bool:
-        self.refill(now)
-        if self.tokens >= 1.0:
-            self.tokens -= 1.0
-            return True
-        return False
-
-    def full(self, now: float) -> bool:
-        self.refill(now)
-        return self.tokens >= self.burst
 
 
 @dataclass(slots=True)
@@ -118,6 +54,7 @@ class Room:
     expires_at: float
     members: dict[str, int] = field(default_factory=dict)  # peer id -> connection id
     generation: int = 0
+    owner: str = ""  # the address that created it (charged for it while it is open)
 
 
 @dataclass(slots=True)
@@ -128,6 +65,8 @@ class ConnectionState:
     room: Room | None = None
     peer_id: str = ""
     strikes: int = 0
+    outside_since: float = 0.0  # when it last was outside a room (connected, left, room closed)
+    condemned: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,42 +88,82 @@ class Registry:
         self._generation = 0
         self.connections: dict[int, ConnectionState] = {}
         self.rooms: dict[str, Room] = {}
-        self._join_buckets: dict[str, TokenBucket] = {}
+        limits = self.limits
+        self._join_rate = RateByAddress(limits.joins_per_minute, limits.joins_per_minute)
+        self._handshake_rate = RateByAddress(limits.connections_per_minute, 2 * limits.max_connections_per_address)
         self._expiry: list[tuple[float, int, str]] = []
+        self._outside: deque[tuple[float, int]] = deque()  # (outside_since, conn): join deadlines, in order
+        self._address_conns = AddressCounts(self.limits.max_connections_per_address)
+        self._address_rooms = AddressCounts(self.limits.max_rooms_per_address)
         self.counters: Counter[str] = Counter()
         self.errors: Counter[str] = Counter()
         self._welcome = p.encode(p.Welcome(server=SERVER_NAME, limits=self.limits.wire()))
 
     # ---- events ------------------------------------------------------------------------------------------
 
+    def allow_handshake(self, address: str) -> bool:
+        """May ``address`` open another WebSocket connection now (``connections_per_minute``)? Asked before the
+        upgrade, so a refused one costs no more than its HTTP request (the adapter answers 429)."""
+        if self._handshake_rate.take(address, self._clock()):
+            return True
+        self.counters["handshakes_refused_rate"] += 1
+        return False
+
     def connect(self, address: str) -> ConnectResult:
-        """A WebSocket connection was opened from ``address`` (used only for the join rate limit)."""
+        """A WebSocket connection was opened from client ``address`` (charged for its connections, rooms and
+        joins). A refused one gets a fatal error and a close; the adapter then just drops it."""
         self._next_conn += 1
         conn = self._next_conn
         if len(self.connections) >= self.limits.max_connections:
             self.counters["connections_refused"] += 1
-            self.errors[ErrorCode.SERVER_FULL] += 1
             reason = f"the server holds its maximum of {self.limits.max_connections} connections; try later"
-            error = p.encode(p.Error(code=ErrorCode.SERVER_FULL, reason=reason, fatal=True))
-            return ConnectResult(conn, False, [Send(conn, error), Close(conn, p.CLOSE_SERVER_FULL, "server full")])
+            return self._refuse(conn, ErrorCode.SERVER_FULL, reason, p.CLOSE_SERVER_FULL, "server full")
+        if not self._address_conns.take(address):
+            self.counters["connections_refused_address"] += 1
+            reason = (f"your address holds its maximum of {self.limits.max_connections_per_address} connections;"
+                      " close one first")
+            return self._refuse(conn, ErrorCode.TOO_MANY_CONNECTIONS, reason, p.CLOSE_ADDRESS_FULL,
+                                "too many connections from your address")
         now = self._clock()
         self.connections[conn] = ConnectionState(
-            conn, address, TokenBucket(self.limits.messages_per_second, self.limits.message_burst, now)
-        )
+            conn, address, TokenBucket(self.limits.messages_per_second, self.limits.message_burst, now),
+            outside_since=now)
+        self._outside.append((now, conn))
         self.counters["connections_accepted"] += 1
         return ConnectResult(conn, True, [Send(conn, self._welcome)])
 
     def disconnect(self, conn: int) -> list[Action]:
         """The connection is gone (closed by either side or dropped by the heartbeat)."""
         state = self.connections.pop(conn, None)
-        if state is None or state.room is None:
+        if state is None:
             return []
-        return self._detach(state)
+        self._address_conns.release(state.address)
+        return [] if state.room is None else self._detach(state)
+
+    def flooded(self, conn: int) -> None:
+        """The adapter dropped ``conn`` for sending frames far over its rate: its address loses handshakes."""
+        state = self.connections.get(conn)
+        if state is not None:
+            self.counters["connections_dropped_flood"] += 1
+            self._handshake_rate.penalize(state.address, FLOOD_PENALTY, self._clock())
+
+    def condemn(self, conn: int, code: int, reason: str, *, abrupt: bool = False) -> list[Action]:
+        """Close ``conn``: the one :class:`Close` for it the first time, nothing ever after. Its messages are
+        ignored from now on; it stays charged (and in its room) until :meth:`disconnect`."""
+        state = self.connections.get(conn)
+        if state is None or state.condemned:
+            return []
+        state.condemned = True
+        return [Close(conn, code, reason, abrupt)]
+
+    def is_condemned(self, conn: int) -> bool:
+        state = self.connections.get(conn)
+        return state is None or state.condemned
 
     def receive(self, conn: int, raw: str | bytes) -> list[Action]:
         """One WebSocket message from ``conn``. Never raises on any input."""
         state = self.connections.get(conn)
-        if state is None:
+        if state is None or state.condemned:
             return []
         size = len(raw.encode("utf-8", "surrogatepass")) if isinstance(raw, str) else len(raw)
         now = self._clock()
@@ -193,7 +172,8 @@ class Registry:
             self.errors[ErrorCode.RATE_LIMITED] += 1
             if state.strikes >= self.limits.rate_limit_strikes:
                 self.counters["connections_closed_rate_limit"] += 1
-                return [Close(conn, p.CLOSE_RATE_LIMIT, "rate limit exceeded")]
+                self._handshake_rate.penalize(state.address, FLOOD_PENALTY, now)
+                return self.condemn(conn, p.CLOSE_RATE_LIMIT, "rate limit exceeded", abrupt=True)
             if state.strikes == 1:  # one error per run of refused messages: no amplification
                 reason = (f"more than {self.limits.messages_per_second:g} messages per second"
                           f" (burst {self.limits.message_burst}); message dropped")
@@ -204,12 +184,9 @@ class Registry:
         if size > self.limits.max_message_bytes:
             reason = f"message of {size} bytes is over the limit of {self.limits.max_message_bytes} bytes"
             return [self._error(conn, ErrorCode.MESSAGE_TOO_LARGE, reason)]
-        try:
-            message = p.CLIENT_MESSAGE.validate_json(raw)
-        except ValidationError as exc:
-            return [self._error(conn, ErrorCode.BAD_MESSAGE, _describe(exc), msg_id=_sniff_id(raw))]
-        except Exception:  # pragma: no cover - defensive: pydantic reports everything as ValidationError
-            return [self._error(conn, ErrorCode.BAD_MESSAGE, "malformed message")]
+        message = parse_client_message(raw)
+        if isinstance(message, BadMessage):
+            return [self._error(conn, ErrorCode.BAD_MESSAGE, message.reason, message.msg_id)]
         if isinstance(message, p.Relay):
             return self._relay(state, message)
         if isinstance(message, p.Join):
@@ -223,9 +200,10 @@ class Registry:
         return [Send(conn, p.encode(p.Pong(id=message.id)))]
 
     def expire(self) -> list[Action]:
-        """Close every room whose TTL has run out; prune idle join-rate buckets. Call about once a second."""
+        """Close every room whose TTL has run out and every connection that stayed outside a room for the join
+        deadline; prune idle join-rate buckets. Call about once a second."""
         now = self._clock()
-        actions: list[Action] = []
+        actions: list[Action] = self._expire_outsiders(now)
         while self._expiry and self._expiry[0][0] <= now:
             _, generation, name = heappop(self._expiry)
             room = self.rooms.get(name)
@@ -236,39 +214,30 @@ class Registry:
         if len(self._expiry) > 4 * len(self.rooms) + 1024:  # drop entries of rooms that closed early
             self._expiry = [(r.expires_at, r.generation, r.name) for r in self.rooms.values()]
             heapify(self._expiry)
-        if len(self._join_buckets) > 1024 or not self.connections:
-            for address in [a for a, b in self._join_buckets.items() if b.full(now)]:
-                del self._join_buckets[address]
+        for rate in (self._join_rate, self._handshake_rate):
+            if len(rate) > 1024 or not self.connections:
+                rate.prune(now)
+        return actions
+
+    def _expire_outsiders(self, now: float) -> list[Action]:
+        actions: list[Action] = []
+        deadline = self.limits.join_deadline
+        while self._outside and self._outside[0][0] + deadline <= now:
+            since, conn = self._outside.popleft()
+            state = self.connections.get(conn)
+            if state is None or state.condemned or state.room is not None or state.outside_since != since:
+                continue  # gone, closing, in a room, or left a room later (a later entry stands for it)
+            self.counters["connections_closed_idle"] += 1
+            reason = f"no room joined within {deadline:g} s"
+            actions.append(self._error(conn, ErrorCode.JOIN_TIMEOUT, reason, fatal=True))
+            actions.extend(self.condemn(conn, p.CLOSE_JOIN_TIMEOUT, "no room joined"))
         return actions
 
     # ---- metrics -----------------------------------------------------------------------------------------
 
     def metrics(self) -> str:
         """Prometheus text exposition: counts only, never addresses, room names or peer ids."""
-        lines = [
-            "# HELP p2pd_signal_connections Open WebSocket connections.",
-            "# TYPE p2pd_signal_connections gauge",
-            f"p2pd_signal_connections {len(self.connections)}",
-            "# HELP p2pd_signal_rooms Open rooms.",
-            "# TYPE p2pd_signal_rooms gauge",
-            f"p2pd_signal_rooms {len(self.rooms)}",
-        ]
-        for name, help_text in (
-            ("connections_accepted", "Connections accepted."),
-            ("connections_refused", "Connections refused because the server was full."),
-            ("connections_closed_rate_limit", "Connections closed for exceeding the message rate."),
-            ("messages_received", "Client messages within the rate limit."),
-            ("messages_relayed", "Messages relayed to a peer."),
-            ("rooms_created", "Rooms created."),
-            ("rooms_expired", "Rooms closed by their TTL."),
-            ("rooms_closed", "Rooms closed by a member."),
-            ("pairings", "Rooms that reached two members."),
-        ):
-            lines += [f"# HELP p2pd_signal_{name}_total {help_text}", f"# TYPE p2pd_signal_{name}_total counter",
-                      f"p2pd_signal_{name}_total {self.counters[name]}"]
-        lines += ["# HELP p2pd_signal_errors_total Error replies by code.", "# TYPE p2pd_signal_errors_total counter"]
-        lines += [f'p2pd_signal_errors_total{{code="{code.value}"}} {self.errors[code]}' for code in ErrorCode]
-        return "\n".join(lines) + "\n"
+        return render_metrics(len(self.connections), len(self.rooms), self.counters, self.errors)
 
     # ---- message handlers --------------------------------------------------------------------------------
 
@@ -286,11 +255,7 @@ class Registry:
         return [Send(target, text)]
 
     def _check_join_rate(self, state: ConnectionState, msg_id: p.MessageId | None, now: float) -> Action | None:
-        bucket = self._join_buckets.get(state.address)
-        if bucket is None:
-            bucket = self._join_buckets[state.address] = TokenBucket(
-                self.limits.joins_per_minute / 60.0, self.limits.joins_per_minute, now)
-        if bucket.take(now):
+        if self._join_rate.take(state.address, now):
             return None
         return self._error(state.conn, ErrorCode.JOIN_RATE_LIMITED,
                            f"more than {self.limits.joins_per_minute} joins per minute from your address", msg_id)
@@ -326,9 +291,10 @@ class Registry:
             if not message.create:
                 return [self._error(state.conn, ErrorCode.NO_SUCH_ROOM,
                                     f"no room named {message.room!r}", message.id)]
-            if len(self.rooms) >= self.limits.max_rooms:
-                return [self._too_many_rooms(state, message.id)]
-            room = self._create(message.room, capacity, now)
+            refused = self._check_room_quota(state, message.id)
+            if refused is not None:
+                return [refused]
+            room = self._create(message.room, capacity, now, state.address)
             created = True
         elif len(room.members) >= room.capacity:
             return [self._error(state.conn, ErrorCode.ROOM_FULL,
@@ -339,12 +305,13 @@ class Registry:
         capacity = self._admit(state, message, "allocating", now)
         if not isinstance(capacity, int):
             return [capacity]
-        if len(self.rooms) >= self.limits.max_rooms:
-            return [self._too_many_rooms(state, message.id)]
+        refused = self._check_room_quota(state, message.id)
+        if refused is not None:
+            return [refused]
         name = self._free_nameplate()
         if name is None:
             return [self._error(state.conn, ErrorCode.NO_FREE_NAMEPLATE, "no free nameplate", message.id)]
-        return self._attach(state, self._create(name, capacity, now), message.id, True, now)
+        return self._attach(state, self._create(name, capacity, now, state.address), message.id, True, now)
 
     def _leave(self, state: ConnectionState, message: p.Leave) -> list[Action]:
         room = state.room
@@ -363,9 +330,10 @@ class Registry:
 
     # ---- helpers -----------------------------------------------------------------------------------------
 
-    def _create(self, name: str, capacity: int, now: float) -> Room:
+    def _create(self, name: str, capacity: int, now: float, owner: str) -> Room:
         self._generation += 1
-        room = Room(name, capacity, now + self.limits.room_ttl, generation=self._generation)
+        room = Room(name, capacity, now + self.limits.room_ttl, generation=self._generation, owner=owner)
+        self._address_rooms.take(owner)  # checked by _check_room_quota
         self.rooms[name] = room
         heappush(self._expiry, (room.expires_at, room.generation, name))
         self.counters["rooms_created"] += 1
@@ -391,9 +359,9 @@ class Registry:
         room, peer_id = state.room, state.peer_id
         assert room is not None
         room.members.pop(peer_id, None)
-        state.room, state.peer_id = None, ""
+        self._outside_room(state)
         if not room.members:
-            self.rooms.pop(room.name, None)
+            self._drop(room)
             return []
         notice = p.encode(p.PeerLeft(room=room.name, peer_id=peer_id))
         return [Send(conn, notice) for conn in room.members.values()]
@@ -404,11 +372,21 @@ class Registry:
         for conn in room.members.values():
             member = self.connections.get(conn)
             if member is not None:
-                member.room, member.peer_id = None, ""
+                self._outside_room(member)
             actions.append(Send(conn, notice))
         room.members.clear()
-        self.rooms.pop(room.name, None)
+        self._drop(room)
         return actions
+
+    def _outside_room(self, state: ConnectionState) -> None:
+        state.room, state.peer_id = None, ""
+        state.outside_since = self._clock()
+        self._outside.append((state.outside_since, state.conn))
+
+    def _drop(self, room: Room) -> None:
+        if self.rooms.get(room.name) is room:
+            del self.rooms[room.name]
+            self._address_rooms.release(room.owner)
 
     def _free_nameplate(self) -> str | None:
         for digits in range(1, self.limits.max_nameplate_digits + 1):
@@ -423,39 +401,23 @@ class Registry:
                     return self._rng.choice(free)
         return None
 
-    def _too_many_rooms(self, state: ConnectionState, msg_id: p.MessageId | None) -> Action:
-        return self._error(state.conn, ErrorCode.TOO_MANY_ROOMS,
-                           f"the server holds its maximum of {self.limits.max_rooms} rooms; try later", msg_id)
+    def _check_room_quota(self, state: ConnectionState, msg_id: p.MessageId | None) -> Action | None:
+        if len(self.rooms) >= self.limits.max_rooms:
+            reason = f"the server holds its maximum of {self.limits.max_rooms} rooms; try later"
+        elif self._address_rooms.held(state.address) >= self._address_rooms.limit:
+            reason = f"your address holds its maximum of {self._address_rooms.limit} open rooms"
+        else:
+            return None
+        return self._error(state.conn, ErrorCode.TOO_MANY_ROOMS, reason, msg_id)
 
-    def _error(self, conn: int, code: ErrorCode, reason: str, msg_id: p.MessageId | None = None) -> Send:
+    def _refuse(self, conn: int, code: ErrorCode, reason: str, close_code: int, close_reason: str) -> ConnectResult:
+        return ConnectResult(conn, False, [self._error(conn, code, reason, fatal=True),
+                                           Close(conn, close_code, close_reason)])
+
+    def _error(self, conn: int, code: ErrorCode, reason: str, msg_id: p.MessageId | None = None, *,
+               fatal: bool = False) -> Send:
         self.errors[code] += 1
-        return Send(conn, p.encode(p.Error(id=msg_id, code=code, reason=reason)))
+        return Send(conn, p.encode(p.Error(id=msg_id, code=code, reason=reason, fatal=fatal)))
 
 
-def _describe(exc: ValidationError) -> str:
-    """A short, safe description of the first validation problem (never echoes the input)."""
-    errors = exc.errors(include_url=False, include_input=False, include_context=False)
-    if not errors:
-        return "malformed message"
-    first = errors[0]
-    where = ".".join(str(part) for part in first.get("loc", ()) if not isinstance(part, int))
-    text = str(first.get("msg", "invalid"))[:160]
-    return f"{where}: {text}" if where else text
-
-
-def _sniff_id(raw: str | bytes) -> p.MessageId | None:
-    """The ``id`` of a message that failed validation, when it is a valid id, so the client can correlate."""
-    try:
-        value = json.loads(raw)
-    except Exception:
-        return None
-    if isinstance(value, dict):
-        msg_id = value.get("id")
-        if isinstance(msg_id, int) and not isinstance(msg_id, bool) and abs(msg_id) < 2**53:
-            return msg_id
-        if isinstance(msg_id, str) and len(msg_id) <= 64:
-            return msg_id
-    return None
-
-
-__all__ = ["Action", "Close", "ConnectResult", "Registry", "Send", "ServerLimits", "TokenBucket"]
+__all__ = ["Action", "Close", "ConnectResult", "Registry", "Send", "ServerLimits", "TokenBucket"]  # re-exported

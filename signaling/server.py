@@ -21,6 +21,7 @@ import re
 import ssl
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, ClassVar, cast
 from urllib.parse import unquote, urlsplit
 
 from websockets.asyncio.server import Server, ServerConnection, broadcast, serve
@@ -31,6 +32,7 @@ from websockets.typing import Subprotocol
 
 from signaling import protocol as p
 from signaling.ice import IceSettings
+from signaling.limits import SocketGate, TokenBucket, address_key, client_address
 from signaling.rooms import Close, Registry, Send, ServerLimits
 
 log = logging.getLogger("p2pd.signaling")
@@ -45,6 +47,15 @@ class ServerOptions:
     ping_interval: float = 20.0  # heartbeat: a WebSocket ping this often …
     ping_timeout: float = 20.0  # … and the connection is dropped when the pong is this late
     slow_consumer_bytes: int = 1 << 20  # a peer whose unsent output exceeds this is disconnected
+    handshake_timeout: float = 10.0  # a socket that has not completed its HTTP request/upgrade by then is dropped
+    # TCP sockets of any state (handshake, HTTP request, open, closing) beyond max_connections in all, and beyond
+    # max_connections_per_address per peer; a socket over either is dropped at once, before its request is read.
+    spare_sockets: int = 1024
+    spare_sockets_per_address: int = 16
+    # Behind a reverse proxy: charge connections to the last address of this header (e.g. X-Forwarded-For) when
+    # the TCP peer is one of trusted_proxies. Off by default: a client could otherwise pick its own address.
+    forwarded_header: str | None = None
+    trusted_proxies: frozenset[str] = frozenset({"127.0.0.1", "::1"})
     expiry_interval: float = 1.0
     static_dir: Path | None = None
     # Full (generation 2) garbage collections pause the loop for ~45 µs per open connection (~0.5 s at 10,000),
@@ -56,7 +67,6 @@ class ServerOptions:
     gc_after_closes: int = 20_000
     backlog: int = 2048
     tls: ssl.SSLContext | None = None  # serve https/wss (p2pd-signal --cert/--key)
-    trust_forwarded: bool = False  # behind a local reverse proxy: the client is the last X-Forwarded-For entry
     ice: IceSettings | None = None  # STUN/TURN handed to every client that joined a room (signaling/ice.py)
 
 
@@ -131,13 +141,57 @@ def _text_response(status: http.HTTPStatus, text: str, content_type: str = "text
     return Response(status.value, status.phrase, headers, body)
 
 
-def forwarded_client(address: str, forwarded: list[str]) -> str:
-    """The client's address behind a reverse proxy on this host: the last ``X-Forwarded-For`` entry (the one
-    the proxy added), believed only when the connection itself comes from loopback."""
-    entries = [e.strip() for value in forwarded for e in value.split(",") if e.strip()]
-    if not entries or not (address.startswith("127.") or address == "::1"):
-        return address
-    return entries[-1]
+_SLICE = 4096  # bytes parsed at a time, so a flood of tiny frames is cut off after a few hundred of them
+
+
+class _GatedConnection(ServerConnection):
+    """A server connection that asks the :class:`SocketGate` before its request is even read, meters the frames
+    it parses (a flood of frames of any kind is dropped, not parsed: pings are answered by websockets itself and
+    never reach the registry's message rate) and bounds the output it writes by itself."""
+
+    gate: ClassVar[SocketGate]
+    registry: ClassVar[Registry]
+    max_unsent: ClassVar[int]
+    _peer: str | None = None
+    _frames: TokenBucket | None = None
+    flooded = False  # dropped for its frame rate: the frames it has queued are not handled either
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        peername = transport.get_extra_info("peername")
+        peer = address_key(str(peername[0])) if isinstance(peername, tuple) and peername else "unknown"
+        if self.gate.admit(peer):
+            self._peer = peer
+            limits = self.registry.limits
+            self._frames = TokenBucket(limits.frame_rate, limits.frame_burst, self.loop.time())
+        else:
+            self.registry.counters["sockets_refused"] += 1
+            cast(asyncio.Transport, transport).abort()
+
+    def data_received(self, data: bytes) -> None:
+        view = memoryview(data)
+        for start in range(0, len(data), _SLICE):
+            super().data_received(view[start:start + _SLICE])  # type: ignore[arg-type]
+            if self.flooded:
+                self.transport.abort()
+                return
+        # Output websockets writes by itself (pongs to control-frame pings, …) to a peer that does not read:
+        # bounded like the relayed output, past which the socket is dropped.
+        if self.transport.get_write_buffer_size() > self.max_unsent:
+            self.registry.counters["connections_closed_slow"] += 1
+            self.transport.abort()
+
+    def process_event(self, event: Any) -> None:
+        if self.request is not None and self._frames is not None and not self._frames.take(self.loop.time()):
+            self.flooded = True
+            return
+        super().process_event(event)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._peer is not None:
+            self.gate.release(self._peer)
+            self._peer = None
+        super().connection_lost(exc)
 
 
 class SignalServer:
@@ -154,12 +208,21 @@ class SignalServer:
         self._gc_task: asyncio.Task[None] | None = None
         self._closed_since_gc = 0
         self._gc_thresholds = gc.get_threshold()
-        self._closing: set[asyncio.Task[None]] = set()
         self._ice_given: dict[int, object] = {}  # conn -> the room it last got ICE servers for
+        self._closing: dict[int, asyncio.Task[None]] = {}  # the one close of each condemned connection
+        self._close_timeout = max(0.5, min(5.0, self.options.ping_timeout))
+        self._closed: set[int] = set()  # connections whose one close has been started: never read or sent to again
+        proxies = self.options.trusted_proxies if self.options.forwarded_header else frozenset()
+        exempt = frozenset(address_key(proxy) for proxy in proxies)
+        self.gate = SocketGate(self.limits.max_connections + self.options.spare_sockets,
+                               self.limits.max_connections_per_address + self.options.spare_sockets_per_address,
+                               exempt)
 
     # ---- lifecycle ---------------------------------------------------------------------------------------
 
     async def start(self) -> None:
+        gated: Any = type("GatedConnection", (_GatedConnection,), {
+            "gate": self.gate, "registry": self.registry, "max_unsent": 2 * self.options.slow_consumer_bytes})
         self._server = await serve(
             self._handle,
             self.options.host,
@@ -169,10 +232,14 @@ class SignalServer:
             compression=None,  # no permessage-deflate: ~100 KiB less memory per connection
             ping_interval=self.options.ping_interval,
             ping_timeout=self.options.ping_timeout,
-            close_timeout=max(0.5, min(5.0, self.options.ping_timeout)),
-            # Frames up to 4x the limit are read and refused with an error message; larger ones close 1009.
+            close_timeout=self._close_timeout,
+            # Memory per connection is bounded: frames up to 4x the limit are read and refused with an error
+            # message, larger ones close 1009; at most max_queue frames wait unread (then the socket is not read);
+            # unsent output over slow_consumer_bytes closes it (4003).
             max_size=4 * self.limits.max_message_bytes,
             max_queue=8,
+            open_timeout=self.options.handshake_timeout,
+            create_connection=gated,
             backlog=self.options.backlog,
             ssl=self.options.tls,
         )
@@ -236,6 +303,12 @@ class SignalServer:
         if "websocket" in request.headers.get("Upgrade", "").lower():
             if path != WEBSOCKET_PATH:
                 return _text_response(http.HTTPStatus.NOT_FOUND, f"the WebSocket endpoint is {WEBSOCKET_PATH}\n")
+            if not self.registry.allow_handshake(self._client_address(connection, request)):
+                response = _text_response(http.HTTPStatus.TOO_MANY_REQUESTS,
+                                          f"over {self.limits.connections_per_minute} connections per minute "
+                                          "from your address; try again later\n")
+                response.headers["Retry-After"] = "10"
+                return response
             return None
         if self.static is not None:
             return self.static.response(request.path, request.headers.get("Host"))
@@ -247,11 +320,15 @@ class SignalServer:
 
     # ---- WebSocket -----------------------------------------------------------------------------------------
 
+    def _client_address(self, ws: ServerConnection, request: Request | None) -> str:
+        peer = str(ws.remote_address[0]) if ws.remote_address else "unknown"
+        header = self.options.forwarded_header
+        values = request.headers.get_all(header) if header and request is not None else []
+        forwarded = ",".join(values) if values else None  # a header sent twice counts as one list
+        return client_address(peer, forwarded, self.options.trusted_proxies)
+
     async def _handle(self, ws: ServerConnection) -> None:
-        address = str(ws.remote_address[0]) if ws.remote_address else "unknown"
-        if self.options.trust_forwarded and ws.request is not None:
-            address = forwarded_client(address, ws.request.headers.get_all("X-Forwarded-For"))
-        result = self.registry.connect(str(address))
+        result = self.registry.connect(self._client_address(ws, ws.request))
         conn = result.conn
         self._sockets[conn] = ws
         try:
@@ -260,20 +337,28 @@ class SignalServer:
                     if isinstance(action, Send):
                         await ws.send(action.text)
                     else:
-                        await ws.close(action.code, action.reason)
+                        await self._close_within(ws, action.code, action.reason)
                 return
             self._perform(result.actions)
             async for message in ws:
                 self._perform(self.registry.receive(conn, message))
+                if conn in self._closed or cast(_GatedConnection, ws).flooded:  # condemned: not one more frame
+                    break
                 self._give_ice(conn, ws)
         except ConnectionClosed:
             pass
         finally:
+            if cast(_GatedConnection, ws).flooded:
+                self.registry.flooded(conn)
             self._closed_since_gc += 1
             self._sockets.pop(conn, None)
             self._ice_given.pop(conn, None)
+            self._closed.discard(conn)
             if result.accepted:
                 self._perform(self.registry.disconnect(conn))
+            closing = self._closing.get(conn)
+            if closing is not None:  # let it send its close code before websockets closes on our return
+                await asyncio.shield(closing)
 
     def _give_ice(self, conn: int, ws: ServerConnection) -> None:
         """After ``joined``: once per room membership, the ICE servers with fresh TURN credentials."""
@@ -292,19 +377,37 @@ class SignalServer:
             ws = self._sockets.get(action.conn)
             if ws is None:
                 continue
+            if action.conn in self._closed:
+                continue
             if isinstance(action, Close):
-                self._close_later(ws, action.code, action.reason)
+                self._close_once(action, ws)
                 continue
             transport = ws.transport
             if transport is not None and transport.get_write_buffer_size() > self.options.slow_consumer_bytes:
-                self._close_later(ws, p.CLOSE_SLOW_CONSUMER, "not reading its messages")
+                self.registry.counters["connections_closed_slow"] += 1
+                self._perform(self.registry.condemn(action.conn, p.CLOSE_SLOW_CONSUMER, "not reading its messages"))
                 continue
             broadcast([ws], action.text)
 
-    def _close_later(self, ws: ServerConnection, code: int, reason: str) -> None:
-        task = asyncio.get_running_loop().create_task(ws.close(code, reason))
-        self._closing.add(task)
-        task.add_done_callback(self._closing.discard)
+    def _close_once(self, close: Close, ws: ServerConnection) -> None:
+        """Start the closing handshake of a condemned connection — the only one: no message of it is handled
+        and nothing is sent to it any more. An abrupt close (a flood) stops reading the socket at once; otherwise
+        websockets stops reading it once max_queue frames wait unread, and a polite peer's close reply is still
+        read. A peer that does not answer is dropped after close_timeout."""
+        self._closed.add(close.conn)
+        if close.abrupt:
+            with contextlib.suppress(Exception):
+                ws.transport.pause_reading()
+        task = asyncio.get_running_loop().create_task(self._close_within(ws, close.code, close.reason))
+        self._closing[close.conn] = task
+        task.add_done_callback(lambda _: self._closing.pop(close.conn, None))
+
+    async def _close_within(self, ws: ServerConnection, code: int, reason: str) -> None:
+        """``ws.close()`` waits without limit to flush its close frame to a peer that does not read: bound it."""
+        try:
+            await asyncio.wait_for(ws.close(code, reason), self._close_timeout)
+        except TimeoutError:
+            ws.transport.abort()
 
     async def _collect_forever(self) -> None:
         loop = asyncio.get_running_loop()

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -20,6 +20,7 @@ _LISTENING = re.compile(r"listening on (ws://\S+)")
 class SignalProcess:
     url: str
     process: subprocess.Popen[str]
+    output: list[str] = field(default_factory=list)  # everything it printed so far (stdout and stderr)
 
     @property
     def http(self) -> str:
@@ -58,7 +59,7 @@ def signal_server(*args: str, timeout: float = 15.0) -> Iterator[SignalProcess]:
             deadline -= 0.05
         if not found:
             raise RuntimeError("signaling server did not start: " + "".join(output))
-        yield SignalProcess(found[0], process)
+        yield SignalProcess(found[0], process, output)
     finally:
         process.terminate()
         try:

@@ -23,7 +23,6 @@ MAX_LINES = 450
 # p2pd/daemon/hook.py may appear here.
 ALLOWED_CYCLE_MEMBERS: dict[str, str] = {}
 ALLOWED_LONG_FILES: dict[str, str] = {
-    "signaling/rooms.py": "signaling helper (h/signaling)",
 }
 ALLOWED_TEXT_DECISIONS: dict[str, str] = {
 }

@@ -178,8 +178,10 @@ def latency_worker(url: str, pairs: int, rate: float, seconds: float, result: An
 
 
 def start_server(args: argparse.Namespace) -> tuple[subprocess.Popen[str], str]:
-    command = [sys.executable, "-m", "signaling", "--port", "0",
-               "--max-connections", str(args.connections + 4 * args.pairers + 2 * args.latency_pairs + 100),
+    connections = str(args.connections + 4 * args.pairers + 2 * args.latency_pairs + 100)
+    command = [sys.executable, "-m", "signaling", "--port", "0",  # every client is 127.0.0.1: no per-address caps
+               "--max-connections", connections, "--max-connections-per-address", connections,
+               "--max-rooms-per-address", "1000000", "--join-deadline", "100000",
                "--max-rooms", "1000000", "--joins-per-minute", "100000000",
                "--messages-per-second", "1000", "--message-burst", "1000", "--room-ttl", "120"]
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

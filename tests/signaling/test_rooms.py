@@ -251,7 +251,7 @@ def test_messages_per_second_limit_refuses_then_closes():
     for _ in range(3):  # strikes 2..4: dropped silently
         assert send(reg, a, {"type": "ping"}) == []
     last = send(reg, a, {"type": "ping"})  # strike 5 in a row: closed
-    assert last == [Close(a, p.CLOSE_RATE_LIMIT, "rate limit exceeded")]
+    assert last == [Close(a, p.CLOSE_RATE_LIMIT, "rate limit exceeded", abrupt=True)]
 
 
 def test_joins_per_minute_per_address():
@@ -332,7 +332,8 @@ def test_capacity_configuration():
 @pytest.mark.parametrize("seed", range(20))
 def test_nameplates_are_distinct_shortest_first_and_run_out_cleanly(seed: int):
     clock = Clock()
-    reg = Registry(ServerLimits(max_nameplate_digits=2, joins_per_minute=1000), clock=clock,
+    reg = Registry(ServerLimits(max_nameplate_digits=2, joins_per_minute=1000, max_connections_per_address=200,
+                                max_rooms_per_address=200), clock=clock,
                    rng=random.Random(seed))
     names = [one(reg, connect(reg), {"type": "allocate"})["room"] for _ in range(99)]
     assert names[:9] and sorted(names[:9]) == [str(n) for n in range(1, 10)]  # every 1-digit one first
