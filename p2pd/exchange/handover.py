@@ -127,9 +127,6 @@ async def send_document(doc: ConversationDocument, *, signal_url: str, code: str
     """Send one conversation. Raises WrongCodeError / DeclinedError / TransferFailedError (after the peer
     connected); falls back to a file (``SendOutcome.sent == False``) when no peer could be reached."""
     from p2pd.pairing.client import Rendezvous
-    from p2pd.transfer.channel import send_blob
-    from p2pd.transfer.frames import OfferInfo
-    from p2pd.transfer.peer import connect
 
     work = Path(tempfile.mkdtemp(prefix="p2pd-send-"))
     rv: Rendezvous | None = None
@@ -152,6 +149,11 @@ async def send_document(doc: ConversationDocument, *, signal_url: str, code: str
                                    exc.cause if isinstance(exc, P2pdError) else Cause.SIGNALING_UNREACHABLE)
         outcome.code = str(rv.code)
         ui.code_ready(outcome.code)
+        # The peer-connection stack (aiortc, ~0.5 s to import) only after the code is shown.
+        from p2pd.transfer.channel import send_blob
+        from p2pd.transfer.frames import OfferInfo
+        from p2pd.transfer.peer import connect
+
         try:
             outcome.verification = await rv.pair(timeout=peer_timeout)
         except TransferFailedError as exc:
