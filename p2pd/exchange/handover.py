@@ -97,14 +97,15 @@ class ReceiveOutcome:
     notes: list[str] = field(default_factory=list)
 
 
-def fallback_file(doc: ConversationDocument, folder: Path) -> Path:
-    """Write the conversation as ``<id>.a2a.json`` in ``folder`` (a new name if one exists)."""
+def fallback_file(doc: ConversationDocument, folder: Path, *, pretty: bool = False) -> Path:
+    """Write the conversation as ``<id>.a2a.json`` in ``folder`` (a new name if one exists); compact JSON
+    unless ``pretty`` (indented: several times slower to write, and larger)."""
     folder.mkdir(parents=True, exist_ok=True)
     base = "".join(c if c.isalnum() or c in "-_." else "-" for c in doc.context_id)[:80] or "conversation"
     for i in range(1000):
         path = folder / (f"{base}.a2a.json" if i == 0 else f"{base}-{i}.a2a.json")
         try:
-            write_document(doc, path, overwrite=False)
+            write_document(doc, path, overwrite=False, pretty=pretty)
             return path
         except ConflictError:
             continue
@@ -195,7 +196,7 @@ def _recv(rv: Any, timeout: float) -> Callable[[], Awaitable[dict[str, Any]]]:
 
 async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir: Path,
                            peer_timeout: float = 300.0, connect_timeout: float = 30.0,
-                           idle_timeout: float = 30.0, control: Any = None) -> ReceiveOutcome:
+                           idle_timeout: float = 30.0, control: Any = None, pretty: bool = False) -> ReceiveOutcome:
     """Receive one conversation into ``out_dir`` (as ``.a2a.json``). ``code=None`` allocates a code for the
     sender to use (the receiver goes first). Raises WrongCodeError, DeclinedError, TransferFailedError,
     NotFoundError (no such code)."""
@@ -219,7 +220,7 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
             await link.close()
         await rv.close()
     doc = await asyncio.to_thread(_document_from_blob, received.path)
-    path = await asyncio.to_thread(fallback_file, doc, out_dir)
+    path = await asyncio.to_thread(lambda: fallback_file(doc, out_dir, pretty=pretty))
     with contextlib.suppress(OSError):
         os.unlink(received.path)
     return ReceiveOutcome(document=doc, path=path, verification=verification,
