@@ -9,6 +9,9 @@ import sys
 
 import pytest
 
+from p2pd.errors import ExitCode
+from tests.cli.helpers import SHORT, run
+
 # Modules the parser must not import: each belongs to a command that needs it.
 HEAVY = ("p2pd.daemon", "p2pd.transfer", "p2pd.pairing", "p2pd.exchange", "p2pd.conversation", "p2pd.blob",
          "httpx", "aiortc", "av", "pydantic", "rich", "asyncio", "websockets", "cryptography", "lz4", "zstandard")
@@ -44,3 +47,17 @@ def test_probe_sees_heavy_imports() -> None:
     """The probe can fail: a command that does use the daemon's client shows httpx in sys.modules."""
     modules = _imported(["transfers", "--json"])  # no daemon runs: it fails after importing the client
     assert "httpx" in _heavy(modules)
+
+
+
+def test_fast_exit_keeps_exit_code_and_flushed_output(tmp_path) -> None:
+    """``python -m p2pd`` ends with ``os._exit`` after the command: its code and every line it wrote survive."""
+    missing = run("show", str(tmp_path / "missing.a2a.json"))
+    assert missing.returncode == ExitCode.NOT_FOUND
+    assert "not found" in missing.stderr
+
+    target = tmp_path / "out.a2a.json"
+    done = run("export", str(SHORT), "-o", str(target))
+    assert done.returncode == ExitCode.OK, done.stderr
+    assert done.stdout.strip() == str(target)
+    assert json.loads(target.read_bytes())["messages"]
