@@ -5,6 +5,11 @@ scans them and frees nothing (1.2 s of a 50 MB handover, 4 s of its conversion a
 still frees everything that is not in a cycle. The pause is process-wide, so overlapping pauses (the daemon runs
 conversions in threads) are counted: collection comes back on when the last one ends, if it was on before the
 first began.
+
+Objects made during a pause are still young when it ends, so the first collection after it would walk them
+all once. A short-lived command (the CLI, see :func:`freeze_after_pauses`) freezes them instead (``gc.freeze``):
+the collector never looks at them again. They are still freed by reference counting; only garbage cycles among
+them would be kept until exit, which is why the daemon does not freeze.
 """
 
 from __future__ import annotations
@@ -17,6 +22,13 @@ from contextlib import contextmanager
 _lock = threading.Lock()
 _depth = 0
 _was_enabled = False
+_freeze = False
+
+
+def freeze_after_pauses() -> None:
+    """From now on, the end of the outermost pause freezes what exists (for short-lived processes)."""
+    global _freeze
+    _freeze = True
 
 
 @contextmanager
@@ -33,13 +45,9 @@ def bulk_work() -> Iterator[None]:
     finally:
         with _lock:
             _depth -= 1
-            if _depth == 0 and _was_enabled:
-                gc.enable()
+            if _depth == 0:
+                if _freeze:
+                    gc.freeze()
+                if _was_enabled:
+                    gc.enable()
 
-
-def settle() -> None:
-    """Move every object alive now out of the collector's view (``gc.freeze``): for a short-lived command that
-    holds one big document until it exits, so later collections do not rescan it. Unreachable objects are
-    still freed by reference counting; only cycles among them would be kept, so long-running processes
-    (the daemon) do not call this."""
-    gc.freeze()

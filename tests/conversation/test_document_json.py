@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import gc
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -78,3 +80,17 @@ def test_bulk_work_pauses_collection_and_nests() -> None:
         assert not gc.isenabled()  # off before: stays off
     finally:
         gc.enable()
+
+
+def test_freeze_after_pauses_hides_the_bulk_objects_from_the_collector() -> None:
+    """In a short-lived process (the CLI) the objects made during a pause are frozen when it ends; without the
+    switch (the daemon) nothing is frozen. Run in subprocesses: freezing is process-wide."""
+    probe = ("import gc, sys\nfrom p2pd.support import gcpause\n"
+             "if sys.argv[1] == 'on': gcpause.freeze_after_pauses()\n"
+             "with gcpause.bulk_work():\n    made = [[i] for i in range(50_000)]\n"
+             "print(gc.get_freeze_count())\n")
+    counts = {}
+    for switch in ("on", "off"):
+        r = subprocess.run([sys.executable, "-c", probe, switch], capture_output=True, text=True, timeout=60)
+        counts[switch] = int(r.stdout)
+    assert counts["on"] >= 50_000 and counts["off"] == 0
