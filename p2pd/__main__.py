@@ -1,3 +1,3 @@
-from p2pd.cli.main import main
+from p2pd.cli.main import entry
 
-raise SystemExit(main())
+entry()

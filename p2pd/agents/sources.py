@@ -14,6 +14,7 @@ from p2pd.agents import registry
 from p2pd.agents.gemini.paths import is_gemini_meta
 from p2pd.conversation.model import ConversationDocument
 from p2pd.errors import NotFoundError
+from p2pd.support.gcpause import bulk_work
 
 detect = registry.detect
 __all__ = ["detect", "document_file_name", "is_gemini_meta", "load_conversation", "load_file"]
@@ -22,11 +23,16 @@ __all__ = ["detect", "document_file_name", "is_gemini_meta", "load_conversation"
 def load_file(path: str | os.PathLike[str]) -> ConversationDocument:
     """Any session file or conversation document → ConversationDocument, with its title, summary and what its
     agent keeps beside the session (Claude Code's agent-team state)."""
-    from p2pd.conversation.summary import summarize
-
     p = Path(path)
     if not p.is_file():
         raise NotFoundError(f"file not found: {p}")
+    with bulk_work():  # millions of objects that all live on: collections would free nothing
+        return _load_file(p)
+
+
+def _load_file(p: Path) -> ConversationDocument:
+    from p2pd.conversation.summary import summarize
+
     agent = registry.detect_agent(p)
     if agent is None:
         from p2pd.agents.counting import count

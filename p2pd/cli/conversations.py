@@ -9,9 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rich.table import Table
-
-from p2pd.cli.output import err, escape, human, out, shown, shown_block, status
+from p2pd.cli.output import err, escape, human, out, real_console, shown, shown_block, status
 from p2pd.errors import ExitCode, InvalidInputError
 
 
@@ -96,6 +94,8 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         err.print("No sessions found (Claude Code keeps them under $CLAUDE_CONFIG_DIR or ~/.claude/projects, "
                   "Codex under $CODEX_HOME or ~/.codex/sessions, Gemini CLI under ~/.gemini/tmp/*/chats).")
         return ExitCode.OK
+    from rich.table import Table
+
     table = Table(show_lines=False)
     for col in ("id", "platform", "project", "title", "msgs", "size", "last activity"):
         table.add_column(col, overflow="fold" if col == "title" else "ellipsis", no_wrap=col != "title")
@@ -198,5 +198,5 @@ def cmd_show(args: argparse.Namespace) -> int:
     from p2pd.conversation.render import render
 
     doc = load_conversation(args.file)
-    render(out, doc, full=args.full, all_branches=args.all)
+    render(real_console(out), doc, full=args.full, all_branches=args.all)
     return ExitCode.OK

@@ -6,17 +6,17 @@ start it. Records the daemon returns hold peer text (titles, device names, error
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from p2pd.cli.output import err, escape, human, print_json, print_rows, show_record, shown, when
-from p2pd.daemon.client import DaemonClient
 from p2pd.errors import ExitCode, InvalidInputError
+
+if TYPE_CHECKING:  # httpx: imported by the commands that talk to the daemon, not by the parser
+    from p2pd.daemon.client import DaemonClient
 
 
 def register(sub: Any) -> None:
     from p2pd.agents.registry import import_targets
-    from p2pd.daemon.serve import cmd_serve
-
     s = sub.add_parser("serve", help="run the daemon: local HTTP API, MCP endpoint, inbox, handoffs")
     s.add_argument("--port", type=int, default=None, help="HTTP port (default: config 'port' or 8737; 0 = any)")
     s.add_argument("--host", default=None, help="address to bind (default 127.0.0.1; others need allow_remote)")
@@ -51,7 +51,15 @@ def register(sub: Any) -> None:
     s.set_defaults(func=cmd_handoffs)
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    from p2pd.daemon.serve import cmd_serve as serve  # the whole daemon: only for `p2pd serve`
+
+    return serve(args)
+
+
 def _client(why: str) -> DaemonClient:
+    from p2pd.daemon.client import DaemonClient
+
     return DaemonClient.connect(why=why)
 
 

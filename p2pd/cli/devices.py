@@ -12,7 +12,6 @@ import json
 from typing import Any
 
 from p2pd.cli.output import CliUI, err, escape, print_rows, run, shown
-from p2pd.daemon.client import DaemonClient
 from p2pd.errors import ExitCode
 
 
@@ -69,6 +68,7 @@ def cmd_pair(args: argparse.Namespace) -> int:
 
 
 def _device_rows() -> list[dict[str, Any]]:
+    from p2pd.daemon.client import DaemonClient
     from p2pd.daemon.devices import DeviceBook
     from p2pd.daemon.home import Home
 
@@ -121,6 +121,7 @@ def _device_state(row: dict[str, Any]) -> str:
 
 
 def cmd_links(args: argparse.Namespace) -> int:
+    from p2pd.daemon.client import DaemonClient
     from p2pd.errors import InvalidInputError
 
     with DaemonClient.connect(why="links are kept by the daemon") as client:

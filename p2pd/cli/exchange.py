@@ -42,6 +42,7 @@ def register(sub: Any) -> None:
     s.add_argument("--cwd", help="project folder to resume in (with --import; default: the current directory)")
     s.add_argument("--same-account", action="store_true", help="keep thinking blocks on import")
     s.add_argument("--yes", action="store_true", help="accept the offer without asking")
+    s.add_argument("--pretty", action="store_true", help="write the .a2a.json indented (default: compact)")
     s.add_argument("--signal", help="signaling server URL (default: $P2PD_SIGNAL, config, ws://127.0.0.1:8765)")
     s.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the sender (default 300)")
     netopts.add(s)
@@ -97,7 +98,7 @@ def cmd_receive(args: argparse.Namespace) -> int:
         doc = load_file(args.file)
         path = Path(args.file)
         if path.resolve().parent != out_dir.resolve():
-            path = fallback_file(doc, out_dir)
+            path = fallback_file(doc, out_dir, pretty=args.pretty)
         err.print(f"Read [bold]{shown(doc.title or doc.context_id)}[/] ({doc.counts.messages} messages) → "
                   f"{escape(str(path))}")
     else:
@@ -106,7 +107,7 @@ def cmd_receive(args: argparse.Namespace) -> int:
         url = args.signal or signal_url()
         outcome = run(receive_document(signal_url=url, code=str(code) if code else None, ui=ui,
                                        out_dir=out_dir, peer_timeout=args.timeout,
-                                       connect_timeout=netopts.apply(args)), ui)
+                                       connect_timeout=netopts.apply(args), pretty=args.pretty), ui)
         doc, path = outcome.document, outcome.path
         err.print(f"Received [bold]{shown(doc.title or doc.context_id)}[/] ({doc.counts.messages} messages), "
                   f"SHA-256 verified → {escape(str(path))}")

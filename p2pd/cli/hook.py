@@ -13,8 +13,6 @@ import sys
 from typing import Any
 
 from p2pd.cli.output import err, escape
-from p2pd.daemon.home import Home
-from p2pd.daemon.hook import MAX_INPUT, install, installed, session_start, settings_path, uninstall
 from p2pd.errors import ExitCode, InvalidInputError
 
 
@@ -27,6 +25,9 @@ def register(sub: Any) -> None:
 
 
 def cmd_hook(args: argparse.Namespace) -> int:
+    from p2pd.daemon.home import Home
+    from p2pd.daemon.hook import MAX_INPUT, install, installed, session_start, settings_path, uninstall
+
     if args.action == "session-start":
         raw = sys.stdin.read(MAX_INPUT + 1)
         if len(raw) > MAX_INPUT:

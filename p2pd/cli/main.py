@@ -9,8 +9,11 @@ its text. Text a peer or a server wrote (``P2pdError.peer_text``) is shown throu
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 from p2pd import __version__
 from p2pd.cli import conversations, daemon, devices, exchange, hook
@@ -40,6 +43,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.debug:
             raise
         return report(exc)
+
+
+def entry() -> NoReturn:
+    """The ``p2pd`` program: :func:`main`, then a fast exit. Once a command is done (its files written and closed,
+    its event loop finished), tearing down the interpreter only frees memory the system takes back anyway — 0.2 s
+    for a 3.5 MB conversation, seconds for 200 MB — so after flushing the output and the log handlers the
+    process ends with ``os._exit``. An exception (``--debug``) or an exit from argparse takes the normal way.
+    For the same reason the objects of a bulk conversion are frozen out of the collector's view once made."""
+    from p2pd.support.gcpause import freeze_after_pauses
+
+    freeze_after_pauses()
+    code = main()
+    import logging
+
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more can be said
+            stream.flush()
+    os._exit(code)
 
 
 # Who "said" a P2pdError's peer_text, by the party that caused the error.
@@ -72,4 +94,4 @@ def report(exc: BaseException) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

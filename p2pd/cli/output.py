@@ -13,25 +13,50 @@ import json
 import sys
 from collections.abc import Callable, Coroutine
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any, TypeVar
-
-from rich.console import Console
-from rich.markup import escape as _markup_escape
-from rich.table import Table
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from p2pd.errors import ExitCode
-from p2pd.support import eventloop
 from p2pd.support.text import visible
+
+if TYPE_CHECKING:  # rich is imported on first use: `p2pd --help` must not pay ~0.1 s for it
+    from rich.console import Console
+    from rich.table import Table
 
 T = TypeVar("T")
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+class _LazyConsole:
+    """A rich ``Console`` made on first use (attribute access is forwarded to it)."""
+
+    def __init__(self, **options: Any) -> None:
+        self._options = options
+        self._console: Console | None = None
+
+    def real(self) -> Console:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._options)
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real(), name)
+
+
+def real_console(console: Console) -> Console:
+    """The rich ``Console`` behind ``out``/``err``, for rich objects that keep a console (progress, renderers)."""
+    return console.real() if isinstance(console, _LazyConsole) else console
+
+
+out = cast("Console", _LazyConsole(highlight=False, soft_wrap=True))
+err = cast("Console", _LazyConsole(stderr=True, highlight=False, soft_wrap=True))
 
 
 def escape(text: str) -> str:
     """``text`` with rich markup (``[bold]`` …) escaped so it prints as written."""
-    return _markup_escape(text)
+    from rich.markup import escape as markup_escape
+
+    return markup_escape(text)
 
 
 def shown(text: str, limit: int | None = 300) -> str:
@@ -77,6 +102,8 @@ def print_rows(rows: list[dict[str, Any]], *, as_json: bool, empty: str, columns
     elif not rows:
         err.print(empty)
     else:
+        from rich.table import Table
+
         table = Table()
         for name in columns:
             _add_column(table, name)
@@ -140,7 +167,8 @@ class CliUI:
             from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 
             self._progress = Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
-                                      TransferSpeedColumn(), console=err, transient=True)
+                                      TransferSpeedColumn(), console=real_console(err),
+                                      transient=True)
             self._progress.start()
             self._task = self._progress.add_task("acknowledged", total=total)
         self._progress.update(self._task, completed=done, total=total)
@@ -172,6 +200,8 @@ class CliUI:
 def run(main: Coroutine[Any, Any, T], ui: CliUI | None = None) -> T:
     """Run an async command to its end on the event loop (uvloop where installed); ``ui``'s progress bar is
     stopped however it ends."""
+    from p2pd.support import eventloop
+
     try:
         return eventloop.run(main)
     finally:

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from p2pd.errors import ConnectionFailedError, P2pdError, TransferFailedError
 from p2pd.support.text import visible
-from p2pd.transfer.ice import REASONS, Failure
+
+if TYPE_CHECKING:
+    from p2pd.transfer.ice import Failure
 
 FALLBACK = "fallback"
 GRACE = 3.0  # after our own connect timeout, how long to wait for the sender's notice
@@ -71,6 +73,8 @@ def sender_fell_back(message: dict[str, Any], own: P2pdError | None = None) -> C
     """The receiver's error once the sender has written the conversation to a file."""
     raw_name = message.get("file")
     name = visible(raw_name) if isinstance(raw_name, str) and raw_name else "its .a2a.json file"
+    from p2pd.transfer.ice import REASONS, Failure  # aiortc: not imported before the code is shown
+
     try:
         reason: Failure | None = Failure(str(message.get("reason")))
     except ValueError:

@@ -1,2 +1,3 @@
-"""Small helpers used throughout: ``atomic`` (stage a file or folder, then move it into place) and
-``eventloop`` (run a coroutine on uvloop where installed)."""
+"""Small helpers used throughout: ``atomic`` (stage a file or folder, then move it into place),
+``eventloop`` (run a coroutine on uvloop where installed), ``gcpause`` (no garbage collection during bulk
+document work), and ``text`` (peer text made visible)."""

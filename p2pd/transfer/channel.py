@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
-from p2pd.blob.container import DEFAULT_MAX_RAW_SIZE
+from p2pd.blob.container import DEFAULT_MAX_RAW_SIZE, BlobHeader
 from p2pd.errors import P2pdError, Party, TransferFailedError
 from p2pd.transfer.control import ProgressCallback, ReceivedBlob, TransferControl, TransferResult
 from p2pd.transfer.datachannel import DataChannel
@@ -27,7 +28,7 @@ async def send_blob(channel: DataChannel, blob_path: Path, offer: OfferInfo, *,
                     on_progress: ProgressCallback | None = None, idle_timeout: float = 30.0,
                     max_message_size: int = BASE_MESSAGE_SIZE, control: TransferControl | None = None,
                     decision_timeout: float | None = None, high_water: int = HIGH_WATER,
-                    low_water: int = LOW_WATER) -> TransferResult:
+                    low_water: int = LOW_WATER, alternatives: Sequence[Path] = ()) -> TransferResult:
     """Send the blob file at ``blob_path`` (``p2pd.blob`` format) over ``channel``; return once the receiver
     confirmed the SHA-256 of the whole payload.
 
@@ -35,18 +36,23 @@ async def send_blob(channel: DataChannel, blob_path: Path, offer: OfferInfo, *,
     daemons). ``idle_timeout`` fails the transfer when the peer stops answering; while the receiving user
     decides, ``decision_timeout`` applies instead (None: wait as long as the connection lives).
     ``on_progress(done, total)`` reports payload bytes the receiver acknowledged.
+    ``alternatives``: blob files of the same conversation in other codecs (zstd), offered instead when the
+    receiver's HELLO lists their codec; ``blob_path`` (lz4, which every peer speaks) otherwise.
     Raises DeclinedError (refused), BusyError (the receiver still holds an older attempt), TooLargeError,
     TransferCancelledError (cancelled, ``party`` says by whom), PeerGoneError, PeerTimeoutError,
     ConnectionFailedError, ProtocolError or TransferFailedError (see :meth:`Failure.exception`).
     """
     info = OfferInfo.normalized(offer.title, offer.platform, offer.session_id, offer.message_count)
-    fd, header = await asyncio.to_thread(open_blob, Path(blob_path))
+    opened: list[tuple[int, BlobHeader]] = []
     try:
-        side = SendSide(channel, fd, header, info, max_message_size=max_message_size,
+        for path in (blob_path, *alternatives):
+            opened.append(await asyncio.to_thread(open_blob, Path(path)))
+        side = SendSide(channel, *opened[0], info, max_message_size=max_message_size,
                         idle_timeout=idle_timeout, decision_timeout=decision_timeout, on_progress=on_progress,
-                        control=control, high_water=high_water, low_water=low_water)
+                        control=control, high_water=high_water, low_water=low_water, alternatives=opened[1:])
     except BaseException:
-        os.close(fd)
+        for fd, _ in opened:
+            os.close(fd)
         raise
     return await side.run()
 

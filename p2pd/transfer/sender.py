@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
+from dataclasses import dataclass
 from enum import Enum
 
 from p2pd.blob.codecs import CODECS, get_codec
@@ -42,6 +43,15 @@ from p2pd.transfer.frames import (
 from p2pd.transfer.plan import Plan
 
 DEFAULT_WINDOW = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Encoding:
+    """Another encoding of the same conversation the sender can offer instead (its blob header's fields)."""
+
+    codec: str
+    compressed_size: int
+    sha256: bytes
 
 
 class SenderState(Enum):
@@ -86,7 +96,7 @@ class Sender(Endings):
     def __init__(self, *, transfer_id: bytes, codec: str, raw_size: int, compressed_size: int, sha256: bytes,
                  info: OfferInfo, max_message_size: int = BASE_MESSAGE_SIZE,
                  transport_limit: int | None = None, window: int = DEFAULT_WINDOW,
-                 codecs: Sequence[str] = tuple(CODECS)) -> None:
+                 codecs: Sequence[str] = tuple(CODECS), alternatives: Sequence[Encoding] = ()) -> None:
         if len(transfer_id) != 16 or transfer_id == ZERO_ID:
             raise ValueError("transfer id must be 16 bytes, not all zero")
         if max_message_size < BASE_MESSAGE_SIZE:
@@ -101,6 +111,9 @@ class Sender(Endings):
         self._transport_limit = transport_limit
         self._window = window
         self._codecs = tuple(get_codec(name).wire_id for name in codecs)  # what HELLO says this side produces
+        # Offered instead of the encoding above, first one the receiver's HELLO lists (SPEC.md §1: codecs).
+        self._alternatives = tuple(alternatives)
+        self.choice: int | None = None  # index in ``alternatives`` of the encoding offered; None: the first one
         self.state = SenderState.IDLE
         self.offer: Offer | None = None
         self.plan: Plan | None = None
@@ -218,9 +231,14 @@ class Sender(Endings):
         limit = min(self.max_message_size, hello.max_message_size, MAX_MESSAGE_SIZE,
                     self._transport_limit or MAX_MESSAGE_SIZE)
         limit = max(limit, BASE_MESSAGE_SIZE)
-        self.offer = Offer(transfer_id=self.transfer_id, codec_id=self._codec_id, raw_size=self._raw_size,
-                           compressed_size=self._compressed_size, sha256=self._sha256,
-                           chunk_size=limit - CHUNK_OVERHEAD, info=self._info)
+        codec_id, size, digest = self._codec_id, self._compressed_size, self._sha256
+        for i, alt in enumerate(self._alternatives):
+            if get_codec(alt.codec).wire_id in hello.codecs:
+                self.choice = i
+                codec_id, size, digest = get_codec(alt.codec).wire_id, alt.compressed_size, alt.sha256
+                break
+        self.offer = Offer(transfer_id=self.transfer_id, codec_id=codec_id, raw_size=self._raw_size,
+                           compressed_size=size, sha256=digest, chunk_size=limit - CHUNK_OVERHEAD, info=self._info)
         self.state = SenderState.AWAIT_DECISION
         return [SendFrame(encode(self.offer))]
 

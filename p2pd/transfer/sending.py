@@ -8,6 +8,7 @@ import asyncio
 import os
 import time
 from collections import deque
+from collections.abc import Sequence
 
 from p2pd.blob.container import BlobHeader
 from p2pd.transfer.control import ProgressCallback, TransferControl, TransferResult
@@ -16,7 +17,7 @@ from p2pd.transfer.events import Action
 from p2pd.transfer.frames import Code, OfferInfo
 from p2pd.transfer.jobs import JobDone, JobKind, read_span
 from p2pd.transfer.runloop import Runner
-from p2pd.transfer.sender import Sender
+from p2pd.transfer.sender import Encoding, Sender
 
 HIGH_WATER = 1024 * 1024
 LOW_WATER = 256 * 1024
@@ -32,7 +33,10 @@ class SendSide(Runner):
     def __init__(self, channel: DataChannel, fd: int, header: BlobHeader, info: OfferInfo, *,
                  max_message_size: int, idle_timeout: float, decision_timeout: float | None,
                  on_progress: ProgressCallback | None, control: TransferControl | None,
-                 high_water: int = HIGH_WATER, low_water: int = LOW_WATER) -> None:
+                 high_water: int = HIGH_WATER, low_water: int = LOW_WATER,
+                 alternatives: Sequence[tuple[int, BlobHeader]] = ()) -> None:
+        """``alternatives``: open blobs of the same conversation in other codecs (this object closes them too),
+        preferred over ``fd`` when the receiver's HELLO lists their codec."""
         super().__init__(channel, idle_timeout=idle_timeout, on_progress=on_progress, control=control)
         self.decision_timeout = decision_timeout
         self.high_water = high_water
@@ -40,8 +44,9 @@ class SendSide(Runner):
         self.machine = Sender(transfer_id=os.urandom(16), codec=header.codec, raw_size=header.raw_size,
                               compressed_size=header.compressed_size, sha256=header.sha256, info=info,
                               max_message_size=max_message_size,
-                              transport_limit=self.tap.remote_max_message_size)
-        self.fd = fd
+                              transport_limit=self.tap.remote_max_message_size,
+                              alternatives=[Encoding(h.codec, h.compressed_size, h.sha256) for _, h in alternatives])
+        self.fds = (fd, *(f for f, _ in alternatives))
         self.ready: deque[tuple[int, bytes]] = deque()  # chunks read, not sent yet
         self.ready_bytes = 0
         self.read_pos = 0  # plan position of the next chunk to read
@@ -61,7 +66,8 @@ class SendSide(Runner):
             await self.flush()
             self.close_channel()  # the sender closes the channel once the transfer is over (SPEC.md)
         finally:
-            os.close(self.fd)
+            for fd in self.fds:
+                os.close(fd)
             self.tap.detach()
         if not self.completed:
             self.raise_failure()
@@ -135,6 +141,12 @@ class SendSide(Runner):
         self.read_pos += count
         self.start_job(JobKind.READ, read_span, self.fd, offset, length)
         self._reading = (first, count)
+
+    @property
+    def fd(self) -> int:
+        """The blob the OFFER named."""
+        choice = self.machine.choice
+        return self.fds[0 if choice is None else choice + 1]
 
     def on_job(self, done: JobDone) -> None:
         if done.error is not None:

@@ -50,7 +50,7 @@ class FakeClient:
 def daemon(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[tuple[str, str], Any]]:
     answers: dict[tuple[str, str], Any] = {}
     client = FakeClient(answers)
-    monkeypatch.setattr("p2pd.cli.daemon.DaemonClient.connect", lambda why="": client)
+    monkeypatch.setattr("p2pd.daemon.client.DaemonClient.connect", lambda why="": client)
     monkeypatch.setenv("COLUMNS", "250")
     yield answers
 
