@@ -33,6 +33,11 @@ def _verified(run: Run) -> None:
     assert len(json.loads(doc.read_text())["messages"]) > 100
 
 
+# The session crosses as zstd between two p2pd (about 290 KB on the wire; lz4 would be about 1 MB): a path that
+# carried the conversation counted at least this many bytes.
+ON_THE_WIRE = 200_000
+
+
 def _no_direct(run: Run) -> None:
     """Nothing arrived straight from the other home; what left towards it were only failed checks."""
     for side in ("a", "b"):
@@ -41,11 +46,11 @@ def _no_direct(run: Run) -> None:
 
 
 def _imported(run: Run) -> None:
-    """``--import`` wrote one Claude Code session in the receiving home and said how to resume it."""
-    home = run.out_dir.parent / "home-b"
-    sessions = list((home / ".claude" / "projects").rglob("*.jsonl"))
+    """``--import`` wrote one Claude Code session in the receiving home and named it."""
+    projects = run.out_dir.parent / "home-b" / ".claude" / "projects"
+    sessions = [p for p in projects.glob("*/*.jsonl")]  # the main file (subagents sit in <id>/subagents/)
     assert len(sessions) == 1, run.receiver_err
-    assert f"claude --resume {sessions[0].stem}" in run.receiver_err + run.sender_out
+    assert f"Imported into Claude Code as session {sessions[0].stem}" in run.receiver_err
 
 
 def test_symmetric_nats_cross_via_turn_udp(internet: Internet) -> None:
@@ -54,9 +59,9 @@ def test_symmetric_nats_cross_via_turn_udp(internet: Internet) -> None:
     _verified(run)
     _imported(run)
     _no_direct(run)
-    # the conversation (lz4, ~1 MB on the wire) went up to the relay from A and down from it to B
-    assert run.counters["a"]["udp_to_relay"] > 500_000
-    assert run.counters["b"]["udp_from_relay"] > 500_000
+    # the conversation went up to the relay from A and down from it to B
+    assert run.counters["a"]["udp_to_relay"] > ON_THE_WIRE
+    assert run.counters["b"]["udp_from_relay"] > ON_THE_WIRE
     # each side took a relayed pair: through its own relay (TURN over UDP) or straight to the peer's relay address
     assert "connected: relayed" in run.sender_err and "connected: relayed" in run.receiver_err
     # (both sides may nominate host → the peer's relay address, measured 1 run in 9: still UDP through coturn)
@@ -71,7 +76,7 @@ def test_no_udp_at_all_crosses_via_turn_tcp(internet: Internet) -> None:
     _imported(run)
     for side in ("a", "b"):
         assert run.counters[side]["udp_from_relay"] == 0 and run.counters[side]["udp_from_peer"] == 0
-    assert run.counters["a"]["tcp_to_relay"] > 500_000
+    assert run.counters["a"]["tcp_to_relay"] > ON_THE_WIRE
     assert "connected: relayed (TURN over TCP" in run.sender_err
     assert "connected: relayed (TURN over TCP" in run.receiver_err
 
@@ -82,8 +87,8 @@ def test_cone_nats_connect_directly_with_stun(internet: Internet) -> None:
     run = transfer(internet, modes=("cone", "cone"), signal_port=STUN_SIGNAL_PORT)
     print(f"cone/cone via STUN, direct: verified in {run.seconds:.1f} s; counters {run.counters}")
     _verified(run)
-    assert run.counters["a"]["udp_to_peer"] > 500_000
-    assert run.counters["b"]["udp_from_peer"] > 500_000
+    assert run.counters["a"]["udp_to_peer"] > ON_THE_WIRE
+    assert run.counters["b"]["udp_from_peer"] > ON_THE_WIRE
     assert run.counters["a"]["udp_to_relay"] < 10_000  # STUN only
     assert "connected: direct through NAT" in run.sender_err
     assert "connected: direct through NAT" in run.receiver_err
