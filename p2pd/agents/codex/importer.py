@@ -184,6 +184,10 @@ def import_to_codex(doc: ConversationDocument, *, cwd: str | os.PathLike[str] | 
     base = home or codex_home()
     new_id = session_id or str(uuid.uuid4())
     path = rollout_path(base, new_id, datetime.now(UTC))
+    sessions = base / "sessions"
+    # A symlinked sessions/YYYY (or MM, DD) pointing elsewhere would make us write outside Codex's own tree.
+    if not path.resolve().is_relative_to(sessions.resolve()):
+        raise InvalidInputError(f"refusing to write outside {sessions}: {path}")
     if path.exists():
         raise ConflictError(f"a Codex session file already exists at {path}; not overwriting it")
     result = CodexImportResult(new_id, path, target_cwd, 0, dry_run=dry_run)
