@@ -20,7 +20,7 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from p2pd.blob.container import HEADER_SIZE, BlobHeader
@@ -36,6 +36,17 @@ try:
     import fcntl
 except ImportError:  # pragma: no cover - not POSIX
     fcntl = None  # type: ignore[assignment]
+
+
+Validate = Callable[[Path], object]
+
+
+class UnreadableBlob(Exception):
+    """The blob verified but the receiver's ``validate`` refused it (``error``: what it raised)."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 def final_name(sha256: bytes) -> str:
@@ -167,8 +178,11 @@ class PartialBlob:
             pos += len(block)
         return h.digest()
 
-    def finalize(self) -> Path:
-        """Write the blob header, make it durable and move the blob into ``dest_dir`` atomically."""
+    def finalize(self, validate: Validate | None = None) -> Path:
+        """Write the blob header, make it durable and move the blob into ``dest_dir`` atomically.
+
+        ``validate(path)`` runs on the complete blob before the rename; whatever it raises is re-raised as
+        :class:`UnreadableBlob` after the partial is removed (its bytes verified, so a resume cannot help)."""
         assert self._fd is not None
         offer = self.offer
         codec = offer.codec
@@ -180,6 +194,12 @@ class PartialBlob:
         os.ftruncate(self._fd, HEADER_SIZE + offer.compressed_size)
         os.fsync(self._fd)
         os.fchmod(self._fd, 0o644)
+        if validate is not None:
+            try:
+                validate(self.part_path)
+            except Exception as exc:
+                self._remove_dir()
+                raise UnreadableBlob(exc) from exc
         target = self.dest_dir / final_name(offer.sha256)
         os.replace(self.part_path, target)
         fsync_dir(self.dest_dir)

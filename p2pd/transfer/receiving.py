@@ -18,7 +18,7 @@ from p2pd.transfer.datachannel import DataChannel
 from p2pd.transfer.events import Action, FinalizeBlob, OfferReceived, VerifyPayload, WriteChunk
 from p2pd.transfer.frames import Code, Offer
 from p2pd.transfer.jobs import JobDone, JobKind, write_batch
-from p2pd.transfer.partial import PartialBlob
+from p2pd.transfer.partial import PartialBlob, UnreadableBlob, Validate
 from p2pd.transfer.receiver import Receiver, ReceiverState
 from p2pd.transfer.runloop import Runner
 
@@ -35,11 +35,12 @@ class ReceiveSide(Runner):
 
     def __init__(self, channel: DataChannel, dest_dir: Path, decide: Decide, *, max_message_size: int,
                  max_raw_size: int, idle_timeout: float, on_progress: ProgressCallback | None,
-                 control: TransferControl | None, linger: float) -> None:
+                 control: TransferControl | None, linger: float, validate: Validate | None = None) -> None:
         super().__init__(channel, idle_timeout=idle_timeout, on_progress=on_progress, control=control)
         self.dest_dir = dest_dir
         self.decide = decide
         self.linger = linger
+        self.validate = validate
         self.machine = Receiver(max_message_size=max_message_size, max_raw_size=max_raw_size)
         self.part: PartialBlob | None = None
         self.decision: asyncio.Task[None] | None = None
@@ -109,7 +110,7 @@ class ReceiveSide(Runner):
             self.start_job(JobKind.DIGEST, self.part.digest)
         elif isinstance(action, FinalizeBlob):
             assert self.part is not None and self.job is None
-            self.start_job(JobKind.FINALIZE, self.part.finalize)
+            self.start_job(JobKind.FINALIZE, self.part.finalize, self.validate)
 
     async def _decide(self, offer: Offer) -> None:
         try:
@@ -163,6 +164,10 @@ class ReceiveSide(Runner):
                 assert isinstance(done.result, PartialBlob)
                 self.part = done.result
                 self.perform(m.accept(done.result.held_chunks()))
+            return
+        if isinstance(error, UnreadableBlob):  # verified, yet not something this side can read: never DONE
+            self.checksum_failed = True  # (the partial is already gone; nothing to resume)
+            self.perform(m.fail(Code.INVALID, f"the received conversation cannot be read: {error.error}"))
             return
         if error is not None:
             self.perform(m.fail(Code.IO, f"cannot {done.kind.value} the received blob: {error}"))

@@ -228,3 +228,27 @@ def test_the_protocol_and_the_adapter_load_without_aiortc() -> None:
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('aiortc', 'aioice')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+async def test_a_verified_blob_the_receiver_cannot_read_is_an_error_for_both_and_is_not_kept(tmp_path: Path) -> None:
+    """Red-team finding: a verified but unparseable blob was reported DONE and left in the folder. With a
+    ``validate`` hook the receiver checks it before the rename: ERROR(invalid) to the sender, nothing kept."""
+    from p2pd.errors import Cause
+
+    write_blob(tmp_path / "x.blob", 20_000)
+    seen: list[Path] = []
+
+    def refuse(path: Path) -> None:
+        seen.append(path)
+        assert blob.read(path)  # the complete blob is there to check
+        raise InvalidInputError("not a conversation")
+
+    a, b = pair()
+    sender, receiver = await asyncio.gather(
+        send_blob(a, tmp_path / "x.blob", INFO, max_message_size=MAX_MESSAGE_SIZE),
+        receive_blob(b, tmp_path / "in", decide=accept_all, linger=0.2, validate=refuse), return_exceptions=True)
+    assert len(seen) == 1
+    assert isinstance(receiver, InvalidInputError) and receiver.party is Party.PEER
+    assert isinstance(sender, InvalidInputError) and sender.cause is Cause.INVALID_INPUT
+    assert sender.details.get("code") == "invalid"
+    assert list((tmp_path / "in").rglob("*")) == []  # no blob, no partial
