@@ -23,6 +23,9 @@ from p2pd.errors import InvalidInputError, NotFoundError, TooLargeError
 from p2pd.support.atomic import atomic_write_bytes
 
 DEFAULT_MAX_SIZE = blob.DEFAULT_MAX_RAW_SIZE
+# JSON nesting a conversation document may have: real ones stay far below (tool arguments included); deeper
+# input is refused before anything recursive (normalization, pydantic) walks it.
+MAX_DEPTH = 256
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -82,7 +85,32 @@ def parse_document(raw: bytes, *, source: str = "input") -> ConversationDocument
     except json.JSONDecodeError as exc:
         raise InvalidInputError(f"{source} is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") \
             from None
-    return document_from_json(data, source=source)
+    except RecursionError:  # the C decoder's own guard, far past MAX_DEPTH
+        raise _too_deep(source) from None
+    check_depth(data, source=source)
+    try:
+        return document_from_json(data, source=source)
+    except RecursionError:  # pragma: no cover - check_depth keeps validation well inside the stack
+        raise _too_deep(source) from None
+
+
+def _too_deep(source: str) -> InvalidInputError:
+    return InvalidInputError(f"{source} nests JSON deeper than {MAX_DEPTH} levels; not a conversation document")
+
+
+def check_depth(data: Any, *, source: str = "input", limit: int | None = None) -> None:
+    """Refuse JSON nested deeper than ``limit`` (MAX_DEPTH) levels, without recursing (a hostile document must
+    give one clear error, not a RecursionError from whatever walks it next)."""
+    limit = MAX_DEPTH if limit is None else limit
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > limit:
+            raise _too_deep(source)
+        if isinstance(value, dict):
+            stack.extend((v, depth + 1) for v in value.values() if isinstance(v, dict | list))
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1) for v in value if isinstance(v, dict | list))
 
 
 def document_from_json(data: Any, *, source: str = "input") -> ConversationDocument:
