@@ -49,6 +49,44 @@ class UnreadableBlob(Exception):
         self.error = error
 
 
+def sweep(dest_dir: Path, max_age: float, *, now: float | None = None) -> int:
+    """Remove the partials under ``dest_dir`` untouched for ``max_age`` seconds (none is being written: a locked
+    one is skipped). Returns how many were removed. Blocking I/O."""
+    import time
+
+    root = Path(dest_dir) / PARTIAL_DIR
+    cutoff = (time.time() if now is None else now) - max_age
+    removed = 0
+    try:
+        entries = list(root.iterdir())
+    except OSError:
+        return 0
+    for entry in entries:
+        try:
+            newest = max([entry.lstat().st_mtime, *(f.lstat().st_mtime for f in entry.iterdir())])
+        except OSError:
+            continue
+        if newest > cutoff or not entry.is_dir() or entry.is_symlink():
+            continue
+        try:
+            fd = os.open(entry / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError:
+            continue
+        try:
+            if fcntl is not None:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue
+            shutil.rmtree(entry, ignore_errors=True)
+            removed += 1
+        finally:
+            os.close(fd)
+    with contextlib.suppress(OSError):
+        root.rmdir()
+    return removed
+
+
 def final_name(sha256: bytes) -> str:
     """The received blob's file name: content-addressed, so a retransfer lands on the same file."""
     return f"{sha256.hex()[:16]}.a2a.p2pd"

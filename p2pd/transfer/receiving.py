@@ -25,6 +25,11 @@ from p2pd.transfer.runloop import Runner
 COMMIT_BYTES = 1024 * 1024
 COMMIT_INTERVAL = 0.25
 
+# Failures after which the partial is removed: its bytes are bad (checksum, invalid), the disk could not take
+# them (io: keeping them would make the next receive into this folder fail too), or the peer broke the protocol.
+# A cut connection, a timeout or a cancel keep it for a resume.
+NO_RESUME = frozenset({Code.CHECKSUM, Code.INVALID, Code.IO, Code.PROTOCOL, Code.INTERNAL})
+
 Decide = Callable[[Offer], Awaitable[bool]]
 
 
@@ -195,7 +200,8 @@ class ReceiveSide(Runner):
         part = self.part
         if part is None or self.completed:
             return
-        if self.checksum_failed:
+        failure = self.machine.failure
+        if self.checksum_failed or (failure is not None and failure.code in NO_RESUME):
             await asyncio.to_thread(part.discard)
             return
         # keep what arrived for a later resume: write and commit the queue, then release the lock

@@ -252,3 +252,60 @@ async def test_a_verified_blob_the_receiver_cannot_read_is_an_error_for_both_and
     assert isinstance(sender, InvalidInputError) and sender.cause is Cause.INVALID_INPUT
     assert sender.details.get("code") == "invalid"
     assert list((tmp_path / "in").rglob("*")) == []  # no blob, no partial
+
+
+async def test_a_disk_full_receive_leaves_no_partial_and_the_next_receive_works(tmp_path: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Red-team finding: after a disk-full error the partial stayed, so the next small receive failed too."""
+    import errno
+
+    from p2pd.errors import TransferFailedError
+    from p2pd.transfer.partial import PartialBlob
+
+    write_blob(tmp_path / "big.blob", 300_000)
+    real_write = PartialBlob.write
+
+    def full(self: PartialBlob, offset: int, data: bytes) -> None:
+        if offset > 0:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_write(self, offset, data)
+
+    monkeypatch.setattr(PartialBlob, "write", full)
+    a, b = pair()
+    sender, receiver = await asyncio.gather(
+        send_blob(a, tmp_path / "big.blob", INFO, max_message_size=MAX_MESSAGE_SIZE),
+        receive_blob(b, tmp_path / "in", decide=accept_all, linger=0.2), return_exceptions=True)
+    assert isinstance(receiver, TransferFailedError) and isinstance(sender, TransferFailedError)
+    assert not (tmp_path / "in" / PARTIAL_DIR).exists()
+    monkeypatch.setattr(PartialBlob, "write", real_write)
+    small = write_blob(tmp_path / "small.blob", 2_000)
+    a, b = pair()
+    _, got = await asyncio.gather(send_blob(a, tmp_path / "small.blob", INFO),
+                                  receive_blob(b, tmp_path / "in", decide=accept_all, linger=0.2))
+    assert got.path.read_bytes() == small
+
+
+def test_start_up_sweep_removes_old_partials_only(tmp_path: Path) -> None:
+    import fcntl
+    import time
+
+    from p2pd.transfer.partial import sweep
+
+    root = tmp_path / PARTIAL_DIR
+    old, fresh, busy = root / "old", root / "fresh", root / "busy"
+    for d in (old, fresh, busy):
+        d.mkdir(parents=True)
+        (d / "blob.part").write_bytes(b"x" * 100)
+    long_ago = time.time() - 10 * 3600
+    for d in (old, busy):
+        for f in (d / "blob.part", d):
+            os.utime(f, (long_ago, long_ago))
+    fd = os.open(busy / "lock", os.O_RDWR | os.O_CREAT)
+    os.utime(busy / "lock", (long_ago, long_ago))
+    os.utime(busy, (long_ago, long_ago))
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        assert sweep(tmp_path, 3600) == 1
+    finally:
+        os.close(fd)
+    assert not old.exists() and fresh.exists() and busy.exists()
