@@ -1,11 +1,11 @@
 """Links: a named group of paired devices that a conversation can be sent to at once (fan-out).
 
-A link is made by one member (its creator) and told to the others over their control channels. Only the
-creator can close it for everyone; a member can leave it. An update from a member can only say that *that*
-member left, and only the creator's update can close the link or introduce it; the member list and the creator
-are those first heard (the creator's), never taken from later updates. Closing and leaving only ever grow (a closed link never reopens, a member that
-left never comes back), so updates from several members merge in any order. Sending to a link sends to every
-member except the sender and those that left; a closed link sends nothing, and a receiver refuses a transfer
+A link is made by one member (its creator) and told to the others over their control channels. Only the creator can
+close it for everyone; a member can leave it. An update from a member can only say that *that* member left, and
+only the creator's update can close the link or introduce it; the member list and the creator are those first heard
+(the creator's), never taken from later updates. Closing and leaving only ever grow (a closed link never reopens, a
+member that left never comes back), so updates from several members merge in any order. Sending to a link sends to
+every member except the sender and those that left; a closed link sends nothing, and a receiver refuses a transfer
 tagged with a link it knows is closed or that it left.
 
 Kept in ``links.json`` in the daemon's folder.
