@@ -309,3 +309,46 @@ def test_start_up_sweep_removes_old_partials_only(tmp_path: Path) -> None:
     finally:
         os.close(fd)
     assert not old.exists() and fresh.exists() and busy.exists()
+
+
+async def test_a_slowloris_sender_is_ended_by_the_minimum_rate(tmp_path: Path) -> None:
+    """Red-team finding: one chunk every 20 s kept a receive open for ever (each chunk resets the idle timeout).
+    Here, scaled down: one chunk every 0.2 s against a minimum rate of 1 MB/s over 0.5 s windows."""
+    from p2pd.blob.codecs import get_codec
+    from p2pd.errors import PeerTimeoutError
+    from p2pd.transfer.frames import Chunk, Hello, Role, decode, encode
+
+    data = write_blob(tmp_path / "x.blob", 400_000)
+    header = blob.BlobHeader.unpack(data)
+    payload = data[blob.HEADER_SIZE:]
+    a, b = pair()
+    replies: list[Any] = []
+    a.on("message", lambda m: replies.append(decode(m, max_size=MAX_MESSAGE_SIZE)))
+    receiving = asyncio.ensure_future(receive_blob(b, tmp_path / "in", decide=accept_all, idle_timeout=30,
+                                                   min_rate=1_000_000, rate_window=0.5, linger=0.1))
+    tid = b"\x05" * 16
+    chunk = 16_000
+    a.send(encode(Hello(role=Role.SENDER, max_message_size=MAX_MESSAGE_SIZE, codecs=(1,))))
+    a.send(encode(Offer(tid, get_codec(header.codec).wire_id, header.raw_size, header.compressed_size,
+                        header.sha256, chunk, INFO)))
+    for _ in range(100):
+        if any(r.type.name == "ACCEPT" for r in replies):
+            break
+        await asyncio.sleep(0.01)
+    started = asyncio.get_running_loop().time()
+    for index in range(len(payload) // chunk):
+        if receiving.done():
+            break
+        a.send(encode(Chunk(tid, index, payload[index * chunk:(index + 1) * chunk])))
+        await asyncio.sleep(0.2)
+    with pytest.raises(PeerTimeoutError) as info:
+        await asyncio.wait_for(receiving, 5)
+    assert "minimum rate" in str(info.value)
+    assert asyncio.get_running_loop().time() - started < 2.5
+    assert replies and replies[-1].type.name == "ERROR"
+    # a sender at full speed passes the same guard
+    a, b = pair()
+    _, got = await asyncio.gather(send_blob(a, tmp_path / "x.blob", INFO),
+                                  receive_blob(b, tmp_path / "in2", decide=accept_all, min_rate=1_000_000,
+                                               rate_window=0.5, linger=0.1))
+    assert got.path.read_bytes() == data
