@@ -136,6 +136,7 @@ class DaemonSettings:
     cors_origins: tuple[str, ...]
     accept_handoffs: bool = True  # claim handoffs that paired devices offer, and import them
     handoff_agent: str = "claude-code"  # the agent a claimed handoff is imported into
+    partial_max_age_hours: float = 168.0  # start-up removes cut-off receives older than this
 
 
 def daemon_settings() -> DaemonSettings:
@@ -166,5 +167,8 @@ def daemon_settings() -> DaemonSettings:
 
     if agent not in import_targets():
         raise InvalidInputError(f"'handoff_agent' must be one of {', '.join(import_targets())}, not {agent!r}")
+    age = conf.get("partial_max_age_hours", 168.0)
+    if isinstance(age, bool) or not isinstance(age, int | float) or age <= 0:
+        raise InvalidInputError(f"'partial_max_age_hours' in {where} must be a positive number of hours")
     return DaemonSettings(host=host, port=port, allow_remote=allow_remote, cors_origins=tuple(origins),
-                          accept_handoffs=accept, handoff_agent=agent)
+                          accept_handoffs=accept, handoff_agent=agent, partial_max_age_hours=float(age))

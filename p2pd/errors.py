@@ -55,6 +55,7 @@ class Cause(StrEnum):
     CODEC = "codec"
     TOO_LARGE = "too_large"
     CONFLICT = "conflict"
+    STORAGE = "storage"  # a local file system refused a write (disk full, name too long, permission)
     UNAUTHORIZED = "unauthorized"  # the daemon refused the token
     DAEMON_NOT_RUNNING = "daemon_not_running"
     NO_NETWORK = "no_network"  # the daemon runs without a device network
@@ -255,6 +256,7 @@ CLASS_BY_CAUSE: dict[Cause, type[P2pdError]] = {
     Cause.CODEC: CodecError,
     Cause.TOO_LARGE: TooLargeError,
     Cause.CONFLICT: ConflictError,
+    Cause.STORAGE: P2pdError,
     Cause.UNAUTHORIZED: P2pdError,
     Cause.DAEMON_NOT_RUNNING: P2pdError,
     Cause.NO_NETWORK: ConflictError,

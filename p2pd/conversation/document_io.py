@@ -34,6 +34,9 @@ except ImportError:  # pragma: no cover - a dependency; ``json`` alone gives the
     orjson = None  # type: ignore[assignment, unused-ignore]
 
 DEFAULT_MAX_SIZE = blob.DEFAULT_MAX_RAW_SIZE
+# JSON nesting a conversation document may have: real ones stay far below (tool arguments included); deeper
+# input is refused before anything recursive (normalization, pydantic) walks it.
+MAX_DEPTH = 256
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -95,15 +98,22 @@ def read_document(path: str | os.PathLike[str], *, max_size: int = DEFAULT_MAX_S
 
 def parse_document(raw: bytes, *, source: str = "input") -> ConversationDocument:
     with bulk_work():
-        return document_from_json(_loads(raw, source), source=source)
+        data = _loads(raw, source)
+        try:
+            return document_from_json(data, source=source)
+        except RecursionError:  # pragma: no cover - check_depth keeps validation well inside the stack
+            raise _too_deep(source) from None
 
 
 def _loads(raw: bytes, source: str) -> Any:
     if orjson is not None:
         try:
-            return orjson.loads(raw)
+            data = orjson.loads(raw)
         except orjson.JSONDecodeError:
             pass  # json says what is wrong (or reads what orjson does not: NaN, lone surrogate escapes)
+        else:
+            check_depth(data, source=source)
+            return data
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -114,7 +124,29 @@ def _loads(raw: bytes, source: str) -> Any:
     except json.JSONDecodeError as exc:
         raise InvalidInputError(f"{source} is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") \
             from None
+    except RecursionError:  # the C decoder's own guard, far past MAX_DEPTH
+        raise _too_deep(source) from None
+    check_depth(data, source=source)
     return data
+
+
+def _too_deep(source: str) -> InvalidInputError:
+    return InvalidInputError(f"{source} nests JSON deeper than {MAX_DEPTH} levels; not a conversation document")
+
+
+def check_depth(data: Any, *, source: str = "input", limit: int | None = None) -> None:
+    """Refuse JSON nested deeper than ``limit`` (MAX_DEPTH) levels, without recursing (a hostile document must
+    give one clear error, not a RecursionError from whatever walks it next)."""
+    limit = MAX_DEPTH if limit is None else limit
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > limit:
+            raise _too_deep(source)
+        if isinstance(value, dict):
+            stack.extend((v, depth + 1) for v in value.values() if isinstance(v, dict | list))
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1) for v in value if isinstance(v, dict | list))
 
 
 def document_from_json(data: Any, *, source: str = "input") -> ConversationDocument:

@@ -43,6 +43,7 @@ HTTP_STATUS: dict[Cause, int] = {
     Cause.CODEC: 400,
     Cause.TOO_LARGE: 413,
     Cause.CONFLICT: 409,
+    Cause.STORAGE: 507,
     Cause.UNAUTHORIZED: 401,
     Cause.DAEMON_NOT_RUNNING: 503,
     Cause.NO_NETWORK: 409,

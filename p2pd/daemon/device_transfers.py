@@ -151,7 +151,7 @@ class DeviceTransfers:
                 received = await receive_blob(link.channel, self.partial, decide=decide,
                                               on_progress=lambda done, total: progress[0](done, total),
                                               idle_timeout=self.idle_timeout, max_message_size=MESSAGE_SIZE,
-                                              control=control)
+                                              control=control, validate=readable_blob)
             finally:
                 await link.close()
             output = await self.host.accept_conversation(device, received.path, transfer_id=row_id[0],
@@ -188,6 +188,14 @@ class DeviceTransfers:
                 if stopped(self.store.get_transfer(tid)):
                     running.append(tid)
         return running
+
+
+def readable_blob(path: Path) -> None:
+    """The receive side's check before a verified blob is kept: it must parse as a conversation."""
+    from p2pd.blob import container as blob
+    from p2pd.conversation.document_io import parse_document
+
+    parse_document(blob.read(path), source="the received conversation")
 
 
 def _forget(table: dict[str, Any], key: str, _task: object) -> None:

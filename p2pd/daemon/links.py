@@ -1,9 +1,11 @@
 """Links: a named group of paired devices that a conversation can be sent to at once (fan-out).
 
-A link is made by one member and told to the others over their control channels. Any member can close it for
-everyone; a member can leave it. Closing and leaving only ever grow (a closed link never reopens, a member that
-left never comes back), so updates from several members merge in any order. Sending to a link sends to every
-member except the sender and those that left; a closed link sends nothing, and a receiver refuses a transfer
+A link is made by one member (its creator) and told to the others over their control channels. Only the creator can
+close it for everyone; a member can leave it. An update from a member can only say that *that* member left, and
+only the creator's update can close the link or introduce it; the member list and the creator are those first heard
+(the creator's), never taken from later updates. Closing and leaving only ever grow (a closed link never reopens, a
+member that left never comes back), so updates from several members merge in any order. Sending to a link sends to
+every member except the sender and those that left; a closed link sends nothing, and a receiver refuses a transfer
 tagged with a link it knows is closed or that it left.
 
 Kept in ``links.json`` in the daemon's folder.
@@ -54,26 +56,34 @@ class LinkBook:
     def merge(self, incoming: LinkView, from_device: str) -> LinkView | None:
         """Take a member's view of a link; returns the merged view, or None when it is not for us or not
         from a member."""
-        member_ids = {m.id for m in incoming.members}
+        known = current = self.links.get(incoming.id)
+        if current is None:
+            if from_device != incoming.created_by:
+                return None  # a link is introduced by its creator only
+            current = incoming.model_copy(update={"left": [], "closed": False, "closed_by": None})
+        member_ids = {m.id for m in current.members}
         if self.own_id not in member_ids or from_device not in member_ids:
             return None
-        current = self.links.get(incoming.id)
-        if current is None:
-            merged = incoming
-        else:
-            closed = current.closed or incoming.closed
-            merged = current.model_copy(update={
-                "left": sorted(set(current.left) | set(incoming.left)),
-                "closed": closed,
-                "closed_by": (current.closed_by or incoming.closed_by) if closed else None,
-            })
-        if merged != current:
+        left = set(current.left)
+        if from_device in incoming.left:
+            left.add(from_device)  # a member can only say that it left itself
+        by_creator = incoming.closed and from_device == current.created_by
+        closed = current.closed or by_creator
+        merged = current.model_copy(update={
+            "left": sorted(left),
+            "closed": closed,
+            "closed_by": (current.closed_by or from_device) if closed else None,
+        })
+        if merged != known:
             self.links[merged.id] = merged
             self._save()
         return merged
 
     def close(self, link_id: str) -> LinkView:
         view = self.get(link_id)
+        if view.created_by != self.own_id:
+            raise ConflictError(f"only the device that created link {view.name or view.id} can close it; "
+                                "leave it instead")
         if not view.closed:
             view = view.model_copy(update={"closed": True, "closed_by": self.own_id})
             self.links[link_id] = view

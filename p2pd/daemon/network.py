@@ -39,15 +39,18 @@ from p2pd.daemon.peer_protocol import (
 from p2pd.daemon.store import HandoffRow, TransferRow
 from p2pd.errors import ConflictError, NotFoundError, P2pdError
 from p2pd.support.text import visible
+from p2pd.transfer.partial import sweep
 
 log = logging.getLogger("p2pd.network")
 
 BOOK_POLL = 1.0
+PARTIAL_MAX_AGE = 7 * 24 * 3600.0  # seconds a cut-off receive waits for its resume before start-up removes it
 
 
 class DeviceNetwork:
     def __init__(self, folder: Path, identity: Identity, host: NetworkHost, signal_url: str, *,
-                 connect_timeout: float | None = None, idle_timeout: float = 30.0) -> None:
+                 connect_timeout: float | None = None, idle_timeout: float = 30.0,
+                 partial_max_age: float = PARTIAL_MAX_AGE) -> None:
         self.folder = folder
         self.identity = identity
         self.host = host
@@ -60,6 +63,7 @@ class DeviceNetwork:
             connect_timeout = configured_connect_timeout()
         self.connect_timeout = connect_timeout
         self.idle_timeout = idle_timeout
+        self.partial_max_age = partial_max_age
         self.book = DeviceBook(folder)
         self.links = LinkBook(folder, identity.device_id)
         self.partial = folder / "partial"  # verified blobs land here; cut-off ones wait to resume
@@ -74,6 +78,9 @@ class DeviceNetwork:
     async def start(self) -> None:
         """Come up: transfers a previous run left unfinished are sent again once their device is back."""
         await asyncio.to_thread(self.store.interrupted_transfers)
+        swept = await asyncio.to_thread(sweep, self.partial, self.partial_max_age)
+        if swept:
+            log.info("removed %d partial transfers older than %g h", swept, self.partial_max_age / 3600)
         self._sync_sessions()
         self._watcher = asyncio.create_task(self._watch_book())
 

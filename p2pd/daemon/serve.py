@@ -83,11 +83,13 @@ def _server_class() -> Any:
 
 def device_network(service: DaemonService) -> DeviceNetwork:
     """The daemon's link to its paired devices, under this machine's device identity (made on first run)."""
+    from p2pd.config import daemon_settings
     from p2pd.daemon.identity import load_identity
 
     identity = load_identity(service.home.root)
     service.device_id = identity.device_id
-    return DeviceNetwork(service.home.root, identity, service, service.signal_url())
+    return DeviceNetwork(service.home.root, identity, service, service.signal_url(),
+                         partial_max_age=daemon_settings().partial_max_age_hours * 3600)
 
 
 async def serve(home: Home, *, host: str, port: int, cors_origins: tuple[str, ...] = (),

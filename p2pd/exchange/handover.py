@@ -209,6 +209,11 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
     from p2pd.transfer.channel import receive_blob
 
     out_dir.mkdir(parents=True, exist_ok=True)
+    parsed: list[ConversationDocument] = []  # parsed before the blob is kept: one that does not parse is refused
+
+    def validate(path: Path) -> None:
+        parsed.append(_document_from_blob(path))
+
     rv = await Rendezvous.open(signal_url, role="receiver", code=code, connect_timeout=min(10.0, connect_timeout))
     link = None
     try:
@@ -218,13 +223,13 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
         link = await _connect_or_hear_fallback(rv, connect_timeout, ui)
         received = await receive_blob(link.channel, out_dir, decide=ui.decide, on_progress=ui.progress,
                                       idle_timeout=idle_timeout, max_message_size=DAEMON_MESSAGE_SIZE,
-                                      control=control)
+                                      control=control, validate=validate)
         link_path = link.path
     finally:
         if link is not None:
             await link.close()
         await rv.close()
-    doc = await asyncio.to_thread(_document_from_blob, received.path)
+    doc = parsed[0] if parsed else await asyncio.to_thread(_document_from_blob, received.path)
     path = await asyncio.to_thread(lambda: fallback_file(doc, out_dir, pretty=pretty))
     with contextlib.suppress(OSError):
         os.unlink(received.path)

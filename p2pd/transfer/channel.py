@@ -19,7 +19,8 @@ from p2pd.transfer.control import ProgressCallback, ReceivedBlob, TransferContro
 from p2pd.transfer.datachannel import DataChannel
 from p2pd.transfer.frames import BASE_MESSAGE_SIZE, MAX_MESSAGE_SIZE, OfferInfo
 from p2pd.transfer.jobs import open_blob
-from p2pd.transfer.receiving import Decide, ReceiveSide
+from p2pd.transfer.partial import Validate
+from p2pd.transfer.receiving import MIN_RATE, RATE_WINDOW, Decide, ReceiveSide
 from p2pd.transfer.sending import HIGH_WATER, LOW_WATER, SendSide
 from p2pd.transfer.tap import ChannelTap, attach
 
@@ -60,9 +61,15 @@ async def send_blob(channel: DataChannel, blob_path: Path, offer: OfferInfo, *,
 async def receive_blob(channel: DataChannel, dest_dir: Path, *, decide: Decide,
                        on_progress: ProgressCallback | None = None, idle_timeout: float = 30.0,
                        max_raw_size: int = DEFAULT_MAX_RAW_SIZE, max_message_size: int = MAX_MESSAGE_SIZE,
-                       control: TransferControl | None = None, linger: float = 2.0) -> ReceivedBlob:
+                       control: TransferControl | None = None, linger: float = 2.0,
+                       validate: Validate | None = None, min_rate: float = MIN_RATE,
+                       rate_window: float = RATE_WINDOW) -> ReceivedBlob:
     """Receive one blob over ``channel`` into ``dest_dir``; return once it is verified and in place.
 
+    ``validate(path)`` (in a worker thread) checks the verified blob before it is moved into place; if it raises,
+    the blob is removed, the sender gets ERROR(invalid) instead of DONE and this raises InvalidInputError.
+    A sender delivering under ``min_rate`` bytes/s over a ``rate_window``-second window (while chunks are due)
+    is ended with PeerTimeoutError saying so.
     ``decide(offer)`` runs before any chunk flows: True accepts, False sends REJECT (DeclinedError here).
     Offers over ``max_raw_size`` are refused without asking (TooLargeError). A broken transfer leaves its
     partial file under ``dest_dir/.p2pd-partial/`` and a later transfer of the same blob resumes from it.
@@ -71,7 +78,8 @@ async def receive_blob(channel: DataChannel, dest_dir: Path, *, decide: Decide,
     """
     side = ReceiveSide(channel, Path(dest_dir), decide, max_message_size=max_message_size,
                        max_raw_size=max_raw_size, idle_timeout=idle_timeout, on_progress=on_progress,
-                       control=control, linger=linger)
+                       control=control, linger=linger, validate=validate, min_rate=min_rate,
+                       rate_window=rate_window)
     try:
         return await side.run()
     except P2pdError:

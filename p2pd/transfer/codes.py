@@ -40,6 +40,7 @@ class Code(IntEnum):
     TIMEOUT = 22  # ERROR: no progress from the peer for the idle time
     IO = 23  # ERROR: local storage failure (disk full, permission)
     INTERNAL = 24  # ERROR: a bug
+    INVALID = 25  # ERROR: the verified payload is not a conversation the receiver can read (nothing kept)
     PEER_GONE = 30  # local only, never sent: the channel closed, ICE failed
 
 

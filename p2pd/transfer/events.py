@@ -12,6 +12,7 @@ from p2pd.errors import (
     BusyError,
     Cause,
     DeclinedError,
+    InvalidInputError,
     P2pdError,
     Party,
     PeerGoneError,
@@ -72,6 +73,7 @@ _ERRORS: dict[int, tuple[type[P2pdError], Cause, Party]] = {
     Code.TIMEOUT: (PeerTimeoutError, Cause.TIMEOUT, Party.PEER),  # the peer stopped answering
     Code.IO: (TransferFailedError, Cause.TRANSFER_FAILED, Party.LOCAL),
     Code.INTERNAL: (TransferFailedError, Cause.TRANSFER_FAILED, Party.LOCAL),
+    Code.INVALID: (InvalidInputError, Cause.INVALID_INPUT, Party.PEER),  # what the peer sent does not parse
     Code.PEER_GONE: (PeerGoneError, Cause.PEER_GONE, Party.PEER),
 }
 _OTHER: tuple[type[P2pdError], Cause, Party] = (TransferFailedError, Cause.TRANSFER_FAILED, Party.LOCAL)

@@ -20,7 +20,7 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from p2pd.blob.container import HEADER_SIZE, BlobHeader
@@ -36,6 +36,55 @@ try:
     import fcntl
 except ImportError:  # pragma: no cover - not POSIX
     fcntl = None  # type: ignore[assignment]
+
+
+Validate = Callable[[Path], object]
+
+
+class UnreadableBlob(Exception):
+    """The blob verified but the receiver's ``validate`` refused it (``error``: what it raised)."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def sweep(dest_dir: Path, max_age: float, *, now: float | None = None) -> int:
+    """Remove the partials under ``dest_dir`` untouched for ``max_age`` seconds (none is being written: a locked
+    one is skipped). Returns how many were removed. Blocking I/O."""
+    import time
+
+    root = Path(dest_dir) / PARTIAL_DIR
+    cutoff = (time.time() if now is None else now) - max_age
+    removed = 0
+    try:
+        entries = list(root.iterdir())
+    except OSError:
+        return 0
+    for entry in entries:
+        try:
+            newest = max([entry.lstat().st_mtime, *(f.lstat().st_mtime for f in entry.iterdir())])
+        except OSError:
+            continue
+        if newest > cutoff or not entry.is_dir() or entry.is_symlink():
+            continue
+        try:
+            fd = os.open(entry / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError:
+            continue
+        try:
+            if fcntl is not None:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue
+            shutil.rmtree(entry, ignore_errors=True)
+            removed += 1
+        finally:
+            os.close(fd)
+    with contextlib.suppress(OSError):
+        root.rmdir()
+    return removed
 
 
 def final_name(sha256: bytes) -> str:
@@ -167,8 +216,11 @@ class PartialBlob:
             pos += len(block)
         return h.digest()
 
-    def finalize(self) -> Path:
-        """Write the blob header, make it durable and move the blob into ``dest_dir`` atomically."""
+    def finalize(self, validate: Validate | None = None) -> Path:
+        """Write the blob header, make it durable and move the blob into ``dest_dir`` atomically.
+
+        ``validate(path)`` runs on the complete blob before the rename; whatever it raises is re-raised as
+        :class:`UnreadableBlob` after the partial is removed (its bytes verified, so a resume cannot help)."""
         assert self._fd is not None
         offer = self.offer
         codec = offer.codec
@@ -180,6 +232,12 @@ class PartialBlob:
         os.ftruncate(self._fd, HEADER_SIZE + offer.compressed_size)
         os.fsync(self._fd)
         os.fchmod(self._fd, 0o644)
+        if validate is not None:
+            try:
+                validate(self.part_path)
+            except Exception as exc:
+                self._remove_dir()
+                raise UnreadableBlob(exc) from exc
         target = self.dest_dir / final_name(offer.sha256)
         os.replace(self.part_path, target)
         fsync_dir(self.dest_dir)

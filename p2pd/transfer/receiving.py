@@ -18,12 +18,21 @@ from p2pd.transfer.datachannel import DataChannel
 from p2pd.transfer.events import Action, FinalizeBlob, OfferReceived, VerifyPayload, WriteChunk
 from p2pd.transfer.frames import Code, Offer
 from p2pd.transfer.jobs import JobDone, JobKind, write_batch
-from p2pd.transfer.partial import PartialBlob
+from p2pd.transfer.partial import PartialBlob, UnreadableBlob, Validate
 from p2pd.transfer.receiver import Receiver, ReceiverState
 from p2pd.transfer.runloop import Runner
 
+# Slowloris guard: while chunks are due, the sender must deliver at least MIN_RATE bytes/s over each RATE_WINDOW
+# (or whatever is left, if less); a sender trickling one chunk every 20 s is ended with that reason.
+MIN_RATE = 4096.0
+RATE_WINDOW = 60.0
 COMMIT_BYTES = 1024 * 1024
 COMMIT_INTERVAL = 0.25
+
+# Failures after which the partial is removed: its bytes are bad (checksum, invalid), the disk could not take
+# them (io: keeping them would make the next receive into this folder fail too), or the peer broke the protocol.
+# A cut connection, a timeout or a cancel keep it for a resume.
+NO_RESUME = frozenset({Code.CHECKSUM, Code.INVALID, Code.IO, Code.PROTOCOL, Code.INTERNAL})
 
 Decide = Callable[[Offer], Awaitable[bool]]
 
@@ -35,11 +44,16 @@ class ReceiveSide(Runner):
 
     def __init__(self, channel: DataChannel, dest_dir: Path, decide: Decide, *, max_message_size: int,
                  max_raw_size: int, idle_timeout: float, on_progress: ProgressCallback | None,
-                 control: TransferControl | None, linger: float) -> None:
+                 control: TransferControl | None, linger: float, validate: Validate | None = None,
+                 min_rate: float = MIN_RATE, rate_window: float = RATE_WINDOW) -> None:
         super().__init__(channel, idle_timeout=idle_timeout, on_progress=on_progress, control=control)
         self.dest_dir = dest_dir
         self.decide = decide
         self.linger = linger
+        self.validate = validate
+        self.min_rate = min_rate
+        self.rate_window = rate_window
+        self.rate_mark: tuple[float, int] | None = None  # (time, bytes received) at the current window's start
         self.machine = Receiver(max_message_size=max_message_size, max_raw_size=max_raw_size)
         self.part: PartialBlob | None = None
         self.decision: asyncio.Task[None] | None = None
@@ -94,6 +108,11 @@ class ReceiveSide(Runner):
                 io_in = self.io_delay()
                 if io_in is not None:
                     delay = io_in if delay is None else min(delay, io_in)
+                rate_in = self.rate_delay()
+                if self.machine.finished:
+                    break
+                if rate_in is not None:
+                    delay = rate_in if delay is None else min(delay, rate_in)
                 await self.wait(delay)
 
     def handle(self, action: Action) -> None:
@@ -109,7 +128,7 @@ class ReceiveSide(Runner):
             self.start_job(JobKind.DIGEST, self.part.digest)
         elif isinstance(action, FinalizeBlob):
             assert self.part is not None and self.job is None
-            self.start_job(JobKind.FINALIZE, self.part.finalize)
+            self.start_job(JobKind.FINALIZE, self.part.finalize, self.validate)
 
     async def _decide(self, offer: Offer) -> None:
         try:
@@ -133,6 +152,29 @@ class ReceiveSide(Runner):
         self.queue_bytes = 0
         self._batch = len(batch)
         self.start_job(JobKind.WRITE, write_batch, self.part, batch, True)
+
+    def rate_delay(self) -> float | None:
+        """Seconds until the current rate window ends; at its end, fail a sender under the minimum rate."""
+        m = self.machine
+        if m.state is not ReceiverState.RECEIVING or m.offer is None or self.min_rate <= 0:
+            self.rate_mark = None
+            return None
+        now = self.loop.time()
+        if self.rate_mark is None:
+            self.rate_mark = (now, m.bytes_received)
+        since, start_bytes = self.rate_mark
+        left = since + self.rate_window - now
+        if left > 0:
+            return left
+        got = m.bytes_received - start_bytes
+        held = (m.plan.held_bytes if m.plan else 0) + start_bytes
+        need = min(self.min_rate * self.rate_window, m.offer.compressed_size - held)
+        if got < need and self.job is None:  # (our own slow disk holding the window back is not the sender's fault)
+            self.perform(m.fail(Code.TIMEOUT, f"the sender sent {got} bytes in {self.rate_window:g} s, under the "
+                                              f"minimum rate of {self.min_rate:g} bytes/s"))
+            return None
+        self.rate_mark = (now, m.bytes_received)
+        return self.rate_window
 
     def io_delay(self) -> float | None:
         """Seconds until queued chunks are due to be written, if any wait."""
@@ -164,6 +206,10 @@ class ReceiveSide(Runner):
                 self.part = done.result
                 self.perform(m.accept(done.result.held_chunks()))
             return
+        if isinstance(error, UnreadableBlob):  # verified, yet not something this side can read: never DONE
+            self.checksum_failed = True  # (the partial is already gone; nothing to resume)
+            self.perform(m.fail(Code.INVALID, f"the received conversation cannot be read: {error.error}"))
+            return
         if error is not None:
             self.perform(m.fail(Code.IO, f"cannot {done.kind.value} the received blob: {error}"))
             return
@@ -190,7 +236,8 @@ class ReceiveSide(Runner):
         part = self.part
         if part is None or self.completed:
             return
-        if self.checksum_failed:
+        failure = self.machine.failure
+        if self.checksum_failed or (failure is not None and failure.code in NO_RESUME):
             await asyncio.to_thread(part.discard)
             return
         # keep what arrived for a later resume: write and commit the queue, then release the lock

@@ -151,3 +151,33 @@ def test_a_provider_the_receiving_codex_does_not_configure_is_replaced_with_a_wa
     configured.mkdir()
     (configured / "config.toml").write_text('[model_providers.local]\nname = "local"\nbase_url = "http://x"\n')
     assert provider_after_import(configured) == ("local", [])
+
+
+def test_codex_import_refuses_a_symlinked_year_folder_pointing_outside_codex_home(tmp_path: Path) -> None:
+    """Red-team finding: a symlinked $CODEX_HOME/sessions/YYYY made the import write outside $CODEX_HOME (the
+    Claude Code importer refuses the same case). Nothing may be written outside."""
+    from datetime import UTC, datetime
+
+    from p2pd.agents.codex.importer import import_to_codex, rollout_path
+    from p2pd.agents.sources import load_file
+    from p2pd.errors import InvalidInputError
+
+    source = tmp_path / "rollout.jsonl"
+    source.write_text("".join(json.dumps(v) + "\n" for v in every_kind_rollout().lines))
+    doc = load_file(str(source))
+    home = tmp_path / "home"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    year = rollout_path(home, "x", datetime.now(UTC)).parents[2]
+    year.parent.mkdir(parents=True)
+    year.symlink_to(outside, target_is_directory=True)
+    with pytest.raises(InvalidInputError):
+        import_to_codex(doc, cwd=tmp_path, home=home)
+    assert list(outside.rglob("*")) == []
+    # a symlink that stays inside the sessions tree is still followed
+    year.unlink()
+    inside = home / "sessions" / "elsewhere"
+    inside.mkdir()
+    year.symlink_to(inside, target_is_directory=True)
+    result = import_to_codex(doc, cwd=tmp_path, home=home)
+    assert Path(result.path).resolve().is_relative_to(inside)

@@ -118,3 +118,34 @@ def test_newer_format_version_is_refused():
     data["formatVersion"] = 99
     with pytest.raises(InvalidInputError, match="version 99"):
         parse_document(json.dumps(data).encode())
+
+
+@pytest.mark.parametrize("depth", [300, 5_000, 100_000])
+def test_deeply_nested_json_is_one_clear_invalid_input_error(depth: int) -> None:
+    """Red-team finding: deep nesting raised an uncaught RecursionError (exit 1)."""
+    from p2pd.conversation.document_io import MAX_DEPTH, parse_document
+    from p2pd.errors import InvalidInputError
+
+    raw = b'{"messages":' + b"[" * depth + b"]" * depth + b"}"
+    with pytest.raises(InvalidInputError) as info:
+        parse_document(raw, source="the test document")
+    assert info.value.exit_code == 4 and str(MAX_DEPTH) in str(info.value) and "\n" not in str(info.value)
+    # nesting within the limit is not refused for its depth
+    ok = b'{"messages":[{"role":"user","parts":[{"kind":"data","data":' + b'{"a":' * 50 + b"1" + b"}" * 50 \
+        + b"}]}]}"
+    try:
+        parse_document(ok, source="x")
+    except InvalidInputError as exc:
+        assert str(MAX_DEPTH) not in str(exc)
+
+
+def test_deeply_nested_json_exits_4_on_the_command_line(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    path = tmp_path / "deep.a2a.json"
+    path.write_bytes(b"[" * 100_000 + b"]" * 100_000)
+    proc = subprocess.run([sys.executable, "-m", "p2pd", "show", str(path)], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 4, proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1

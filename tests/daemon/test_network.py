@@ -235,9 +235,12 @@ async def test_fan_out_to_three_devices_and_a_closed_link_delivers_nothing(
         await _until(lambda: [len(h.received) for _, h in receivers] == [1, 2, 2])
         assert len(hb.received) == 1
 
-        # c closes the link for everyone: a refuses to send, and a receiver refuses a transfer tagged with it
-        await nc.close_link(link.id)
-        await _until(lambda: na.links.get(link.id).closed)
+        # only the creator closes the link: c cannot; a closes it for everyone, then a refuses to send and a
+        # receiver refuses a transfer tagged with it
+        with pytest.raises(ConflictError):
+            await nc.close_link(link.id)
+        await na.close_link(link.id)
+        await _until(lambda: nc.links.get(link.id).closed)
         with pytest.raises(ConflictError):
             await na.send_to_link(link.id, corpus_doc)
         stale = await na.send_to_device(nc.identity.device_id, corpus_doc, link_id=link.id)

@@ -228,3 +228,127 @@ def test_the_protocol_and_the_adapter_load_without_aiortc() -> None:
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('aiortc', 'aioice')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+async def test_a_verified_blob_the_receiver_cannot_read_is_an_error_for_both_and_is_not_kept(tmp_path: Path) -> None:
+    """Red-team finding: a verified but unparseable blob was reported DONE and left in the folder. With a
+    ``validate`` hook the receiver checks it before the rename: ERROR(invalid) to the sender, nothing kept."""
+    from p2pd.errors import Cause
+
+    write_blob(tmp_path / "x.blob", 20_000)
+    seen: list[Path] = []
+
+    def refuse(path: Path) -> None:
+        seen.append(path)
+        assert blob.read(path)  # the complete blob is there to check
+        raise InvalidInputError("not a conversation")
+
+    a, b = pair()
+    sender, receiver = await asyncio.gather(
+        send_blob(a, tmp_path / "x.blob", INFO, max_message_size=MAX_MESSAGE_SIZE),
+        receive_blob(b, tmp_path / "in", decide=accept_all, linger=0.2, validate=refuse), return_exceptions=True)
+    assert len(seen) == 1
+    assert isinstance(receiver, InvalidInputError) and receiver.party is Party.PEER
+    assert isinstance(sender, InvalidInputError) and sender.cause is Cause.INVALID_INPUT
+    assert sender.details.get("code") == "invalid"
+    assert list((tmp_path / "in").rglob("*")) == []  # no blob, no partial
+
+
+async def test_a_disk_full_receive_leaves_no_partial_and_the_next_receive_works(tmp_path: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Red-team finding: after a disk-full error the partial stayed, so the next small receive failed too."""
+    import errno
+
+    from p2pd.errors import TransferFailedError
+    from p2pd.transfer.partial import PartialBlob
+
+    write_blob(tmp_path / "big.blob", 300_000)
+    real_write = PartialBlob.write
+
+    def full(self: PartialBlob, offset: int, data: bytes) -> None:
+        if offset > 0:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_write(self, offset, data)
+
+    monkeypatch.setattr(PartialBlob, "write", full)
+    a, b = pair()
+    sender, receiver = await asyncio.gather(
+        send_blob(a, tmp_path / "big.blob", INFO, max_message_size=MAX_MESSAGE_SIZE),
+        receive_blob(b, tmp_path / "in", decide=accept_all, linger=0.2), return_exceptions=True)
+    assert isinstance(receiver, TransferFailedError) and isinstance(sender, TransferFailedError)
+    assert not (tmp_path / "in" / PARTIAL_DIR).exists()
+    monkeypatch.setattr(PartialBlob, "write", real_write)
+    small = write_blob(tmp_path / "small.blob", 2_000)
+    a, b = pair()
+    _, got = await asyncio.gather(send_blob(a, tmp_path / "small.blob", INFO),
+                                  receive_blob(b, tmp_path / "in", decide=accept_all, linger=0.2))
+    assert got.path.read_bytes() == small
+
+
+def test_start_up_sweep_removes_old_partials_only(tmp_path: Path) -> None:
+    import fcntl
+    import time
+
+    from p2pd.transfer.partial import sweep
+
+    root = tmp_path / PARTIAL_DIR
+    old, fresh, busy = root / "old", root / "fresh", root / "busy"
+    for d in (old, fresh, busy):
+        d.mkdir(parents=True)
+        (d / "blob.part").write_bytes(b"x" * 100)
+    long_ago = time.time() - 10 * 3600
+    for d in (old, busy):
+        for f in (d / "blob.part", d):
+            os.utime(f, (long_ago, long_ago))
+    fd = os.open(busy / "lock", os.O_RDWR | os.O_CREAT)
+    os.utime(busy / "lock", (long_ago, long_ago))
+    os.utime(busy, (long_ago, long_ago))
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        assert sweep(tmp_path, 3600) == 1
+    finally:
+        os.close(fd)
+    assert not old.exists() and fresh.exists() and busy.exists()
+
+
+async def test_a_slowloris_sender_is_ended_by_the_minimum_rate(tmp_path: Path) -> None:
+    """Red-team finding: one chunk every 20 s kept a receive open for ever (each chunk resets the idle timeout).
+    Here, scaled down: one chunk every 0.2 s against a minimum rate of 1 MB/s over 0.5 s windows."""
+    from p2pd.blob.codecs import get_codec
+    from p2pd.errors import PeerTimeoutError
+    from p2pd.transfer.frames import Chunk, Hello, Role, decode, encode
+
+    data = write_blob(tmp_path / "x.blob", 400_000)
+    header = blob.BlobHeader.unpack(data)
+    payload = data[blob.HEADER_SIZE:]
+    a, b = pair()
+    replies: list[Any] = []
+    a.on("message", lambda m: replies.append(decode(m, max_size=MAX_MESSAGE_SIZE)))
+    receiving = asyncio.ensure_future(receive_blob(b, tmp_path / "in", decide=accept_all, idle_timeout=30,
+                                                   min_rate=1_000_000, rate_window=0.5, linger=0.1))
+    tid = b"\x05" * 16
+    chunk = 16_000
+    a.send(encode(Hello(role=Role.SENDER, max_message_size=MAX_MESSAGE_SIZE, codecs=(1,))))
+    a.send(encode(Offer(tid, get_codec(header.codec).wire_id, header.raw_size, header.compressed_size,
+                        header.sha256, chunk, INFO)))
+    for _ in range(100):
+        if any(r.type.name == "ACCEPT" for r in replies):
+            break
+        await asyncio.sleep(0.01)
+    started = asyncio.get_running_loop().time()
+    for index in range(len(payload) // chunk):
+        if receiving.done():
+            break
+        a.send(encode(Chunk(tid, index, payload[index * chunk:(index + 1) * chunk])))
+        await asyncio.sleep(0.2)
+    with pytest.raises(PeerTimeoutError) as info:
+        await asyncio.wait_for(receiving, 5)
+    assert "minimum rate" in str(info.value)
+    assert asyncio.get_running_loop().time() - started < 2.5
+    assert replies and replies[-1].type.name == "ERROR"
+    # a sender at full speed passes the same guard
+    a, b = pair()
+    _, got = await asyncio.gather(send_blob(a, tmp_path / "x.blob", INFO),
+                                  receive_blob(b, tmp_path / "in2", decide=accept_all, min_rate=1_000_000,
+                                               rate_window=0.5, linger=0.1))
+    assert got.path.read_bytes() == data

@@ -27,7 +27,8 @@ export const T = { HELLO: 1, OFFER: 2, ACCEPT: 3, REJECT: 4, CHUNK: 5, ACK: 6, E
 export const TYPE_NAMES = Object.fromEntries(Object.entries(T).map(([k, v]) => [v, k]));
 export const ROLE = { SENDER: 1, RECEIVER: 2 };
 export const CODE = { DECLINED: 1, TOO_LARGE: 2, UNSUPPORTED_CODEC: 3, BUSY: 4, CANCELLED: 10, PROTOCOL: 20,
-  CHECKSUM: 21, TIMEOUT: 22, IO: 23, INTERNAL: 24, PEER_GONE: 30 };
+  CHECKSUM: 21, TIMEOUT: 22, IO: 23, INTERNAL: 24, INVALID: 25,
+  PEER_GONE: 30 };
 const CODE_NAMES = Object.fromEntries(Object.entries(CODE).map(([k, v]) => [v, k.toLowerCase()]));
 export const codeName = (code) => CODE_NAMES[code] ?? `code ${code}`;
 

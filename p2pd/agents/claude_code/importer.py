@@ -22,10 +22,13 @@ Rules (research: shared notes formats.md §1.9), each covered by a test:
 from __future__ import annotations
 
 import base64
+import contextlib
 import copy
 import os
 import re
 import shlex
+import shutil
+import tempfile
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,8 +41,8 @@ from p2pd.agents.claude_code.transcript import active_chain, message_problem
 from p2pd.agents.jsonl import SourceLine, dumps_line
 from p2pd.agents.spec import Note, NoteKind
 from p2pd.conversation.model import ConversationDocument, Transcript
-from p2pd.errors import ConflictError, InvalidInputError
-from p2pd.support.atomic import atomic_write_bytes
+from p2pd.errors import Cause, ConflictError, InvalidInputError, P2pdError
+from p2pd.support.atomic import fsync_dir
 
 THINKING_TYPES = {"thinking", "redacted_thinking"}
 _SAFE_REL = re.compile(r"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$")
@@ -283,13 +286,47 @@ def import_to_claude_code(doc: ConversationDocument, *, cwd: str | os.PathLike[s
 
     if dry_run:
         return result
-    written: list[Path] = []
+    try:
+        _write_staged(project_dir, new_id, writes)
+    except OSError as exc:
+        raise P2pdError(f"cannot write the session into {project_dir}: {exc.strerror or exc}",
+                        cause=Cause.STORAGE) from None
+    return result
+
+
+def _write_staged(project_dir: Path, new_id: str, writes: list[tuple[Path, bytes]]) -> None:
+    """Write the whole session tree (main file, subagents, tool results) in a staging folder beside its place,
+    then move it in: the session folder first, the main file last, so Claude Code never sees a session whose
+    main file is there but whose subagents are not. A failure (or a kill) leaves only the staging folder,
+    which is removed on failure."""
+    created = not project_dir.exists()
+    project_dir.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=f".p2pd-import-{new_id}.", dir=project_dir))
+    main_path = project_dir / f"{new_id}.jsonl"
+    folder = project_dir / new_id
+    moved_folder = False
     try:
         for target, data in writes:
-            atomic_write_bytes(target, data, overwrite=False)
-            written.append(target)
+            staged = stage / target.relative_to(project_dir)
+            staged.parent.mkdir(parents=True, exist_ok=True)
+            with open(staged, "xb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+        if (stage / new_id).exists():
+            os.rename(stage / new_id, folder)  # fails if the folder appeared meanwhile
+            moved_folder = True
+        try:
+            os.link(stage / main_path.name, main_path)  # never replaces an existing session
+        except FileExistsError:
+            raise ConflictError(f"a session {new_id} already exists at {main_path}; not overwriting it") from None
+        fsync_dir(project_dir)
     except BaseException:
-        for p in written:
-            p.unlink(missing_ok=True)
+        if moved_folder:
+            shutil.rmtree(folder, ignore_errors=True)
         raise
-    return result
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+        if created:
+            with contextlib.suppress(OSError):
+                project_dir.rmdir()  # only if nothing was moved in

@@ -37,7 +37,7 @@ from p2pd.agents.crossagent import CarryReport, carry_warnings, readable_turns
 from p2pd.agents.jsonl import dumps_line
 from p2pd.agents.spec import Note, NoteKind
 from p2pd.conversation.model import ConversationDocument, Role
-from p2pd.errors import ConflictError, InvalidInputError
+from p2pd.errors import Cause, ConflictError, InvalidInputError, P2pdError
 from p2pd.support.atomic import atomic_write_bytes
 
 ORIGINATOR = "p2pd_import"
@@ -184,6 +184,10 @@ def import_to_codex(doc: ConversationDocument, *, cwd: str | os.PathLike[str] | 
     base = home or codex_home()
     new_id = session_id or str(uuid.uuid4())
     path = rollout_path(base, new_id, datetime.now(UTC))
+    sessions = base / "sessions"
+    # A symlinked sessions/YYYY (or MM, DD) pointing elsewhere would make us write outside Codex's own tree.
+    if not path.resolve().is_relative_to(sessions.resolve()):
+        raise InvalidInputError(f"refusing to write outside {sessions}: {path}")
     if path.exists():
         raise ConflictError(f"a Codex session file already exists at {path}; not overwriting it")
     result = CodexImportResult(new_id, path, target_cwd, 0, dry_run=dry_run)
@@ -212,5 +216,9 @@ def import_to_codex(doc: ConversationDocument, *, cwd: str | os.PathLike[str] | 
         f"{base / INDEX_NAME} is Codex's own)"))
     data = "".join(dumps_line(v) + "\n" for v in lines)
     if not dry_run:
-        atomic_write_bytes(path, data.encode("utf-8", errors="surrogateescape"), overwrite=False)
+        try:
+            atomic_write_bytes(path, data.encode("utf-8", errors="surrogateescape"), overwrite=False)
+        except OSError as exc:
+            raise P2pdError(f"cannot write the session into {path.parent}: {exc.strerror or exc}",
+                            cause=Cause.STORAGE) from None
     return result

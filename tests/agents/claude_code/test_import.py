@@ -190,3 +190,60 @@ def test_plain_a2a_conversation_imports_as_text(home, project):
     lines = _lines(r.path)
     assert [line["type"] for line in lines] == ["user", "assistant"]
     assert lines[1]["message"]["content"][0]["text"] == "hello"
+
+
+def _session_with_subagents():
+    from p2pd.agents.claude_code.export import export_session
+    from tests.corpus import claude_code_files
+
+    mains = [f for f in claude_code_files(include_subagents=False) if (f.with_suffix("") / "subagents").is_dir()]
+    doc = export_session(mains[0])
+    assert doc.subagents
+    return doc
+
+
+def test_a_too_long_subagent_name_is_a_storage_error_and_leaves_nothing(tmp_path):
+    """Red-team finding: 'unexpected OSError', exit 1, and empty folders left behind."""
+    from p2pd.agents.claude_code.importer import import_to_claude_code
+    from p2pd.errors import Cause, P2pdError
+
+    doc = _session_with_subagents()
+    doc.subagents[-1].file_name = "a" * 300 + ".jsonl"
+    config = tmp_path / "claude"
+    config.mkdir()
+    with pytest.raises(P2pdError) as info:
+        import_to_claude_code(doc, cwd=tmp_path, config=config)
+    assert info.value.cause is Cause.STORAGE and "\n" not in str(info.value)
+    assert [p for p in config.rglob("*") if p.name != "projects"] == []
+
+
+def test_an_import_cut_off_midway_leaves_no_half_session(tmp_path, monkeypatch):
+    """Red-team finding: a kill during import left the main session with part of its subagents. The whole tree is
+    staged; until the last step nothing is where Claude Code looks."""
+    import errno
+    import os
+
+    from p2pd.agents.claude_code import importer
+    from p2pd.errors import P2pdError
+
+    doc = _session_with_subagents()
+    config = tmp_path / "claude"
+    config.mkdir()
+    calls = {"n": 0}
+    real_fsync = os.fsync
+
+    def fail_late(fd: int) -> None:
+        calls["n"] += 1
+        if calls["n"] == len(doc.subagents):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_fsync(fd)
+
+    monkeypatch.setattr(importer.os, "fsync", fail_late)
+    with pytest.raises(P2pdError):
+        importer.import_to_claude_code(doc, cwd=tmp_path, config=config)
+    assert [p for p in config.rglob("*") if p.name != "projects"] == []
+    monkeypatch.setattr(importer.os, "fsync", real_fsync)
+    result = importer.import_to_claude_code(doc, cwd=tmp_path, config=config)
+    assert result.path.exists() and all(p.exists() for p in result.subagent_files)
+    assert len(result.subagent_files) == len(doc.subagents)
+    assert not [p for p in result.path.parent.iterdir() if p.name.startswith(".p2pd-import")]
