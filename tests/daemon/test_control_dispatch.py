@@ -22,6 +22,7 @@ from p2pd.daemon.peer_protocol import (
     HandoffState,
     LinkMember,
     LinkUpdate,
+    LinkView,
     Rtc,
 )
 from p2pd.daemon.running import RunningTransfers
@@ -117,16 +118,19 @@ async def test_handoff_states_count_only_from_the_claimer(wired: Any) -> None:
     assert host.store.get_handoff(hid).state == "completed"
 
 
-async def test_a_link_closed_by_a_member_cancels_what_is_queued_for_it(wired: Any, tmp_path: Path) -> None:
+async def test_a_link_closed_by_its_creator_cancels_what_is_queued_for_it(wired: Any, tmp_path: Path) -> None:
     net, session, host = wired
-    view = net.links.create("team", [LinkMember(id=net.identity.device_id),
-                                     LinkMember(id=session.device.device_id, name="b")])
+    peer = session.device.device_id
+    # the peer device made the link (only a link's creator introduces and closes it)
+    view = LinkView(id="link-0123456789abcdef", name="team", created_by=peer,
+                    members=[LinkMember(id=peer, name="b"), LinkMember(id=net.identity.device_id)])
+    await net.dispatch(session, LinkUpdate(link=view))
+    assert net.links.get(view.id) is not None and not net.links.get(view.id).closed
     blob = tmp_path / "blob.a2a.p2pd"
     blob.write_bytes(b"x")
-    queued = host.store.create_transfer("out", session.device.device_id, blob_path=str(blob), link_id=view.id)
-    other = host.store.create_transfer("out", session.device.device_id, blob_path=str(blob))
-    closed = view.model_copy(update={"closed": True, "closed_by": session.device.device_id})
-    await net.dispatch(session, LinkUpdate(link=closed))
+    queued = host.store.create_transfer("out", peer, blob_path=str(blob), link_id=view.id)
+    other = host.store.create_transfer("out", peer, blob_path=str(blob))
+    await net.dispatch(session, LinkUpdate(link=view.model_copy(update={"closed": True, "closed_by": peer})))
     assert net.links.get(view.id).closed
     row = host.store.get_transfer(queued.id)
     assert (row.state, row.cause) == ("cancelled", "cancelled") and "closed the link" in (row.error or "")
