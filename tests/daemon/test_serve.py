@@ -110,7 +110,10 @@ def test_cancel_a_send_waiting_for_its_receiver(tmp_path: Path, signaling: Signa
                 silent.send(json.dumps({"type": "allocate"}))
                 room = next(m["room"] for m in map(json.loads, iter(silent.recv, None)) if m["type"] == "joined")
                 rx = c.post("/receive", json={"code": f"{room}-nobody-here"}).json()
-                assert c.get(f"/transfers/{rx['id']}").json()["state"] == "running"
+                deadline = time.monotonic() + 20
+                while c.get(f"/transfers/{rx['id']}").json()["state"] == "queued" and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                assert c.get(f"/transfers/{rx['id']}").json()["state"] == "running"  # waiting in the room
                 assert c.post(f"/transfers/{rx['id']}/cancel").json()["state"] == "cancelled"
     finally:
         d.kill()
