@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from p2pd.agents.sources import document_file_name
 from p2pd.conversation.document_io import write_document
 from p2pd.conversation.model import ConversationDocument
 from p2pd.daemon.code_transfers import CodeTransfers
@@ -148,8 +149,7 @@ class DaemonService:
                      output: str | None = None, compressed: bool = False, redact: bool | None = None) -> dict[str, Any]:
         doc = await self.load(session, transcript_path=transcript_path, redact=redact)
         suffix = ".a2a.p2pd" if compressed else ".a2a.json"
-        safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in doc.context_id)[:80] or "conversation"
-        target = Path(output).expanduser() if output else self.home.exports / f"{safe}{suffix}"
+        target = Path(output).expanduser() if output else self.home.exports / document_file_name(doc, suffix)
         if not target.is_absolute():
             raise InvalidInputError("the output path must be absolute (the daemon's working folder is not yours)")
         size = await asyncio.to_thread(write_document, doc, target, compressed=compressed)

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from p2pd.agents.sources import document_file_name
 from p2pd.blob import container as blob
 from p2pd.conversation.document_io import dumps, parse_document, write_document
 from p2pd.conversation.model import ConversationDocument
@@ -101,7 +102,7 @@ def fallback_file(doc: ConversationDocument, folder: Path, *, pretty: bool = Fal
     """Write the conversation as ``<id>.a2a.json`` in ``folder`` (a new name if one exists); compact JSON
     unless ``pretty`` (indented: several times slower to write, and larger)."""
     folder.mkdir(parents=True, exist_ok=True)
-    base = "".join(c if c.isalnum() or c in "-_." else "-" for c in doc.context_id)[:80] or "conversation"
+    base = document_file_name(doc, "")
     for i in range(1000):
         path = folder / (f"{base}.a2a.json" if i == 0 else f"{base}-{i}.a2a.json")
         try:
