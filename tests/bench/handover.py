@@ -209,7 +209,10 @@ def sessions(work: Path, sizes: list[str]) -> list[tuple[str, Path]]:
             out.append(("3.5 MB (real, 4d5611e5)", path))
         else:
             path = work / f"generated-{size}mb.jsonl"
-            path.write_bytes(generate_conversation(int(float(size) * MB), seed=int(float(size) * 10)))
+            # Generated in a child process: a child's peak RSS (wait4) starts from its parent's high-water mark
+            # (kept across exec), so a parent that held 200 MB would inflate every figure below.
+            subprocess.run([sys.executable, __file__, "--generate", str(path), str(int(float(size) * MB)),
+                            str(int(float(size) * 10))], check=True)
             out.append((f"{size} MB (generated)", path))
     return out
 
@@ -219,6 +222,9 @@ def spread(values: list[float]) -> str:
 
 
 def main() -> int:
+    if len(sys.argv) == 5 and sys.argv[1] == "--generate":
+        Path(sys.argv[2]).write_bytes(generate_conversation(int(sys.argv[3]), seed=int(sys.argv[4])))
+        return 0
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="real,1,10,50,200",
                     help="comma-separated: 'real' and/or MB (default: %(default)s)")
