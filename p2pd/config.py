@@ -137,6 +137,10 @@ class DaemonSettings:
     accept_handoffs: bool = True  # claim handoffs that paired devices offer, and import them
     handoff_agent: str = "claude-code"  # the agent a claimed handoff is imported into
     partial_max_age_hours: float = 168.0  # start-up removes cut-off receives older than this
+    handoff_claim_timeout: float = 600.0  # seconds a claim over the local API may go unstarted (then: pending)
+    outbox_max_age_hours: float = 168.0  # outbox blobs nothing open needs are removed after this
+    outbox_max_mb: float = 1024.0  # … and the oldest of them while the outbox is larger than this
+    partial_max_mb: float = 2048.0  # the oldest cut-off receives are removed while they take more than this
 
 
 def daemon_settings() -> DaemonSettings:
@@ -171,4 +175,22 @@ def daemon_settings() -> DaemonSettings:
     if isinstance(age, bool) or not isinstance(age, int | float) or age <= 0:
         raise InvalidInputError(f"'partial_max_age_hours' in {where} must be a positive number of hours")
     return DaemonSettings(host=host, port=port, allow_remote=allow_remote, cors_origins=tuple(origins),
-                          accept_handoffs=accept, handoff_agent=agent, partial_max_age_hours=float(age))
+                          accept_handoffs=accept, handoff_agent=agent, partial_max_age_hours=float(age),
+                          **_daemon_limits(conf, where))
+
+
+def _daemon_limits(conf: dict[str, Any], where: Path) -> dict[str, float]:
+    """The daemon's housekeeping limits and claim lease: positive numbers (environment P2PD_<KEY> wins)."""
+    out: dict[str, float] = {}
+    for key in ("handoff_claim_timeout", "outbox_max_age_hours", "outbox_max_mb", "partial_max_mb"):
+        raw: Any = os.environ.get(f"P2PD_{key.upper()}", "").strip() or conf.get(key)
+        if raw is None:
+            continue
+        try:
+            value = float(raw) if not isinstance(raw, bool) else -1.0
+        except (TypeError, ValueError):
+            value = -1.0
+        if not value > 0:
+            raise InvalidInputError(f"'{key}' in {where} must be a positive number, not {raw!r}")
+        out[key] = value
+    return out

@@ -31,7 +31,7 @@ from p2pd import __version__
 from p2pd.daemon.handoffs import HandoffPackage
 from p2pd.daemon.mcp_tools import build_mcp, session_manager
 from p2pd.daemon.service import DaemonService, SendTo
-from p2pd.daemon.store import HandoffRow, HookSessionRow, InboxRow, TransferRow
+from p2pd.daemon.store import HandoffRow, InboxRow, TransferRow
 from p2pd.errors import Cause, InvalidInputError, P2pdError
 
 HTTP_STATUS: dict[Cause, int] = {
@@ -158,6 +158,18 @@ class HandoffRequest(HandoffPackage):
 
 class ClaimRequest(_Body):
     claimer: str | None = Field(default=None, max_length=200, description="device id (default: this daemon's)")
+
+
+class OfferClaimRequest(_Body):
+    wait: float = Field(default=20.0, ge=0, le=120, description="seconds to wait for the sender's answer")
+
+
+class CompleteRequest(_Body):
+    result: str = Field(min_length=1, max_length=4000, description="what the worker did (the sender sees it)")
+
+
+class FailRequest(_Body):
+    reason: str = Field(min_length=1, max_length=4000)
 
 
 class CancelRequest(_Body):
@@ -371,7 +383,33 @@ def _routes(service: DaemonService) -> APIRouter:
     async def cancel_handoff(handoff_id: str, req: Annotated[CancelRequest | None, Body()] = None) -> HandoffRow:
         return await service.cancel_handoff(handoff_id, req.reason if req else "cancelled by the sender")
 
-    @r.post("/hooks/session-start", response_model=HookSessionRow, tags=["hooks"])
+    @r.post("/handoffs/{handoff_id}/start", tags=["handoffs"])
+    async def start_handoff(handoff_id: str) -> dict[str, Any]:
+        return await service.report_handoff(handoff_id, "started")
+
+    @r.post("/handoffs/{handoff_id}/complete", tags=["handoffs"])
+    async def complete_handoff(handoff_id: str, req: CompleteRequest) -> dict[str, Any]:
+        return await service.report_handoff(handoff_id, "completed", result=req.result)
+
+    @r.post("/handoffs/{handoff_id}/fail", tags=["handoffs"])
+    async def fail_handoff(handoff_id: str, req: FailRequest) -> dict[str, Any]:
+        return await service.report_handoff(handoff_id, "failed", reason=req.reason)
+
+    @r.get("/offers", tags=["handoffs"])
+    async def offers(state: Literal["offered", "claiming", "claimed", "started", "completed", "failed", "cancelled",
+                                    "taken"] | None = None, limit: Limit = 100) -> list[dict[str, Any]]:
+        return await service.list_offers(state, limit)
+
+    @r.get("/offers/{handoff_id}", tags=["handoffs"])
+    async def offer(handoff_id: str) -> dict[str, Any]:
+        return await service.get_offer(handoff_id)
+
+    @r.post("/offers/{handoff_id}/claim", tags=["handoffs"])
+    async def claim_offer(handoff_id: str, req: Annotated[OfferClaimRequest | None, Body()] = None) -> dict[str, Any]:
+        await service.get_offer(handoff_id)  # 404 for a handoff nobody offered here
+        return await service.claim(handoff_id, wait=(req or OfferClaimRequest()).wait)
+
+    @r.post("/hooks/session-start", tags=["hooks"])
     async def hook_session_start(req: HookSessionStart) -> dict[str, Any]:
         return await service.record_hook_session(session_id=req.session_id, transcript_path=req.transcript_path,
                                                  cwd=req.cwd, source=req.source)

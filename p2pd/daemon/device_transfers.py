@@ -20,8 +20,9 @@ from p2pd.daemon.device_session import DeviceSession
 from p2pd.daemon.device_state import backoff
 from p2pd.daemon.devices import Device
 from p2pd.daemon.links import LinkBook
+from p2pd.daemon.offer_desk import OfferDesk
 from p2pd.daemon.outbox import outbox_info
-from p2pd.daemon.peer_protocol import HandoffOffer, HandoffState, TransferStart
+from p2pd.daemon.peer_protocol import HandoffOffer, TransferStart
 from p2pd.daemon.running import ProgressWriter, RunningTransfers
 from p2pd.daemon.store import Store, TransferRow
 from p2pd.daemon.transfers import Ending, TransferState, incoming_ending, outgoing_ending
@@ -53,8 +54,10 @@ class NetworkHost(Protocol):
 
 
 class DeviceTransfers:
-    def __init__(self, host: NetworkHost, links: LinkBook, partial: Path, *, idle_timeout: float) -> None:
+    def __init__(self, host: NetworkHost, links: LinkBook, partial: Path, offers: OfferDesk, *,
+                 idle_timeout: float) -> None:
         self.host = host
+        self.offers = offers
         self.store = host.store
         self.running = host.running
         self.links = links
@@ -131,6 +134,8 @@ class DeviceTransfers:
         progress: list[ProgressWriter] = []
         if stale:
             await asyncio.wait(stale, timeout=STALE_WAIT)
+        # A handoff tag counts only for a handoff this daemon was granted by this device; any other is ignored.
+        hid = await asyncio.to_thread(self.offers.honoured, start.handoff, device.device_id)
 
         async def decide(offer: Offer) -> bool:
             if start.link is not None and not self.links.accepts(start.link, device.device_id):
@@ -138,7 +143,7 @@ class DeviceTransfers:
             row = await asyncio.to_thread(
                 self.store.create_transfer, "in", device.device_id, title=offer.info.title,
                 size=offer.compressed_size, sha256=offer.sha256.hex(), blob_path=None,
-                handoff_id=start.handoff, link_id=start.link)
+                handoff_id=hid, link_id=start.link)
             row_id.append(row.id)
             progress.append(ProgressWriter(self.store, row.id))
             self.running.add(row.id, control, asyncio.current_task())
@@ -154,13 +159,15 @@ class DeviceTransfers:
                                               control=control, validate=readable_blob)
             finally:
                 await link.close()
+            if hid is not None and await asyncio.to_thread(self.offers.honoured, hid, device.device_id) is None:
+                hid = None  # withdrawn while it came: an ordinary conversation, not imported
             output = await self.host.accept_conversation(device, received.path, transfer_id=row_id[0],
-                                                         handoff_id=start.handoff, link_id=start.link)
+                                                         handoff_id=hid, link_id=start.link)
             await self._update(row_id[0], state=TransferState.DONE, bytes_done=received.offer.compressed_size,
                                detail={"resumed_bytes": received.resumed_bytes, "elapsed": round(received.elapsed, 3),
                                        "path": link.path.to_dict() if link.path is not None else None})
-            if start.handoff is not None:
-                session.report(HandoffState(hid=start.handoff, state="completed", output=output[:4000]))
+            if hid is not None and output:  # imported by this daemon (accept_handoffs): the handoff is done
+                await self.offers.complete(hid, "imported by the receiving daemon", output=output)
         except (DeclinedError, BusyError):
             return  # we declined (a closed link) or are busy: the sender hears it from the transfer protocol
         except (P2pdError, OSError) as exc:
@@ -168,9 +175,9 @@ class DeviceTransfers:
             if row_id:
                 await asyncio.to_thread(self.store.end_transfer, row_id[0], ending.state, error=ending.reason,
                                         cause=ending.cause)
-            if start.handoff is not None and isinstance(exc, P2pdError) and ending.handoff is not None:
-                session.report(HandoffState(hid=start.handoff, state="failed",
-                                            reason=ending.handoff_reason[:4000]))
+            if hid is not None and isinstance(exc, P2pdError) and ending.handoff is not None:
+                with contextlib.suppress(P2pdError):
+                    await self.offers.fail(hid, ending.handoff_reason)
             log.warning("receiving from %s failed: %s", device.name, exc)
         finally:
             if row_id:

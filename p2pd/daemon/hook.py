@@ -9,7 +9,9 @@ whose ``hooks`` are not shaped as Claude Code expects. ``uninstall`` removes onl
 ``session-start`` is what Claude Code runs: it reads the hook input on stdin (``session_id``, ``transcript_path``,
 ``cwd``, ``source``), records it with the daemon (``POST /hooks/session-start``) or, when no daemon runs, in the
 store directly; prints ``hookSpecificOutput.additionalContext`` telling the agent the daemon's URL and its own
-session id; and appends ``P2PD_URL``/``P2PD_SESSION_ID`` to ``$CLAUDE_ENV_FILE`` when Claude Code provides one.
+session id — and, for a session that continues a handoff this machine received, the handoff's goal, summary, notes
+and files and how to report the work (:func:`p2pd.daemon.handoff_work.session_context`); and appends
+``P2PD_URL``/``P2PD_SESSION_ID`` to ``$CLAUDE_ENV_FILE`` when Claude Code provides one.
 """
 
 from __future__ import annotations
@@ -163,19 +165,23 @@ def session_start(raw: str, home: Home, env_file: str | None) -> dict[str, Any]:
               "cwd": data.get("cwd") if isinstance(data.get("cwd"), str) else None,
               "source": data.get("source") if isinstance(data.get("source"), str) else None}
     client = DaemonClient.find(home)
-    running, recorded = client is not None, False
+    running, recorded, context = client is not None, False, None
     if client is not None:
         with client:
             try:
-                client.post("/hooks/session-start", record, timeout=5)
+                answer = client.post("/hooks/session-start", record, timeout=5)
                 recorded = True
+                context = answer.get("handoff_context") if isinstance(answer, dict) else None
             except P2pdError:
                 pass  # recorded in the store below; the session must start anyway
     if not recorded:
+        from p2pd.daemon.handoff_work import session_context
         from p2pd.daemon.store import Store
 
         home.ensure()
-        Store(home.db_path).record_hook_session(**record)
+        store = Store(home.db_path)
+        store.record_hook_session(**record)
+        context = session_context(store, record["session_id"], record["transcript_path"])
     url = daemon_url(home)
     sid = record["session_id"]
     lines = [f"p2pd is available: P2PD_URL={url} (MCP endpoint {url}/mcp); your session id is P2PD_SESSION_ID={sid}.",
@@ -183,6 +189,8 @@ def session_start(raw: str, home: Home, env_file: str | None) -> dict[str, Any]:
              "(summary, goal, relevant files, notes)."]
     if not running:
         lines.append("The p2pd daemon is not running right now; start it with `p2pd serve`.")
+    if isinstance(context, str) and context:
+        lines.append("\n" + context)
     if env_file:
         with open(env_file, "a", encoding="utf-8") as fh:
             fh.write(f"export P2PD_URL={shlex.quote(url)}\nexport P2PD_SESSION_ID={shlex.quote(sid)}\n")

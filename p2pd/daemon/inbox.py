@@ -1,8 +1,8 @@
 """The inbox: conversations received here (verified), filed as documents and rows in the store, until they are
 imported into an agent (Claude Code, Codex) or deleted.
 
-What paired devices send arrives through :meth:`Inbox.accept_from_device`; a handoff is imported at once and its
-resume command goes back to the sender as the handoff's output.
+What paired devices send arrives through :meth:`Inbox.accept_from_device`; for a handoff this daemon was granted
+the service imports it (:meth:`p2pd.daemon.service.DaemonService.accept_conversation`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from p2pd.daemon.devices import Device
 from p2pd.daemon.handoffs import package_of
 from p2pd.daemon.home import Home
 from p2pd.daemon.store import InboxRow, Store
-from p2pd.errors import CLASS_BY_CAUSE, InvalidInputError, NotFoundError, P2pdError
+from p2pd.errors import InvalidInputError, NotFoundError, P2pdError
 
 
 class Inbox:
@@ -37,6 +37,7 @@ class Inbox:
             package = package_of(doc)
             hid = package.get("id") if package else None
             handoff_id = hid if isinstance(hid, str) else None
+        handoff_id = handoff_id or None  # "": no handoff, whatever the document says
         return await asyncio.to_thread(
             self.store.add_inbox, transfer_id=transfer_id, from_peer=from_peer, document_path=str(path),
             title=doc.title or doc.context_id, platform=doc.origin.platform,
@@ -44,9 +45,10 @@ class Inbox:
             handoff_id=handoff_id)
 
     async def accept_from_device(self, device: Device, blob_path: Path, *, transfer_id: str,
-                                 handoff_id: str | None, handoff_agent: str) -> str:
-        """File a verified blob from a paired device in the inbox; for a handoff, import it too (into
-        ``handoff_agent``) and return the resume command (the handoff's output)."""
+                                 handoff_id: str | None) -> tuple[InboxRow, dict[str, Any] | None]:
+        """File a verified blob from a paired device in the inbox; returns the entry and the handoff package in
+        the document. ``handoff_id``: the handoff this daemon was granted (the document's own package id is not
+        trusted: a tag counts only for a handoff this daemon accepted)."""
         from p2pd.exchange.handover import fallback_file
 
         def file_it() -> tuple[ConversationDocument, Path, str]:
@@ -59,20 +61,8 @@ class Inbox:
 
         doc, path, digest = await asyncio.to_thread(file_it)
         entry = await self.add(doc, path, transfer_id=transfer_id, from_peer=device.device_id, sha256=digest,
-                               handoff_id=handoff_id)
-        if handoff_id is None:
-            return ""
-        package = package_of(doc) or {}
-        folders = [package.get("cwd"), package.get("project_path")]
-        folder = next((f for f in folders if isinstance(f, str) and Path(f).is_dir()), None)
-        try:
-            result = await self.import_(entry.id, to=handoff_agent, cwd=folder)
-        except P2pdError as exc:
-            raise CLASS_BY_CAUSE[exc.cause](
-                f"received into the inbox as {entry.id} but not imported: {exc}; import it with "
-                f"`p2pd inbox import {entry.id} --cwd DIR`", cause=exc.cause, party=exc.party,
-                exit_code=exc.exit_code) from exc
-        return str(result["resume_command"])
+                               handoff_id=handoff_id or "")
+        return entry, package_of(doc) if handoff_id else None
 
     async def list(self, limit: int = 100) -> list[InboxRow]:
         return await asyncio.to_thread(self.store.list_inbox, limit)
@@ -129,6 +119,14 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def existing_folder(package: dict[str, Any] | None) -> str | None:
+    """The handoff's project folder or working directory, when it exists on this machine."""
+    for candidate in ((package or {}).get("project_path"), (package or {}).get("cwd")):
+        if isinstance(candidate, str) and candidate and Path(candidate).is_dir():
+            return candidate
+    return None
+
+
 def _resume_folder(doc: ConversationDocument) -> str | None:
     package = package_of(doc) or {}
     for candidate in (package.get("project_path"), package.get("cwd"), doc.origin.cwd):
@@ -137,4 +135,4 @@ def _resume_folder(doc: ConversationDocument) -> str | None:
     return None
 
 
-__all__ = ["Inbox", "document_stats", "file_sha256"]
+__all__ = ["Inbox", "document_stats", "existing_folder", "file_sha256"]

@@ -7,7 +7,8 @@ without reading the prose. The bearer token is checked by the
 API's middleware before a request reaches the MCP transport.
 
 Tools: list_sessions, export_conversation, send_conversation, list_transfers, get_transfer, list_inbox,
-import_conversation, handoff, get_handoff.
+import_conversation, handoff, get_handoff; for the receiving agent (the worker): list_offered_handoffs,
+get_offered_handoff, claim_handoff, start_handoff, complete_handoff, fail_handoff.
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ T = TypeVar("T")
 INSTRUCTIONS = """p2pd hands AI-agent conversations between machines and agents. To hand your current work to
 another machine, call `handoff` with a summary, the current goal, the relevant files and your session id (the
 p2pd SessionStart hook told you P2PD_SESSION_ID). `send_conversation` sends a session to a paired device or to a
-pairing code; `list_inbox` and `import_conversation` resume what other machines sent here."""
+pairing code; `list_inbox` and `import_conversation` resume what other machines sent here. To work on a handoff
+another machine offered to this one: `list_offered_handoffs`, `claim_handoff`, then `start_handoff` when you begin
+and `complete_handoff` (with a result summary the sender sees) or `fail_handoff` (with the reason)."""
 
 
 def tool_error(exc: P2pdError) -> ToolError:
@@ -123,8 +126,47 @@ def build_mcp(service: DaemonService) -> MCPServer:
 
     @mcp.tool()
     async def get_handoff(handoff_id: str) -> dict[str, Any]:
-        """One handoff's state, who claimed it, timestamps, and its output (resume command) or failure reason."""
+        """One handoff's state, who claimed it, timestamps, its output (resume command), the worker's result or
+        the failure reason."""
         return (await _call(service.get_handoff(handoff_id))).to_json()
+
+    @mcp.tool()
+    async def list_offered_handoffs(state: Literal["offered", "claiming", "claimed", "started", "completed",
+                                                   "failed", "cancelled", "taken"] | None = None,
+                                    limit: Annotated[int, Field(ge=1, le=500)] = 50) -> dict[str, Any]:
+        """Handoffs paired devices offered to this machine, newest first: id, the device it came from (from_name),
+        title, summary, state (offered → claimed → started → completed | failed; taken/cancelled when gone). Once
+        the conversation arrived: its package (goal, summary, notes, files), inbox_id and resume_command."""
+        return {"offers": await _call(service.list_offers(state, limit))}
+
+    @mcp.tool()
+    async def get_offered_handoff(handoff_id: str) -> dict[str, Any]:
+        """One handoff offered to this machine, with its package (goal, summary, notes, files) once it arrived."""
+        return await _call(service.get_offer(handoff_id))
+
+    @mcp.tool()
+    async def claim_handoff(handoff_id: str, wait: Annotated[float, Field(ge=0, le=120)] = 20.0) -> dict[str, Any]:
+        """Claim a handoff offered to this machine (exactly one claimer wins; the others get a [conflict] error).
+        The conversation then comes here, lands in the inbox and is imported when its folder exists; poll
+        get_offered_handoff for its package and resume_command. Then call start_handoff."""
+        return await _call(service.claim(handoff_id, wait=wait))
+
+    @mcp.tool()
+    async def start_handoff(handoff_id: str) -> dict[str, Any]:
+        """Say you started working on a claimed handoff (its sender sees 'started')."""
+        return await _call(service.report_handoff(handoff_id, "started"))
+
+    @mcp.tool()
+    async def complete_handoff(handoff_id: str,
+                               result: Annotated[str, Field(min_length=1, max_length=4000)]) -> dict[str, Any]:
+        """Say the handoff's work is done, with a short summary of the result (the sender sees it)."""
+        return await _call(service.report_handoff(handoff_id, "completed", result=result))
+
+    @mcp.tool()
+    async def fail_handoff(handoff_id: str,
+                           reason: Annotated[str, Field(min_length=1, max_length=4000)]) -> dict[str, Any]:
+        """Say the handoff's work could not be done, and why (the sender sees it)."""
+        return await _call(service.report_handoff(handoff_id, "failed", reason=reason))
 
     return mcp
 

@@ -18,16 +18,19 @@ from typing import Any
 
 from p2pd.conversation.model import ConversationDocument
 from p2pd.daemon.device_session import DeviceSession
+from p2pd.daemon.device_state import DeviceState
 from p2pd.daemon.device_transfers import DeviceTransfers, NetworkHost
-from p2pd.daemon.devices import DeviceBook
+from p2pd.daemon.devices import Device, DeviceBook
 from p2pd.daemon.handoffs import FINAL as HANDOFF_FINAL
 from p2pd.daemon.identity import Identity
 from p2pd.daemon.links import LinkBook
+from p2pd.daemon.offer_desk import OfferDesk
 from p2pd.daemon.outbox import pack_outbox
 from p2pd.daemon.peer_protocol import (
     Control,
     HandoffClaim,
     HandoffClaimResult,
+    HandoffClosed,
     HandoffOffer,
     HandoffState,
     LinkMember,
@@ -37,8 +40,7 @@ from p2pd.daemon.peer_protocol import (
     TransferStart,
 )
 from p2pd.daemon.store import HandoffRow, TransferRow
-from p2pd.errors import ConflictError, NotFoundError, P2pdError
-from p2pd.support.text import visible
+from p2pd.errors import Cause, ConflictError, DeviceKeyChangedError, InvalidInputError, NotFoundError, P2pdError
 from p2pd.transfer.partial import sweep
 
 log = logging.getLogger("p2pd.network")
@@ -68,8 +70,9 @@ class DeviceNetwork:
         self.links = LinkBook(folder, identity.device_id)
         self.partial = folder / "partial"  # verified blobs land here; cut-off ones wait to resume
         self.outbox = folder / "outbox"
-        self.transfers = DeviceTransfers(host, self.links, self.partial, idle_timeout=idle_timeout)
         self.sessions: dict[str, DeviceSession] = {}
+        self.offers = OfferDesk(self)  # handoffs paired devices offer to this daemon
+        self.transfers = DeviceTransfers(host, self.links, self.partial, self.offers, idle_timeout=idle_timeout)
         self._watcher: asyncio.Task[None] | None = None
         self._stopping: set[asyncio.Task[None]] = set()
 
@@ -134,10 +137,34 @@ class DeviceNetwork:
     def devices(self) -> list[dict[str, Any]]:
         return [s.view() for s in self.sessions.values()]
 
+    def should_claim(self, device: Device, offer: HandoffOffer) -> bool:
+        return self.host.should_claim(device, offer)
+
+    def target(self, ref: str) -> Device:
+        """The paired device a send or handoff names, checked before any work: an unknown one is NotFoundError,
+        this device itself InvalidInputError, a device refused for a changed key DeviceKeyChangedError (exit 11,
+        both fingerprints in the message) — a send to it would wait for ever."""
+        try:
+            device = self.book.get(ref)
+        except NotFoundError:
+            me = self.identity
+            ref = ref.strip()
+            if ref == me.name or (len(ref) >= 4 and me.device_id.startswith(ref.lower())):
+                raise InvalidInputError(f"{ref!r} is this device ({me.name}, {me.device_id}); name another paired "
+                                        "device (`p2pd devices` lists them)") from None
+            raise
+        session = self.sessions.get(device.device_id)
+        if session is not None and session.presence.state is DeviceState.REFUSED:
+            error = session.presence.error or f"device {device.name!r} is refused"
+            if session.presence.cause is Cause.KEY_CHANGED:
+                raise DeviceKeyChangedError(error)
+            raise ConflictError(error)
+        return device
+
     async def send_to_device(self, ref: str, doc: ConversationDocument, *, handoff_id: str | None = None,
                              link_id: str | None = None) -> TransferRow:
         """Queue ``doc`` for a paired device; returns the transfer row (sent as soon as the device is online)."""
-        self.book.get(ref)  # an unknown device fails before any work
+        self.target(ref)  # an unknown, own or refused device fails before any work
         path, _, sha = await asyncio.to_thread(pack_outbox, doc, self.outbox)
         return await self.queue_blob(ref, path, title=doc.title or doc.context_id, sha256=sha,
                                      handoff_id=handoff_id, link_id=link_id)
@@ -169,6 +196,15 @@ class DeviceNetwork:
         for session in self.sessions.values():
             if session.online and row.target in ("any", session.device.device_id):
                 session.spawn(session.send(self._handoff_offer(row)))
+
+    async def handoff_closed(self, row: HandoffRow, state: str, reason: str, *, but: str | None = None) -> None:
+        """Tell the devices ``row`` was offered to (its claimer included) that it is taken or cancelled, so their
+        lists show it and a claimer imports nothing; ``but``: the device that won it."""
+        message = HandoffClosed(hid=row.id, state="cancelled" if state == "cancelled" else "taken", reason=reason)
+        for session in self.sessions.values():
+            device_id = session.device.device_id
+            if session.online and device_id != but and row.target in ("any", device_id):
+                session.spawn(session.send(message))
 
     async def create_link(self, name: str, refs: list[str]) -> LinkView:
         members = [LinkMember(id=self.identity.device_id, name=self.identity.name)]
@@ -238,23 +274,16 @@ class DeviceNetwork:
 
     @property
     def _handlers(self) -> dict[type[Control], Callable[[DeviceSession, Any], Awaitable[None]]]:
-        return {Rtc: self._on_rtc, TransferStart: self._on_transfer_start, HandoffOffer: self._on_offer,
-                HandoffClaim: self._on_claim, HandoffClaimResult: self._on_claim_result,
-                HandoffState: self._on_handoff_state, LinkUpdate: self._on_link_update}
+        return {Rtc: self._on_rtc, TransferStart: self._on_transfer_start, HandoffOffer: self.offers.offered,
+                HandoffClaim: self._on_claim, HandoffClaimResult: self.offers.claim_result,
+                HandoffClosed: self.offers.closed, HandoffState: self._on_handoff_state,
+                LinkUpdate: self._on_link_update}
 
     async def _on_rtc(self, session: DeviceSession, message: Rtc) -> None:
         session.deliver_rtc(message)
 
     async def _on_transfer_start(self, session: DeviceSession, message: TransferStart) -> None:
         self.transfers.start_incoming(session, message)
-
-    async def _on_offer(self, session: DeviceSession, message: HandoffOffer) -> None:
-        if self.host.should_claim(session.device, message):
-            await session.send(HandoffClaim(hid=message.hid))
-
-    async def _on_claim_result(self, session: DeviceSession, message: HandoffClaimResult) -> None:
-        log.info("handoff %s %s by %s%s", message.hid, "granted" if message.granted else "refused",
-                 session.device.name, f": {visible(message.reason)}" if message.reason else "")
 
     async def _on_link_update(self, session: DeviceSession, message: LinkUpdate) -> None:
         device = session.device
@@ -276,10 +305,10 @@ class DeviceNetwork:
                                                   reason="already claimed, cancelled or not for this device"))
             return
         await session.send(HandoffClaimResult(hid=hid, granted=True))
-        try:
+        await self.handoff_closed(row, "taken", f"claimed by {session.device.name}", but=device_id)
+        try:  # it stays claimed until the claimer reports started (its worker began) or how it ended
             await self.queue_blob(device_id, Path(row.document_path), title=row.title,
                                   sha256=str(row.source.get("sha256") or ""), handoff_id=hid)
-            await asyncio.to_thread(self.store.transition_handoff, hid, "started")
         except P2pdError as exc:
             await asyncio.to_thread(self.store.transition_handoff, hid, "failed", reason=str(exc))
 
@@ -288,11 +317,12 @@ class DeviceNetwork:
             row = await asyncio.to_thread(self.store.get_handoff, message.hid)
         except NotFoundError:
             return
-        if row.claimed_by != session.device.device_id or row.state in HANDOFF_FINAL:
+        if row.claimed_by != session.device.device_id or row.state in HANDOFF_FINAL or row.state == message.state:
             return
         with contextlib.suppress(P2pdError):
             await asyncio.to_thread(self.store.transition_handoff, message.hid, message.state,
-                                    output=message.output or None, reason=message.reason or None)
+                                    output=message.output or None, reason=message.reason or None,
+                                    result=message.result or None)
 
     # ---- transfers (the device sessions' owner) --------------------------------------------------------------
 

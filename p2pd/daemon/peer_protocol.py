@@ -80,12 +80,24 @@ class HandoffClaimResult(_Msg):
 
 
 class HandoffState(_Msg):
-    """The claimer reports how the handoff ended on its side."""
+    """The claimer reports its work on the handoff: started, then completed (``output``: the resume command when it
+    was imported, ``result``: what the worker reports having done) or failed (``reason``)."""
 
     kind: Literal["handoff-state"] = "handoff-state"
     hid: Id
-    state: Literal["completed", "failed"]
+    state: Literal["started", "completed", "failed"]
     output: Text = ""
+    reason: Text = ""
+    result: Text = ""
+
+
+class HandoffClosed(_Msg):
+    """The sender tells a device it offered a handoff to that it is no longer to be had: another device took it,
+    or the sender cancelled it (then a claimer stops receiving it and imports nothing)."""
+
+    kind: Literal["handoff-closed"] = "handoff-closed"
+    hid: Id
+    state: Literal["taken", "cancelled"]
     reason: Text = ""
 
 
@@ -110,7 +122,7 @@ class LinkUpdate(_Msg):
 
 
 Control = Annotated[Rtc | TransferStart | HandoffOffer | HandoffClaim | HandoffClaimResult | HandoffState
-                    | LinkUpdate, Field(discriminator="kind")]
+                    | HandoffClosed | LinkUpdate, Field(discriminator="kind")]
 _CONTROL: TypeAdapter[Control] = TypeAdapter(Control)
 
 

@@ -71,10 +71,36 @@ CREATE TABLE IF NOT EXISTS hook_sessions (
 );
 """
 
-# Version n → n+1, in order. Version 2: a transfer's failure cause as data (a p2pd.errors.Cause value) beside the
-# reason text kept for display.
+# Version n → n+1, in order (statements separated by ";"). Version 2: a transfer's failure cause as data (a
+# p2pd.errors.Cause value) beside the reason text kept for display. Version 3: the worker's result of a handoff, the
+# lease of a claim made over the local API, and the handoffs paired devices offered to this daemon (``offers``).
 MIGRATIONS: dict[int, str] = {
     1: "ALTER TABLE transfers ADD COLUMN cause TEXT",
+    2: """
+ALTER TABLE handoffs ADD COLUMN result TEXT;
+ALTER TABLE handoffs ADD COLUMN lease_until REAL;
+CREATE TABLE IF NOT EXISTS offers (
+    id TEXT NOT NULL,
+    from_device TEXT NOT NULL,
+    state TEXT NOT NULL DEFAULT 'offered',
+    title TEXT NOT NULL DEFAULT '',
+    summary TEXT NOT NULL DEFAULT '',
+    messages INTEGER NOT NULL DEFAULT 0,
+    mode TEXT,
+    package TEXT,
+    inbox_id TEXT,
+    resume_command TEXT,
+    result TEXT,
+    reason TEXT,
+    offered_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    claimed_at TEXT,
+    started_at TEXT,
+    finished_at TEXT,
+    PRIMARY KEY (id, from_device)
+);
+CREATE INDEX IF NOT EXISTS offers_state ON offers(state)
+""",
 }
 
 
@@ -145,6 +171,31 @@ class HandoffRow(_Row):
     claimed_at: str | None
     started_at: str | None
     finished_at: str | None
+    result: str | None = None  # what the worker reported doing (complete_handoff)
+    lease_until: float | None = None  # a claim made over the local API returns to pending after this (epoch s)
+
+
+@dataclass(frozen=True)
+class OfferRow(_Row):
+    """A handoff a paired device offered to this daemon (the receiving side's view; :mod:`p2pd.daemon.offers`)."""
+
+    id: str
+    from_device: str
+    state: str
+    title: str
+    summary: str
+    messages: int
+    mode: str | None  # 'auto': this daemon claimed and imports it; 'worker': a person or agent claimed it
+    package: dict[str, Any] | None  # goal, summary, notes, files, cwd… once the conversation arrived
+    inbox_id: str | None
+    resume_command: str | None
+    result: str | None
+    reason: str | None
+    offered_at: str
+    updated_at: str
+    claimed_at: str | None
+    started_at: str | None
+    finished_at: str | None
 
 
 @dataclass(frozen=True)
@@ -177,3 +228,9 @@ def handoff_row(r: sqlite3.Row) -> HandoffRow:
     d["package"] = json_col(d["package"])
     d["source"] = json_col(d["source"]) or {}
     return HandoffRow(**d)
+
+
+def offer_row(r: sqlite3.Row) -> OfferRow:
+    d = dict(r)
+    d["package"] = json_col(d["package"])
+    return OfferRow(**d)

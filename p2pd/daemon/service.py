@@ -25,6 +25,7 @@ from p2pd.agents.sources import document_file_name
 from p2pd.conversation.document_io import write_document
 from p2pd.conversation.model import ConversationDocument
 from p2pd.daemon.code_transfers import CodeTransfers
+from p2pd.daemon.handoff_work import HandoffWork, session_context
 from p2pd.daemon.handoffs import FINAL, HandoffPackage, attach_package
 from p2pd.daemon.home import Home
 from p2pd.daemon.inbox import Inbox, document_stats, file_sha256
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("p2pd.daemon")
 
 CANCEL_GRACE = 3.0  # seconds a cancelled transfer may take to tell its peer before its task is stopped
+CHORES_EVERY = 30.0  # seconds between housekeeping rounds (at most)
 
 
 class NoNetworkError(ConflictError):
@@ -90,6 +92,8 @@ class DaemonService:
         self.running = RunningTransfers()  # every transfer running in this daemon, code and device ones
         self.inbox = Inbox(home, store)
         self.codes = CodeTransfers(home, store, self.running, self.inbox, self.signal_url)
+        self.work = HandoffWork(self)
+        self._chores: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------ lifecycle
     async def start(self) -> list[TransferRow]:
@@ -98,11 +102,26 @@ class DaemonService:
         interrupted = await asyncio.to_thread(self.store.interrupted_transfers)
         if self.network is not None:
             await self.network.start()
+        self._chores = asyncio.create_task(self._housekeeping())
         return interrupted
+
+    async def _housekeeping(self) -> None:
+        """Every few seconds: unstarted local claims go back to pending."""
+        from p2pd.config import daemon_settings
+
+        every = min(CHORES_EVERY, daemon_settings().handoff_claim_timeout / 4)
+        while True:
+            try:
+                await self.work.release_expired()
+            except Exception:  # a bug must not end the daemon's chores for good
+                log.exception("housekeeping failed")
+            await asyncio.sleep(every)
 
     async def stop(self) -> None:
         """Stop running transfers (they become 'interrupted', to be resumed by the next start) and the network."""
         self.codes.stopping = True
+        if self._chores is not None:
+            self._chores.cancel()
         await self.running.stop_tasks(timeout=5)
         if self.network is not None:
             await self.network.stop()
@@ -164,6 +183,9 @@ class DaemonService:
         that many seconds for the outcome."""
         if to.kind in ("device", "link") and self.network is None:
             raise NoNetworkError()
+        if to.kind == "device" and self.network is not None:
+            assert to.device is not None
+            self.network.target(to.device)  # unknown, own or refused: fail before loading anything
         code = None
         if to.kind == "code" and to.code:
             from p2pd.pairing.codes import parse_code
@@ -230,13 +252,15 @@ class DaemonService:
     # ------------------------------------------------------------ what paired devices send (the network's host)
     async def accept_conversation(self, device: Device, blob_path: Path, *, transfer_id: str,
                                   handoff_id: str | None, link_id: str | None) -> str:
-        """File a verified blob from a paired device in the inbox; for a handoff, import it too and return the
-        resume command (the handoff's output)."""
+        """File a verified blob from a paired device in the inbox; for a handoff this daemon was granted, import it
+        too (when its folder exists here) and return the resume command when that completes the handoff."""
         from p2pd.config import daemon_settings
 
-        agent = daemon_settings().handoff_agent if handoff_id is not None else ""
-        return await self.inbox.accept_from_device(device, blob_path, transfer_id=transfer_id, handoff_id=handoff_id,
-                                                   handoff_agent=agent)
+        entry, package = await self.inbox.accept_from_device(device, blob_path, transfer_id=transfer_id,
+                                                             handoff_id=handoff_id)
+        if handoff_id is None:
+            return ""
+        return await self.work.received(device, entry.id, handoff_id, package, daemon_settings().handoff_agent)
 
     def should_claim(self, device: Device, offer: HandoffOffer) -> bool:
         from p2pd.config import daemon_settings
@@ -258,7 +282,9 @@ class DaemonService:
     async def import_inbox(self, inbox_id: str, *, to: str = "claude-code", cwd: str | None = None,
                            same_account: bool = False) -> dict[str, Any]:
         """Import a received conversation; returns the session id, file and the resume command."""
-        return await self.inbox.import_(inbox_id, to=to, cwd=cwd, same_account=same_account)
+        result = await self.inbox.import_(inbox_id, to=to, cwd=cwd, same_account=same_account)
+        await self.work.imported(inbox_id, result)
+        return result
 
     async def delete_inbox(self, inbox_id: str) -> InboxRow:
         return await self.inbox.delete(inbox_id)
@@ -283,6 +309,11 @@ class DaemonService:
 
     async def create_handoff(self, package: HandoffPackage, *, target: str = "any", session_id: str | None = None,
                              transcript_path: str | None = None, redact: bool | None = None) -> HandoffRow:
+        target = (target or "any").strip()
+        if target != "any":
+            if self.network is None:
+                raise NoNetworkError()
+            target = self.network.target(target).device_id  # stored by id, whatever name it was given as
         sid, tpath = await self.resolve_session(session_id=session_id, transcript_path=transcript_path,
                                                 cwd=package.cwd or package.project_path)
         doc = await self.load(sid, transcript_path=tpath, redact=redact)
@@ -292,7 +323,7 @@ class DaemonService:
         size = path.stat().st_size
         source = {"session_id": doc.origin.session_id or sid, "transcript_path": tpath or doc.origin.transcript_path,
                   "sha256": digest, "size": size, "from_device": self.device_id, **document_stats(doc)}
-        row = await asyncio.to_thread(self.store.create_handoff, id=hid, target=target or "any",
+        row = await asyncio.to_thread(self.store.create_handoff, id=hid, target=target,
                                       package=package.model_dump(mode="json"), document_path=str(path),
                                       title=doc.title or doc.context_id, source=source)
         if self.network is not None:
@@ -306,15 +337,26 @@ class DaemonService:
         return await asyncio.to_thread(self.store.get_handoff, handoff_id)
 
     async def claim_handoff(self, handoff_id: str, claimer: str) -> HandoffRow:
-        """Atomic claim; ConflictError (409) for everybody but the one winner."""
-        row = await asyncio.to_thread(self.store.claim_handoff, handoff_id, claimer)
-        if row is None:
-            current = await asyncio.to_thread(self.store.get_handoff, handoff_id)
-            if current.state != "pending":
-                who = f" by {current.claimed_by}" if current.claimed_by else ""
-                raise ConflictError(f"handoff {handoff_id} is already {current.state}{who}")
-            raise ConflictError(f"handoff {handoff_id} is for device {current.target}, not {claimer}")
-        return row
+        """Atomic claim of this daemon's handoff; ConflictError (409) for everybody but the one winner. Back to
+        pending unless started within ``handoff_claim_timeout``."""
+        return await self.work.claim_local(handoff_id, claimer)
+
+    async def list_offers(self, state: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        """Handoffs paired devices offered to this daemon, whatever ``accept_handoffs`` says."""
+        rows = await asyncio.to_thread(self.store.list_offers, state, limit)
+        return [self.work.offer_view(r) for r in rows]
+
+    async def get_offer(self, handoff_id: str) -> dict[str, Any]:
+        return self.work.offer_view(await asyncio.to_thread(self.store.get_offer, handoff_id))
+
+    async def claim(self, handoff_id: str, wait: float = 20.0) -> dict[str, Any]:
+        """Claim an offered handoff (asking its sender) or one of this daemon's own."""
+        return await self.work.claim(handoff_id, wait=wait)
+
+    async def report_handoff(self, handoff_id: str, state: str, *, result: str = "",
+                             reason: str = "") -> dict[str, Any]:
+        """The worker's report: started, completed (with its result) or failed (with a reason)."""
+        return await self.work.report(handoff_id, state, result=result, reason=reason)
 
     async def transition_handoff(self, handoff_id: str, state: str, *, output: str | None = None,
                                  reason: str | None = None) -> HandoffRow:
@@ -323,6 +365,8 @@ class DaemonService:
 
     async def cancel_handoff(self, handoff_id: str, reason: str = "cancelled by the sender") -> HandoffRow:
         row = await self.transition_handoff(handoff_id, "cancelled", reason=reason)
+        if self.network is not None:
+            await self.network.handoff_closed(row, "cancelled", reason)
         for tid in self.running.ids():
             with contextlib.suppress(NotFoundError):
                 tr = await asyncio.to_thread(self.store.get_transfer, tid)
@@ -366,4 +410,5 @@ class DaemonService:
                                   source: str | None = None) -> dict[str, Any]:
         row = await asyncio.to_thread(self.store.record_hook_session, session_id=session_id,
                                       transcript_path=transcript_path, cwd=cwd, source=source)
-        return row.to_json()
+        context = await asyncio.to_thread(session_context, self.store, session_id, transcript_path)
+        return {**row.to_json(), "handoff_context": context}

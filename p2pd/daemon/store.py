@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from p2pd.daemon import transfers
+from p2pd.daemon import offers, transfers
 from p2pd.daemon.handoffs import STATES, check_state, check_transition
 from p2pd.daemon.rows import (
     MIGRATIONS,
@@ -26,17 +26,19 @@ from p2pd.daemon.rows import (
     HandoffRow,
     HookSessionRow,
     InboxRow,
+    OfferRow,
     TransferRow,
     handoff_row,
     inbox_row,
     json_col,
     new_id,
     now,
+    offer_row,
     transfer_row,
 )
 from p2pd.errors import Cause, ConflictError, InvalidInputError, NotFoundError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 BUSY_TIMEOUT_MS = 30_000
 TRANSFER_STATES = transfers.STATES
 TRANSFER_FINAL: frozenset[str] = frozenset(s.value for s in transfers.FINAL)
@@ -94,7 +96,9 @@ class Store:
                         db.execute(stmt)
                 version = 1
             while version < SCHEMA_VERSION:
-                db.execute(MIGRATIONS[version])
+                for stmt in MIGRATIONS[version].split(";"):
+                    if stmt.strip():
+                        db.execute(stmt)
                 version += 1
             db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         except BaseException:
@@ -246,23 +250,25 @@ class Store:
                        (hid, target, title, json.dumps(package), document_path, json.dumps(source), ts, ts))
         return self.get_handoff(hid)
 
-    def claim_handoff(self, id: str, claimer: str) -> HandoffRow | None:
-        """Atomic: the one caller whose UPDATE changed the row gets it; everybody else gets None."""
+    def claim_handoff(self, id: str, claimer: str, *, lease_until: float | None = None) -> HandoffRow | None:
+        """Atomic: the one caller whose UPDATE changed the row gets it; everybody else gets None. A claim with
+        ``lease_until`` (epoch seconds) returns to pending at that time unless it was started
+        (:meth:`release_expired_claims`)."""
         if not claimer:
             raise InvalidInputError("a claim needs the claimer's device id")
         ts = now()
         with self._write() as db:
-            cur = db.execute("UPDATE handoffs SET state='claimed', claimed_by=?, claimed_at=?, updated_at=? "
-                             "WHERE id=? AND state='pending' AND (target='any' OR target=?)",
-                             (claimer, ts, ts, id, claimer))
+            cur = db.execute("UPDATE handoffs SET state='claimed', claimed_by=?, claimed_at=?, updated_at=?, "
+                             "lease_until=? WHERE id=? AND state='pending' AND (target='any' OR target=?)",
+                             (claimer, ts, ts, lease_until, id, claimer))
             won = cur.rowcount == 1
         if not won:
             self.get_handoff(id)  # NotFoundError when there is no such handoff
             return None
         return self.get_handoff(id)
 
-    def transition_handoff(self, id: str, state: str, *, output: str | None = None,
-                           reason: str | None = None) -> HandoffRow:
+    def transition_handoff(self, id: str, state: str, *, output: str | None = None, reason: str | None = None,
+                           result: str | None = None) -> HandoffRow:
         """Move a handoff to ``state`` if the lifecycle allows it (ConflictError otherwise)."""
         check_state(state)
         ts = now()
@@ -272,7 +278,7 @@ class Store:
                 raise NotFoundError(f"no handoff {id}")
             current = row["state"]
             check_transition(current, state)
-            sets: dict[str, Any] = {"state": state, "updated_at": ts}
+            sets: dict[str, Any] = {"state": state, "updated_at": ts, "lease_until": None}
             if state == "started":
                 sets["started_at"] = ts
             if state in ("completed", "failed", "cancelled"):
@@ -283,6 +289,8 @@ class Store:
                 sets["output"] = output
             if reason is not None:
                 sets["reason"] = reason
+            if result is not None:
+                sets["result"] = result
             cur = db.execute(f"UPDATE handoffs SET {', '.join(f'{k}=?' for k in sets)} WHERE id=? AND state=?",
                              (*sets.values(), id, current))
             if cur.rowcount != 1:  # cannot happen inside BEGIN IMMEDIATE; kept as a guard
@@ -312,10 +320,91 @@ class Store:
                               "ORDER BY created_at, rowid", (device_id,))
             return [handoff_row(r) for r in rows.fetchall()]
 
+    def release_expired_claims(self, at: float) -> list[str]:
+        """Claims made over the local API and never started whose lease ended by ``at`` go back to pending."""
+        with self._write() as db:
+            ids = [r[0] for r in db.execute("SELECT id FROM handoffs WHERE state='claimed' AND lease_until IS NOT "
+                                            "NULL AND lease_until <= ?", (at,))]
+            db.executemany("UPDATE handoffs SET state='pending', claimed_by=NULL, claimed_at=NULL, lease_until=NULL, "
+                           "reason='the claim was not started in time', updated_at=? WHERE id=?",
+                           [(now(), i) for i in ids])
+        return ids
+
     def handoff_stats(self) -> dict[str, int]:
         with self._connect() as db:
             counts = dict(db.execute("SELECT state, COUNT(*) FROM handoffs GROUP BY state").fetchall())
         return {s: int(counts.get(s, 0)) for s in STATES}
+
+    # ------------------------------------------------------------ handoffs offered to this daemon
+    def offer_received(self, id: str, from_device: str, *, title: str, summary: str, messages: int) -> OfferRow:
+        """Record an offer (again): a new one is 'offered'; one already known keeps its state."""
+        ts = now()
+        with self._write() as db:
+            db.execute("INSERT INTO offers (id, from_device, state, title, summary, messages, offered_at, updated_at) "
+                       "VALUES (?,?,'offered',?,?,?,?,?) ON CONFLICT(id, from_device) DO UPDATE SET "
+                       "title=excluded.title, summary=excluded.summary, messages=excluded.messages "
+                       "WHERE offers.state='offered'", (id, from_device, title, summary, messages, ts, ts))
+        found = self.find_offer(id, from_device)
+        assert found is not None
+        return found
+
+    def find_offer(self, id: str, from_device: str | None = None) -> OfferRow | None:
+        with self._connect() as db:
+            if from_device is None:
+                row = db.execute("SELECT * FROM offers WHERE id=? ORDER BY offered_at DESC LIMIT 1", (id,))
+            else:
+                row = db.execute("SELECT * FROM offers WHERE id=? AND from_device=?", (id, from_device))
+            found = row.fetchone()
+        return offer_row(found) if found is not None else None
+
+    def get_offer(self, id: str) -> OfferRow:
+        found = self.find_offer(id)
+        if found is None:
+            raise NotFoundError(f"no handoff {id} was offered to this device")
+        return found
+
+    def list_offers(self, state: str | None = None, limit: int = 100) -> list[OfferRow]:
+        with self._connect() as db:
+            if state is None:
+                rows = db.execute("SELECT * FROM offers ORDER BY offered_at DESC, rowid DESC LIMIT ?", (limit,))
+            else:
+                offers.check_state(state)
+                rows = db.execute("SELECT * FROM offers WHERE state=? ORDER BY offered_at DESC, rowid DESC LIMIT ?",
+                                  (state, limit))
+            return [offer_row(r) for r in rows.fetchall()]
+
+    def move_offer(self, id: str, from_device: str, state: str, **fields: Any) -> OfferRow:
+        """Move an offer as :mod:`p2pd.daemon.offers` allows (ConflictError otherwise), setting ``fields``
+        (mode, package, inbox_id, resume_command, result, reason) too."""
+        ts = now()
+        with self._write() as db:
+            row = db.execute("SELECT state FROM offers WHERE id=? AND from_device=?", (id, from_device)).fetchone()
+            if row is None:
+                raise NotFoundError(f"no handoff {id} was offered to this device")
+            if state != row["state"]:
+                offers.check_transition(row["state"], state, what=f"handoff {id}")
+            sets: dict[str, Any] = {"state": state, "updated_at": ts}
+            sets.update({"claimed": {"claimed_at": ts}, "started": {"started_at": ts}}.get(state, {}))
+            if state in offers.FINAL:
+                sets["finished_at"] = ts
+            for key, value in fields.items():
+                if key not in ("mode", "package", "inbox_id", "resume_command", "result", "reason"):
+                    raise InvalidInputError(f"an offer has no field {key!r}")
+                sets[key] = json.dumps(value) if key == "package" else value
+            db.execute(f"UPDATE offers SET {', '.join(f'{k}=?' for k in sets)} WHERE id=? AND from_device=?",
+                       (*sets.values(), id, from_device))
+        found = self.find_offer(id, from_device)
+        assert found is not None
+        return found
+
+    def offer_of_session(self, session_id: str | None, transcript_path: str | None) -> OfferRow | None:
+        """The offered handoff whose conversation was imported as this session (by id or file), if any."""
+        with self._connect() as db:
+            row = db.execute("SELECT o.* FROM inbox i JOIN offers o ON o.id = i.handoff_id AND o.inbox_id = i.id "
+                             "WHERE i.imported IS NOT NULL AND (json_extract(i.imported, '$.session_id') = ? OR "
+                             "json_extract(i.imported, '$.path') = ?) ORDER BY i.received_at DESC LIMIT 1",
+                             (session_id or "", transcript_path or "")).fetchone()
+        return offer_row(row) if row is not None else None
 
     # ------------------------------------------------------------ hook sessions
     def record_hook_session(self, *, session_id: str, transcript_path: str | None, cwd: str | None,
@@ -347,5 +436,5 @@ class Store:
         return HookSessionRow(**dict(found)) if found is not None else None
 
 
-__all__ = ["SCHEMA_VERSION", "TRANSFER_FINAL", "TRANSFER_STATES", "HandoffRow", "HookSessionRow", "InboxRow", "Store",
-           "TransferRow", "new_id", "now"]
+__all__ = ["SCHEMA_VERSION", "TRANSFER_FINAL", "TRANSFER_STATES", "HandoffRow", "HookSessionRow", "InboxRow",
+           "OfferRow", "Store", "TransferRow", "new_id", "now"]

@@ -99,7 +99,7 @@ async def test_a_claim_is_granted_once_and_queues_the_transfer(wired: Any, tmp_p
     await net.dispatch(session, HandoffClaim(hid="ho_missing"))
     results = [m for m in session.sent if isinstance(m, HandoffClaimResult)]
     assert [(r.hid, r.granted) for r in results] == [(hid, True), (hid, False), ("ho_missing", False)]
-    assert host.store.get_handoff(hid).state == "started"
+    assert host.store.get_handoff(hid).state == "claimed"  # started once the claimer says its work began
     queued = host.store.list_transfers()
     assert [(t.peer, t.handoff_id, t.state) for t in queued] == [(session.device.device_id, hid, "queued")]
 

@@ -20,7 +20,7 @@ from p2pd.daemon.outbox import pack_outbox
 from p2pd.daemon.peer_protocol import HandoffOffer
 from p2pd.daemon.running import RunningTransfers
 from p2pd.daemon.store import Store
-from p2pd.errors import ConflictError, WrongCodeError
+from p2pd.errors import ConflictError, DeviceKeyChangedError, WrongCodeError
 from p2pd.exchange.handover import QuietUI
 from tests.corpus import claude_code_files
 from tests.signal_process import SignalProcess, signal_server
@@ -171,9 +171,10 @@ async def test_a_changed_device_key_is_refused(tmp_path: Path, server: SignalPro
         view = await _until(lambda: next((d for d in na.devices() if d["state"] == "refused"), None))
         assert "DIFFERENT KEY" in view["error"] and "p2pd devices remove" in view["error"]
         device_id = next(iter(na.book.devices))
-        row = await na.send_to_device(device_id, corpus_doc)
-        await asyncio.sleep(1.0)
-        assert ha.store.get_transfer(row.id).state == "queued" and hb.received == []
+        with pytest.raises(DeviceKeyChangedError) as refused:  # fails fast: a queued send would wait for ever
+            await na.send_to_device(device_id, corpus_doc)
+        assert refused.value.exit_code == 11 and "pinned" in str(refused.value) and "presented" in str(refused.value)
+        assert ha.store.list_transfers() == [] and hb.received == []
     finally:
         await na.stop()
         await nb.stop()
@@ -379,7 +380,7 @@ async def test_a_handoff_whose_sender_restarts_mid_transfer_still_completes(
         tid = await _until(lambda: next((t.id for t in ha.store.list_transfers() if t.handoff_id == hid
                                          and t.bytes_done > t.size // 5), None), timeout=60)
         await na.stop()  # the sender goes down mid-transfer…
-        assert ha.store.get_handoff(hid).state == "started"
+        assert ha.store.get_handoff(hid).state == "claimed"  # its conversation on the way
         na, ha = await _start(a, server.url)  # …and comes back
         final = await _until(lambda: (h := ha.store.get_handoff(hid)).state in ("completed", "failed", "cancelled")
                              and h, timeout=90)

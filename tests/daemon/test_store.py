@@ -80,7 +80,7 @@ def test_a_version_1_store_gains_the_cause_column(tmp_path: Path) -> None:
     db.commit()
     db.close()
     store = Store(path)
-    assert store.schema_version() == SCHEMA_VERSION == 2
+    assert store.schema_version() == SCHEMA_VERSION == 3
     assert store.get_transfer("tr_old").cause is None
     store.interrupted_transfers()
     assert (store.get_transfer("tr_old").state, store.get_transfer("tr_old").cause) == ("interrupted", "interrupted")
