@@ -43,10 +43,14 @@ def register(sub: Any) -> None:
     s.add_argument("--json", action="store_true", help="machine-readable output")
     s.set_defaults(func=cmd_inbox)
 
-    s = sub.add_parser("handoffs", help="handoffs of the running daemon (list, show, cancel, stats)")
-    s.add_argument("action", nargs="?", choices=["list", "show", "cancel", "stats"], default="list")
-    s.add_argument("id", nargs="?", help="a handoff id (show, cancel)")
-    s.add_argument("--state", choices=["pending", "claimed", "started", "completed", "failed", "cancelled"])
+    s = sub.add_parser("handoffs", help="handoffs: made here (list, show, cancel, stats) and offered here by paired "
+                       "devices (offered, claim, start, complete, fail)")
+    s.add_argument("action", nargs="?", default="list",
+                   choices=["list", "show", "cancel", "stats", "offered", "claim", "start", "complete", "fail"])
+    s.add_argument("id", nargs="?", help="a handoff id (show, cancel, claim, start, complete, fail)")
+    s.add_argument("--state", help="list/offered: only handoffs in this state")
+    s.add_argument("--result", help="complete: what was done (the sender sees it)")
+    s.add_argument("--reason", help="fail: why it could not be done (the sender sees it)")
     s.add_argument("--json", action="store_true", help="machine-readable output")
     s.set_defaults(func=cmd_handoffs)
 
@@ -126,19 +130,52 @@ def cmd_inbox(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def _device_names(c: DaemonClient) -> dict[str, str]:
+    """Paired devices' names by id, so tables show names rather than hex ids."""
+    try:
+        return {d["id"]: d["name"] for d in c.get("/devices")}
+    except (KeyError, TypeError):
+        return {}
+
+
 def cmd_handoffs(args: argparse.Namespace) -> int:
     with _client("handoffs are the daemon's") as c:
+        names = _device_names(c)
+
+        def name(ident: str | None) -> str:
+            return shown(names.get(ident or "", ident or ""))
+
         if args.action == "stats":
             row = c.get("/stats")
         elif args.action == "list":
             return print_rows(c.get("/handoffs", state=args.state), as_json=args.json,
                               empty="No handoffs yet (agents make them with the `handoff` MCP tool).",
                               columns=("id", "state", "target", "claimed by", "title", "created"),
-                              cells=lambda h: (shown(h["id"]), h["state"], shown(h["target"]),
-                                               shown(h["claimed_by"] or ""),
+                              cells=lambda h: (shown(h["id"]), h["state"], name(h["target"]),
+                                               name(h["claimed_by"]),
                                                shown(h["title"]), when(h["created_at"])))
+        elif args.action == "offered":
+            return print_rows(c.get("/offers", state=args.state), as_json=args.json,
+                              empty="No handoffs were offered to this device.",
+                              columns=("id", "state", "from", "title", "summary", "offered"),
+                              cells=lambda o: (shown(o["id"]), o["state"], name(o["from_device"]),
+                                               shown(o["title"]), shown((o["summary"] or "")[:60]),
+                                               when(o["offered_at"])))
         elif args.action == "show":
             row = c.get(f"/handoffs/{_need_id(args, 'handoffs show')}")
+        elif args.action == "claim":
+            hid = _need_id(args, "handoffs claim")
+            row = c.post(f"/offers/{hid}/claim", {"wait": 20}, timeout=60)
+        elif args.action == "start":
+            row = c.post(f"/handoffs/{_need_id(args, 'handoffs start')}/start")
+        elif args.action == "complete":
+            if not args.result:
+                raise InvalidInputError("handoffs complete needs --result TEXT (what was done)")
+            row = c.post(f"/handoffs/{_need_id(args, 'handoffs complete')}/complete", {"result": args.result})
+        elif args.action == "fail":
+            if not args.reason:
+                raise InvalidInputError("handoffs fail needs --reason TEXT")
+            row = c.post(f"/handoffs/{_need_id(args, 'handoffs fail')}/fail", {"reason": args.reason})
         else:
             row = c.post(f"/handoffs/{_need_id(args, 'handoffs cancel')}/cancel",
                          {"reason": "cancelled from the command line"})
