@@ -188,20 +188,6 @@ def cmd_handoffs(args: argparse.Namespace) -> int:
 
 def send_via_daemon(args: argparse.Namespace) -> int:
     """``p2pd send SESSION --to DEVICE``: device sends are the daemon's (it holds the pairing and the network)."""
-    to = {"link": args.link} if args.link else {"device": args.to}
-    with _client("sends to a paired device go through the daemon") as c:
-        body: dict[str, Any] = {"session": args.session, "to": to, "redact": args.redact,
-                                "wait": min(args.timeout, 600.0)}
-        row = c.post("/send", body, timeout=args.timeout + 30)
-    siblings = row.get("detail", {}).get("link_transfers") or [row["id"]]
-    err.print(f"Transfer {shown(row['id'])} to {shown(args.link or args.to)}: {row['state']}"
-              f"{' — ' + shown(row['error']) if row.get('error') else ''}"
-              + (f" (and {len(siblings) - 1} more to the link's other members)" if len(siblings) > 1 else ""))
-    for ident in siblings:
-        print(ident)
-    if row["state"] == "done":
-        return ExitCode.OK
-    if row["state"] in ("failed", "cancelled"):
-        return ExitCode.TRANSFER_FAILED
-    err.print(f"Still under way: `p2pd transfers {shown(row['id'])}` shows it.")
-    return ExitCode.OK
+    from p2pd.cli.device_send import send_via_daemon as follow_send
+
+    return follow_send(args)

@@ -113,6 +113,7 @@ class DeviceSession:
                 await asyncio.sleep(wait)
                 continue
             wait = ROOM_WAIT
+            arrival = asyncio.create_task(self._connecting_when_there(rv))
             try:
                 await rv.pair(timeout=ROOM_WAIT)
                 await rv.send_sealed(make_proof(self.net.identity, rv.exporter, rv.role))
@@ -128,6 +129,7 @@ class DeviceSession:
                 if self.presence.state is DeviceState.REFUSED:
                     log.warning("%s", self.presence.error)
             finally:
+                arrival.cancel()
                 self.rv = None
                 self.presence.ended()
                 self._changed()
@@ -135,6 +137,12 @@ class DeviceSession:
                     queue.put_nowait(_GONE)
                 await rv.close()
             await asyncio.sleep(wait)
+
+    async def _connecting_when_there(self, rv: Rendezvous) -> None:
+        await rv.wait_peer()
+        if not self.presence.online:
+            self.presence.peer_arrived()
+            self._changed()
 
     async def _serve(self, rv: Rendezvous) -> None:
         self.kick.set()

@@ -7,7 +7,9 @@ connection loop does after each attempt.
        ▲                  ▼       │
        └──────────────── refused ◀┘ (the device could not prove its pinned key, or no longer shares the pairing)
 
-- connecting: joined (or joining) the pair's room on the signaling server, waiting for the device and CPace;
+- offline: also while this daemon waits alone in the pair's room — a stopped device shows offline (since when it
+  went), never "connecting" for ever;
+- connecting: the device is in the room too; CPace and the key proofs are under way;
 - online: CPace done and the device proved its pinned key; the sealed control channel is up;
 - offline: the server could not be reached, the device is away, or the channel ended (``cause`` says which);
 - refused: the device presented another key than the pinned one, or the pair secret no longer matches. The
@@ -66,9 +68,13 @@ class Presence:
         return changed
 
     def attempt(self) -> None:
-        """A new connection attempt begins: connecting (a refused device stays marked so until it proves its key)."""
+        """A new connection attempt begins (joining the room): the state stays what it was — the device is not
+        known to be there yet."""
+
+    def peer_arrived(self) -> None:
+        """The device joined the room: connecting (a refused device stays marked so until it proves its key)."""
         if self.state is not DeviceState.REFUSED:
-            self.set(DeviceState.CONNECTING)
+            self.set(DeviceState.CONNECTING, self.error, self.cause)
 
     def came_online(self) -> None:
         self.failures = 0

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from p2pd.daemon.inbox import existing_folder
 from p2pd.daemon.offers import HELD
@@ -24,23 +24,33 @@ from p2pd.support.text import visible
 
 if TYPE_CHECKING:
     from p2pd.daemon.devices import Device
+    from p2pd.daemon.inbox import Inbox
+    from p2pd.daemon.network import DeviceNetwork
     from p2pd.daemon.offer_desk import OfferDesk
-    from p2pd.daemon.service import DaemonService
+
+
+class WorkOwner(Protocol):
+    """What the handoff work needs from the service."""
+
+    store: Store
+    inbox: Inbox
+    network: DeviceNetwork | None
+    device_id: str
+
+    def offer_desk(self) -> OfferDesk:
+        """The device network's offer desk (NoNetworkError without a network)."""
+        ...
 
 MAX_CONTEXT = 12_000  # characters of handoff context given to a resumed session
 
 
 class HandoffWork:
-    def __init__(self, service: DaemonService) -> None:
+    def __init__(self, service: WorkOwner) -> None:
         self.service = service
         self.store: Store = service.store
 
     def _offer_desk(self) -> OfferDesk:
-        if self.service.network is None:
-            from p2pd.daemon.service import NoNetworkError
-
-            raise NoNetworkError()
-        return self.service.network.offers
+        return self.service.offer_desk()
 
     # ---- receiving side ------------------------------------------------------------------------------------
 

@@ -38,6 +38,7 @@ from p2pd.errors import Cause, ConflictError, InvalidInputError, NotFoundError
 if TYPE_CHECKING:
     from p2pd.daemon.devices import Device
     from p2pd.daemon.network import DeviceNetwork
+    from p2pd.daemon.offer_desk import OfferDesk
     from p2pd.daemon.peer_protocol import HandoffOffer
 
 log = logging.getLogger("p2pd.daemon")
@@ -393,6 +394,9 @@ class DaemonService:
         if self.network is None:
             raise NoNetworkError()
         return self.network
+
+    def offer_desk(self) -> OfferDesk:
+        return self._net().offers
 
     def links(self) -> list[dict[str, Any]]:
         return [v.model_dump() for v in self.network.links.links.values()] if self.network is not None else []

@@ -210,6 +210,10 @@ class Rendezvous:
         assert verification is not None
         return verification
 
+    async def wait_peer(self) -> None:
+        """Return once the other side is in the room (before the key exchange)."""
+        await self._peer_present.wait()
+
     async def send_sealed(self, obj: Any) -> None:
         """Encrypt and authenticate ``obj`` (JSON-serializable) and relay it to the peer."""
         self._raise_if_failed()

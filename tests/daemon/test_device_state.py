@@ -29,7 +29,10 @@ def test_backoff_is_jittered_exponential_and_capped() -> None:
 def test_a_session_goes_connecting_online_offline() -> None:
     p = Presence()
     assert p.state is DeviceState.OFFLINE and not p.online
-    p.attempt()
+    since = p.since
+    p.attempt()  # waiting alone in the room: still offline, since the same moment
+    assert p.state is DeviceState.OFFLINE and p.since == since
+    p.peer_arrived()
     assert p.state is DeviceState.CONNECTING
     p.came_online()
     assert p.online and p.failures == 0 and p.view()["state"] == "online"
@@ -64,6 +67,7 @@ def test_a_changed_key_or_a_lost_pairing_is_refused_and_stays_so_while_retrying(
     assert p.after_failure(DeviceKeyChangedError("DIFFERENT KEY"), "b") == REFUSED_RETRY
     assert p.state is DeviceState.REFUSED and p.cause is Cause.KEY_CHANGED and p.error == "DIFFERENT KEY"
     p.attempt()
+    p.peer_arrived()
     assert p.state is DeviceState.REFUSED  # stays refused while it tries again
     q = Presence()
     assert q.after_failure(WrongCodeError("x"), "laptop") == REFUSED_RETRY
