@@ -43,6 +43,8 @@ def register(sub: Any) -> None:
     s.add_argument("--json", action="store_true", help="machine-readable output")
     s.set_defaults(func=cmd_inbox)
 
+    register_gc(sub)
+
     s = sub.add_parser("handoffs", help="handoffs: made here (list, show, cancel, stats) and offered here by paired "
                        "devices (offered, claim, start, complete, fail)")
     s.add_argument("action", nargs="?", default="list",
@@ -53,6 +55,42 @@ def register(sub: Any) -> None:
     s.add_argument("--reason", help="fail: why it could not be done (the sender sees it)")
     s.add_argument("--json", action="store_true", help="machine-readable output")
     s.set_defaults(func=cmd_handoffs)
+
+
+def register_gc(sub: Any) -> None:
+    s = sub.add_parser("gc", help="remove what the daemon's outbox and partial receives hold that nothing needs "
+                       "(--dry-run: only show it)")
+    s.add_argument("--dry-run", action="store_true", help="show what would be removed, remove nothing")
+    s.add_argument("--json", action="store_true", help="machine-readable output")
+    s.set_defaults(func=cmd_gc)
+
+
+def cmd_gc(args: argparse.Namespace) -> int:
+    """Through the running daemon, else on its folder directly (the store is safe to share)."""
+    from p2pd.daemon.client import DaemonClient
+
+    client = DaemonClient.find()
+    if client is not None:
+        with client:
+            report = client.post("/gc", {"dry_run": args.dry_run}, timeout=300)
+    else:
+        from p2pd.daemon.home import Home
+        from p2pd.daemon.housekeeping import Limits, prune
+        from p2pd.daemon.store import Store
+
+        home = Home.default().ensure()
+        report = prune(home.root, Store(home.db_path), Limits.configured(), everything=True, dry_run=args.dry_run)
+    if args.json:
+        print_json(report)
+        return ExitCode.OK
+    for item in report["items"]:
+        print(f"{item['kind']}\t{human(item['size'])}\t{escape(item['path'])}")
+    verb = "Would remove" if report["dry_run"] else "Removed"
+    left = report["left"]
+    err.print(f"{verb} {len(report['items'])} files ({human(report['freed'])}); "
+              f"{'now ' if not report['dry_run'] else ''}outbox {human(left['outbox'])}, partial receives "
+              f"{human(left['partial'])}.")
+    return ExitCode.OK
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -82,9 +120,11 @@ def cmd_transfers(args: argparse.Namespace) -> int:
                             timeout=args.wait + 30)
         else:
             rows = c.get("/transfers", state=args.state)
+            names = _device_names(c)
             return print_rows(rows, as_json=args.json, empty="No transfers yet.",
                               columns=("id", "dir", "peer", "state", "title", "progress", "updated"),
-                              cells=lambda t: (shown(t["id"]), t["direction"], shown(t["peer"]), t["state"],
+                              cells=lambda t: (shown(t["id"]), t["direction"], shown(names.get(t["peer"], t["peer"])),
+                                               t["state"],
                                                shown(t["title"]),
                                                f"{human(t['bytes_done'])}/{human(t['size'])}" if t["size"] else "",
                                                when(t["updated_at"])))
@@ -98,11 +138,13 @@ def cmd_transfers(args: argparse.Namespace) -> int:
 def cmd_inbox(args: argparse.Namespace) -> int:
     with _client("the inbox is the daemon's") as c:
         if args.action == "list":
+            names = _device_names(c)
             return print_rows(c.get("/inbox"), as_json=args.json,
                               empty="The inbox is empty. Receive with `p2pd receive CODE`, or have a paired device "
                                     "send here.",
                               columns=("id", "from", "platform", "title", "msgs", "received", "imported"),
-                              cells=lambda e: (shown(e["id"]), shown(e["from_peer"]), shown(e["platform"]),
+                              cells=lambda e: (shown(e["id"]), shown(names.get(e["from_peer"], e["from_peer"])),
+                                               shown(e["platform"]),
                                                shown(e["title"]),
                                                str(e["messages"]), when(e["received_at"]),
                                                "yes" if e["imported"] else ""))

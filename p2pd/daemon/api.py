@@ -172,6 +172,10 @@ class FailRequest(_Body):
     reason: str = Field(min_length=1, max_length=4000)
 
 
+class GcRequest(_Body):
+    dry_run: bool = Field(default=False, description="only say what would be removed")
+
+
 class CancelRequest(_Body):
     reason: str = Field(default="cancelled through the API", max_length=1000)
 
@@ -288,6 +292,10 @@ def _routes(service: DaemonService) -> APIRouter:
     @r.get("/stats", tags=["daemon"])
     async def stats() -> dict[str, Any]:
         return await service.stats()
+
+    @r.post("/gc", tags=["daemon"])
+    async def gc(req: Annotated[GcRequest | None, Body()] = None) -> dict[str, Any]:
+        return await service.gc(everything=True, dry_run=(req or GcRequest()).dry_run)
 
     @r.get("/links", tags=["devices"])
     async def links() -> list[dict[str, Any]]:

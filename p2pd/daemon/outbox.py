@@ -6,6 +6,7 @@ after a restart offers the same thing without parsing the conversation again.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from p2pd.blob import container as blob
@@ -26,6 +27,9 @@ def pack_outbox(doc: ConversationDocument, outbox: Path) -> tuple[Path, OfferInf
     # Written atomically: a send of the same conversation may be reading these files right now.
     if not path.exists():
         atomic_write_bytes(path, data)
+    else:
+        os.utime(path)  # in use again: housekeeping goes by age
+
     atomic_write_bytes(_info_path(path), info.to_json())
     return path, info, sha
 

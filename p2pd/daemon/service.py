@@ -45,6 +45,7 @@ log = logging.getLogger("p2pd.daemon")
 
 CANCEL_GRACE = 3.0  # seconds a cancelled transfer may take to tell its peer before its task is stopped
 CHORES_EVERY = 30.0  # seconds between housekeeping rounds (at most)
+PRUNE_EVERY = 3600.0  # seconds between prunings of the outbox and partial receives
 
 
 class NoNetworkError(ConflictError):
@@ -107,16 +108,31 @@ class DaemonService:
         return interrupted
 
     async def _housekeeping(self) -> None:
-        """Every few seconds: unstarted local claims go back to pending."""
+        """Every few seconds: unstarted local claims go back to pending. At start and every hour: the outbox and
+        partial receives are pruned (:mod:`p2pd.daemon.housekeeping`)."""
         from p2pd.config import daemon_settings
 
         every = min(CHORES_EVERY, daemon_settings().handoff_claim_timeout / 4)
+        last_prune = -PRUNE_EVERY
         while True:
             try:
                 await self.work.release_expired()
+                if time.monotonic() - last_prune >= PRUNE_EVERY:
+                    last_prune = time.monotonic()
+                    report = await self.gc()
+                    if report["items"]:
+                        log.info("housekeeping removed %d files (%d bytes)", len(report["items"]), report["freed"])
             except Exception:  # a bug must not end the daemon's chores for good
                 log.exception("housekeeping failed")
             await asyncio.sleep(every)
+
+    async def gc(self, *, everything: bool = False, dry_run: bool = False) -> dict[str, Any]:
+        """Prune the outbox and partial receives by the configured limits, or (``everything``) all nothing needs."""
+        from p2pd.daemon.housekeeping import Limits, prune
+
+        limits = await asyncio.to_thread(Limits.configured)
+        return await asyncio.to_thread(prune, self.home.root, self.store, limits, everything=everything,
+                                       dry_run=dry_run)
 
     async def stop(self) -> None:
         """Stop running transfers (they become 'interrupted', to be resumed by the next start) and the network."""

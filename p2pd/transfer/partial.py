@@ -87,6 +87,27 @@ def sweep(dest_dir: Path, max_age: float, *, now: float | None = None) -> int:
     return removed
 
 
+def remove_unlocked(entry: Path) -> bool:
+    """Remove one partial (a folder under ``.p2pd-partial``) unless a transfer holds its lock; returns whether it
+    was removed. Blocking I/O."""
+    if not entry.is_dir() or entry.is_symlink():
+        return False
+    try:
+        fd = os.open(entry / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        return False
+    try:
+        if fcntl is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return False
+        shutil.rmtree(entry, ignore_errors=True)
+        return True
+    finally:
+        os.close(fd)
+
+
 def final_name(sha256: bytes) -> str:
     """The received blob's file name: content-addressed, so a retransfer lands on the same file."""
     return f"{sha256.hex()[:16]}.a2a.p2pd"
