@@ -391,3 +391,24 @@ async def test_a_handoff_whose_sender_restarts_mid_transfer_still_completes(
     finally:
         await na.stop()
         await nb.stop()
+
+
+async def test_a_handoff_tag_counts_only_for_a_handoff_the_receiver_was_granted(
+        pair_of: list[tuple[DeviceNetwork, InboxHost]], corpus_doc: ConversationDocument, tmp_path: Path) -> None:
+    """A paired device tags an ordinary transfer with a handoff id (and its document names a folder): the receiver
+    files it as an ordinary conversation — no handoff, no import, nothing reported."""
+    from p2pd.daemon.handoffs import HandoffPackage, attach_package
+
+    (na, ha), (nb, hb) = pair_of
+    attach_package(corpus_doc, HandoffPackage(summary="x", cwd=str(tmp_path)), handoff_id="ho_forged")
+    await _until(lambda: all(d["online"] for d in na.devices()) and all(d["online"] for d in nb.devices()))
+    offered = await asyncio.to_thread(hb.store.offer_received, "ho_offered", na.identity.device_id, title="t",
+                                      summary="", messages=1)  # offered but never granted: not honoured either
+    row = await na.queue_blob(nb.identity.device_id, pack_outbox(corpus_doc, tmp_path / "outbox")[0],
+                              title="t", sha256="", handoff_id="ho_forged")
+    await _until(lambda: ha.store.get_transfer(row.id).state == "done", timeout=60)
+    entries = await _until(lambda: hb.store.list_inbox())
+    assert [e.handoff_id for e in entries] == [None]
+    assert [t.handoff_id for t in hb.store.list_transfers() if t.direction == "in"] == [None]
+    assert nb.offers.honoured("ho_forged", na.identity.device_id) is None
+    assert nb.offers.honoured(offered.id, na.identity.device_id) is None
