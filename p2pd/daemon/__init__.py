@@ -6,10 +6,13 @@ Files and their roles:
   cause, status from ``HTTP_STATUS``), ``mcp_tools.py`` (MCP tools; errors ``[cause] message``), ``client.py`` (the
   CLI's HTTP client; rebuilds errors with ``errors.from_wire``), ``hook.py`` (Claude Code SessionStart hook).
 - What the daemon does: ``service.py`` (``DaemonService``: the one object the API and MCP call),
-  ``code_transfers.py`` (sends and receives with a pairing code), ``inbox.py`` (received conversations, import).
+  ``code_transfers.py`` (sends and receives with a pairing code), ``inbox.py`` (received conversations, import),
+  ``handoff_work.py`` (work on handoffs both sides: imports, worker reports, claim leases, a resumed session's
+  context), ``housekeeping.py`` (outbox and partial receives pruned by age and size; ``p2pd gc``).
 - Lifecycles (pure: a state enum, a transition table, one diagram): ``transfers.py`` (transfer states and what a
-  failure means, decided on causes), ``handoffs.py`` (handoff states and the context package),
-  ``device_state.py`` (device-session states and retry policy).
+  failure means, decided on causes), ``handoffs.py`` (handoff states and the context package), ``offers.py``
+  (handoffs offered to this daemon, the receiving side), ``device_state.py`` (device-session states and retry
+  policy).
 - Running transfers: ``running.py`` (the one registry that starts and cancels them; the throttled progress writer).
 - Storage (synchronous): ``store.py`` (SQLite store, enforces the lifecycles), ``rows.py`` (schema, migrations,
   row types), ``home.py`` (the home folder and token).
@@ -17,5 +20,6 @@ Files and their roles:
   ``device_pairing.py`` (``p2pd pair``), ``peer_protocol.py`` (sealed control messages), ``network.py`` (the device
   network: sessions, handoff and link control, the dispatch of control messages), ``device_session.py`` (one
   device's control channel and outbox worker), ``device_transfers.py`` (transfers to and from devices),
+  ``offer_desk.py`` (offers recorded, claimed, the worker's reports sent back),
   ``outbox.py`` (packed blobs kept for resume), ``links.py`` (fan-out groups of devices).
 """
