@@ -384,6 +384,13 @@ class DaemonService:
         row = await self.transition_handoff(handoff_id, "cancelled", reason=reason)
         if self.network is not None:
             await self.network.handoff_closed(row, "cancelled", reason)
+
+        def drop_queued() -> None:  # not yet under way (the device is away): never sent
+            for tr in self.store.list_transfers(limit=100_000):
+                if tr.handoff_id == handoff_id and tr.state in (TransferState.QUEUED, TransferState.INTERRUPTED):
+                    self.store.end_transfer(tr.id, TransferState.CANCELLED, error=reason, cause=Cause.CANCELLED)
+
+        await asyncio.to_thread(drop_queued)
         for tid in self.running.ids():
             with contextlib.suppress(NotFoundError):
                 tr = await asyncio.to_thread(self.store.get_transfer, tid)

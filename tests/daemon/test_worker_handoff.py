@@ -157,3 +157,29 @@ async def _with_inbox(worker: Any, hid: str) -> Any:
 async def _state_is(client: Any, hid: str, state: str) -> Any:
     h = await call(client, "get_handoff", handoff_id=hid)
     return h if h["state"] == state else None
+
+
+async def test_a_handoff_cancelled_by_its_sender_is_closed_on_the_worker_side(
+        desk_and_laptop: tuple[Daemon, Daemon], tmp_path: Path) -> None:
+    a, b = desk_and_laptop
+    wait_for(lambda: online(a, device_id(b)), what="laptop online at desk")
+    async with mcp_client(a.url, a.token) as sender, mcp_client(b.url, b.token) as worker:
+        hid = (await call(sender, "handoff", summary="s", goal="g", cwd=str(tmp_path), session_id=SESSION_ID,
+                          target="laptop"))["id"]
+
+        async def offered() -> Any:
+            return [o for o in (await call(worker, "list_offered_handoffs"))["offers"] if o["id"] == hid]
+
+        await _until(offered, what="offered")
+        await call(worker, "claim_handoff", handoff_id=hid)
+        await _until(lambda: _with_inbox(worker, hid), timeout=90, what="received")
+        cancelled = a.p2pd("handoffs", "cancel", hid)
+        assert cancelled.returncode == 0, cancelled.stderr
+
+        async def closed() -> Any:
+            o = await call(worker, "get_offered_handoff", handoff_id=hid)
+            return o if o["state"] == "cancelled" else None
+
+        await _until(closed, what="cancelled at the laptop")
+        assert (await call_error(worker, "start_handoff", handoff_id=hid)).count("[conflict]")
+        assert (await call(sender, "get_handoff", handoff_id=hid))["state"] == "cancelled"
