@@ -59,13 +59,19 @@ def cmd_send(args: argparse.Namespace) -> int:
         from p2pd.cli.daemon import send_via_daemon
 
         return send_via_daemon(args)
-    from p2pd.config import signal_url
+    from p2pd.agents.sources import streamable_session
+    from p2pd.config import redact_default, signal_url
     from p2pd.exchange.handover import send_document
     from p2pd.pairing.codes import read_code
 
-    with status(f"Reading {args.session}…"):
-        doc = load_conversation(args.session)
-    doc = redacted(doc, args.redact)
+    streamable = None if (args.redact if args.redact is not None else redact_default()) \
+        else streamable_session(args.session)
+    if streamable is not None:
+        doc: Any = streamable  # converted while it is packed: memory bounded by a message, not the session
+    else:
+        with status(f"Reading {args.session}…"):
+            doc = load_conversation(args.session)
+        doc = redacted(doc, args.redact)
     code = read_code(args.code)
     url = args.signal or signal_url()
     ui = CliUI(signal_url=url)
@@ -75,7 +81,8 @@ def cmd_send(args: argparse.Namespace) -> int:
     if outcome.sent:
         r = outcome.result
         resumed = f", {human(r.resumed_bytes)} already there" if r.resumed_bytes else ""
-        err.print(f"Sent [bold]{shown(doc.title or doc.context_id)}[/]: {human(r.bytes_sent)} in {r.elapsed:.1f}s"
+        title = outcome.title or outcome.code or ""
+        err.print(f"Sent [bold]{shown(title)}[/]: {human(r.bytes_sent)} in {r.elapsed:.1f}s"
                   f"{resumed}; the receiver verified SHA-256 {r.sha256.hex()[:16]}…")
         return ExitCode.OK
     path = outcome.fallback_path
@@ -108,12 +115,14 @@ def cmd_receive(args: argparse.Namespace) -> int:
         outcome = run(receive_document(signal_url=url, code=str(code) if code else None, ui=ui,
                                        out_dir=out_dir, peer_timeout=args.timeout,
                                        connect_timeout=netopts.apply(args), pretty=args.pretty), ui)
-        doc, path = outcome.document, outcome.path
-        err.print(f"Received [bold]{shown(doc.title or doc.context_id)}[/] ({doc.counts.messages} messages), "
+        got, path = outcome.summary, outcome.path
+        err.print(f"Received [bold]{shown(got.title or got.context_id)}[/] ({got.counts.messages} messages), "
                   f"SHA-256 verified → {escape(str(path))}")
     if args.do_import:
         from p2pd.agents.importing import import_document, target_name
 
+        if not args.file:
+            doc = outcome.document  # read back from the file written: the import needs the whole of it
         result = import_document(doc, to=args.to, cwd=args.cwd, same_account=args.same_account)
         for w in result.warnings:
             err.print(f"[yellow]note[/]: {escape(w)}")

@@ -98,14 +98,15 @@ def read_document(path: str | os.PathLike[str], *, max_size: int = DEFAULT_MAX_S
 
 def parse_document(raw: bytes, *, source: str = "input") -> ConversationDocument:
     with bulk_work():
-        data = _loads(raw, source)
+        data = load_json(raw, source)
         try:
             return document_from_json(data, source=source)
         except RecursionError:  # pragma: no cover - check_depth keeps validation well inside the stack
             raise _too_deep(source) from None
 
 
-def _loads(raw: bytes, source: str) -> Any:
+def load_json(raw: bytes, source: str) -> Any:
+    """Parse JSON text (orjson, else ``json`` for what orjson refuses) and refuse nesting past MAX_DEPTH."""
     if orjson is not None:
         try:
             data = orjson.loads(raw)

@@ -26,12 +26,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from p2pd.agents.sources import document_file_name
-from p2pd.blob import container as blob
-from p2pd.conversation.document_io import dumps, parse_document, write_document
+from p2pd.agents.sources import document_file_name, safe_file_stem
+from p2pd.conversation.document_io import read_document, write_document
 from p2pd.conversation.model import ConversationDocument
 from p2pd.errors import Cause, ConflictError, P2pdError, TransferFailedError
 from p2pd.exchange.notice import GRACE, PeerSignals, sender_fell_back, tell_receiver
+from p2pd.exchange.packing import Unpacked, blob_to_file, pack, place, unpack
 
 DAEMON_MESSAGE_SIZE = 65536
 
@@ -84,11 +84,12 @@ class SendOutcome:
     fallback_reason: str | None = None
     ice_path: Any = None  # p2pd.transfer.ice.IcePath: the path the connection took
     fallback_cause: Cause | None = None  # why there was no peer connection, as data
+    title: str = ""  # the conversation's title (or its id), as offered
 
 
 @dataclass
 class ReceiveOutcome:
-    document: ConversationDocument
+    summary: Unpacked  # title, context id, counts: what was checked while the document was written
     path: Path
     verification: str | None = None
     bytes_received: int = 0
@@ -96,6 +97,11 @@ class ReceiveOutcome:
     imported: Any = None
     ice_path: Any = None  # p2pd.transfer.ice.IcePath
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def document(self) -> ConversationDocument:
+        """The whole document, read back from the file written (in memory: only for an import)."""
+        return read_document(self.path)
 
 
 def fallback_file(doc: ConversationDocument, folder: Path, *, pretty: bool = False) -> Path:
@@ -113,24 +119,13 @@ def fallback_file(doc: ConversationDocument, folder: Path, *, pretty: bool = Fal
     raise ConflictError(f"could not find a free file name for {base}.a2a.json in {folder}")
 
 
-async def _write_blobs(doc: ConversationDocument, folder: Path) -> tuple[Path, Path]:
-    """The conversation packed twice: lz4 (every peer speaks it: the page) and zstd (2.3x smaller, as fast to
-    make; offered instead when the receiver's HELLO lists it)."""
-    def work() -> tuple[Path, Path]:
-        raw = dumps(doc, pretty=False)
-        paths = folder / "conversation.a2a.p2pd", folder / "conversation.zstd.a2a.p2pd"
-        for path, codec in zip(paths, ("lz4", "zstd"), strict=True):
-            path.write_bytes(blob.encode(raw, codec))
-        return paths
-
-    return await asyncio.to_thread(work)
-
-
-async def send_document(doc: ConversationDocument, *, signal_url: str, code: str | None, ui: UI,
+async def send_document(doc: ConversationDocument | Path, *, signal_url: str, code: str | None, ui: UI,
                         peer_timeout: float = 300.0, connect_timeout: float = 30.0,
                         idle_timeout: float = 30.0, fallback_dir: Path | None = None,
                         control: Any = None) -> SendOutcome:
-    """Send one conversation. Raises WrongCodeError / DeclinedError / TransferFailedError (after the peer
+    """Send one conversation: a document, or a Claude Code session file converted as it is packed (memory
+    bounded by a message, not the session; :mod:`p2pd.exchange.packing`). Raises WrongCodeError / DeclinedError /
+    TransferFailedError (after the peer
     connected); falls back to a file (``SendOutcome.sent == False``) when no peer could be reached."""
     from p2pd.pairing.client import Rendezvous
 
@@ -142,12 +137,14 @@ async def send_document(doc: ConversationDocument, *, signal_url: str, code: str
     async def fall_back(reason: str, cause: Cause) -> SendOutcome:
         outcome.fallback_reason = reason
         outcome.fallback_cause = cause
-        outcome.fallback_path = await asyncio.to_thread(fallback_file, doc, fallback_dir or Path.cwd())
+        outcome.fallback_path = await asyncio.to_thread(blob_to_file, packed.zstd, fallback_dir or Path.cwd(),
+                                                        safe_file_stem(packed.context_id))
         return outcome
 
     try:
-        blob_path, zstd_path = await _write_blobs(doc, work)
-        ui.status(f"conversation packed: {zstd_path.stat().st_size} bytes compressed")
+        packed = await asyncio.to_thread(pack, doc, work)
+        outcome.title = packed.title or packed.context_id
+        ui.status(f"conversation packed: {packed.zstd.stat().st_size} bytes compressed")
         try:
             rv = await Rendezvous.open(signal_url, role="sender", code=code, connect_timeout=min(10.0, connect_timeout))
         except (TransferFailedError, OSError) as exc:
@@ -174,9 +171,9 @@ async def send_document(doc: ConversationDocument, *, signal_url: str, code: str
             await tell_receiver(rv, outcome.fallback_path.name, exc.details.get("reason"))
             return outcome
         outcome.ice_path = link.path
-        info = OfferInfo.normalized(doc.title or doc.context_id, doc.origin.platform,
-                                    doc.origin.session_id or doc.context_id, doc.counts.messages)
-        outcome.result = await send_blob(link.channel, blob_path, info, alternatives=[zstd_path],
+        info = OfferInfo.normalized(packed.title or packed.context_id, packed.platform, packed.session_id,
+                                    packed.messages)
+        outcome.result = await send_blob(link.channel, packed.lz4, info, alternatives=[packed.zstd],
                                          on_progress=ui.progress,
                                          idle_timeout=idle_timeout, max_message_size=DAEMON_MESSAGE_SIZE,
                                          control=control)
@@ -210,10 +207,10 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
     from p2pd.transfer.channel import receive_blob
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    parsed: list[ConversationDocument] = []  # parsed before the blob is kept: one that does not parse is refused
+    unpacked: list[Unpacked] = []  # checked and staged before DONE: a blob that does not parse is refused
 
     def validate(path: Path) -> None:
-        parsed.append(_document_from_blob(path))
+        unpacked.append(unpack(path, out_dir))
 
     rv = await Rendezvous.open(signal_url, role="receiver", code=code, connect_timeout=min(10.0, connect_timeout))
     link = None
@@ -230,11 +227,13 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
         if link is not None:
             await link.close()
         await rv.close()
-    doc = parsed[0] if parsed else await asyncio.to_thread(_document_from_blob, received.path)
-    path = await asyncio.to_thread(lambda: fallback_file(doc, out_dir, pretty=pretty))
+    got = unpacked[0]
+    path = await asyncio.to_thread(place, got.staged, out_dir, safe_file_stem(got.context_id))
     with contextlib.suppress(OSError):
         os.unlink(received.path)
-    return ReceiveOutcome(document=doc, path=path, verification=verification,
+    if pretty:
+        await asyncio.to_thread(lambda: write_document(read_document(path), path, pretty=True))
+    return ReceiveOutcome(summary=got, path=path, verification=verification,
                           bytes_received=received.bytes_received, resumed_bytes=received.resumed_bytes,
                           ice_path=link_path)
 
@@ -263,10 +262,6 @@ async def _connect_or_hear_fallback(rv: Any, connect_timeout: float, ui: UI) -> 
             raise
     finally:
         await signals.close()
-
-
-def _document_from_blob(path: Path) -> ConversationDocument:
-    return parse_document(blob.read(path), source="the received conversation")
 
 
 __all__ = ["UI", "QuietUI", "ReceiveOutcome", "SendOutcome", "fallback_file", "receive_document", "send_document"]
