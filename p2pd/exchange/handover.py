@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 from p2pd.agents.sources import document_file_name
 from p2pd.blob import container as blob
+from p2pd.config import ReceiveLimits
 from p2pd.conversation.document_io import dumps, parse_document, write_document
 from p2pd.conversation.model import ConversationDocument
 from p2pd.errors import Cause, ConflictError, P2pdError, TransferFailedError
@@ -202,18 +203,22 @@ def _recv(rv: Any, timeout: float) -> Callable[[], Awaitable[dict[str, Any]]]:
 
 async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir: Path,
                            peer_timeout: float = 300.0, connect_timeout: float = 30.0,
-                           idle_timeout: float = 30.0, control: Any = None, pretty: bool = False) -> ReceiveOutcome:
+                           idle_timeout: float = 30.0, control: Any = None, pretty: bool = False,
+                           limits: ReceiveLimits | None = None) -> ReceiveOutcome:
     """Receive one conversation into ``out_dir`` (as ``.a2a.json``). ``code=None`` allocates a code for the
-    sender to use (the receiver goes first). Raises WrongCodeError, DeclinedError, TransferFailedError,
-    NotFoundError (no such code)."""
+    sender to use (the receiver goes first). ``limits``: the receive caps (default: the configured ones).
+    Raises WrongCodeError, DeclinedError, TransferFailedError, NotFoundError (no such code)."""
+    from p2pd.config import receive_limits
     from p2pd.pairing.client import Rendezvous
     from p2pd.transfer.channel import receive_blob
+
+    caps = limits or receive_limits()
 
     out_dir.mkdir(parents=True, exist_ok=True)
     parsed: list[ConversationDocument] = []  # parsed before the blob is kept: one that does not parse is refused
 
     def validate(path: Path) -> None:
-        parsed.append(_document_from_blob(path))
+        parsed.append(_document_from_blob(path, caps.max_size))
 
     rv = await Rendezvous.open(signal_url, role="receiver", code=code, connect_timeout=min(10.0, connect_timeout))
     link = None
@@ -224,13 +229,14 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
         link = await _connect_or_hear_fallback(rv, connect_timeout, ui)
         received = await receive_blob(link.channel, out_dir, decide=ui.decide, on_progress=ui.progress,
                                       idle_timeout=idle_timeout, max_message_size=DAEMON_MESSAGE_SIZE,
-                                      control=control, validate=validate)
+                                      control=control, validate=validate, max_raw_size=caps.max_size,
+                                      min_rate=caps.min_rate, rate_window=caps.rate_window)
         link_path = link.path
     finally:
         if link is not None:
             await link.close()
         await rv.close()
-    doc = parsed[0] if parsed else await asyncio.to_thread(_document_from_blob, received.path)
+    doc = parsed[0] if parsed else await asyncio.to_thread(_document_from_blob, received.path, caps.max_size)
     path = await asyncio.to_thread(lambda: fallback_file(doc, out_dir, pretty=pretty))
     with contextlib.suppress(OSError):
         os.unlink(received.path)
@@ -265,8 +271,8 @@ async def _connect_or_hear_fallback(rv: Any, connect_timeout: float, ui: UI) -> 
         await signals.close()
 
 
-def _document_from_blob(path: Path) -> ConversationDocument:
-    return parse_document(blob.read(path), source="the received conversation")
+def _document_from_blob(path: Path, max_size: int = blob.DEFAULT_MAX_RAW_SIZE) -> ConversationDocument:
+    return parse_document(blob.read(path, max_raw_size=max_size), source="the received conversation")
 
 
 __all__ = ["UI", "QuietUI", "ReceiveOutcome", "SendOutcome", "fallback_file", "receive_document", "send_document"]
