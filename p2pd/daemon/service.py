@@ -227,6 +227,27 @@ class DaemonService:
                                 cause=Cause.CANCELLED)
         return await asyncio.to_thread(self.store.get_transfer, transfer_id)
 
+    async def answer_transfer(self, transfer_id: str, accept: bool) -> TransferRow:
+        """Accept or decline an incoming transfer the accept policy holds pending (``ask``); returns its row once
+        the answer took effect (409 when it waits for no decision)."""
+        await asyncio.to_thread(self.store.get_transfer, transfer_id)  # 404 for an unknown id
+        if self.network is None:
+            raise ConflictError(f"transfer {transfer_id} is not waiting for a decision")
+        self.network.transfers.answer(transfer_id, accept)
+        loop = asyncio.get_running_loop()
+        end = loop.time() + 5.0
+        while True:
+            row = await asyncio.to_thread(self.store.get_transfer, transfer_id)
+            if not row.detail.get("pending") or loop.time() >= end:
+                return row
+            await asyncio.sleep(0.02)
+
+    async def pending_transfers(self) -> list[TransferRow]:
+        """Incoming transfers waiting for a decision (shown with the inbox), oldest first."""
+        ids = self.network.transfers.pending.ids() if self.network is not None else []
+        rows = [await asyncio.to_thread(self.store.get_transfer, tid) for tid in ids]
+        return sorted(rows, key=lambda r: r.created_at)
+
     # ------------------------------------------------------------ what paired devices send (the network's host)
     async def accept_conversation(self, device: Device, blob_path: Path, *, transfer_id: str,
                                   handoff_id: str | None, link_id: str | None) -> str:
