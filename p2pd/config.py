@@ -173,11 +173,16 @@ def daemon_settings() -> DaemonSettings:
 
     if agent not in import_targets():
         raise InvalidInputError(f"'handoff_agent' must be one of {', '.join(import_targets())}, not {agent!r}")
-    age = conf.get("partial_max_age_hours", 168.0)
-    if isinstance(age, bool) or not isinstance(age, int | float) or age <= 0:
-        raise InvalidInputError(f"'partial_max_age_hours' in {where} must be a positive number of hours")
     return DaemonSettings(host=host, port=port, allow_remote=allow_remote, cors_origins=tuple(origins),
-                          accept_handoffs=accept, handoff_agent=agent, partial_max_age_hours=float(age))
+                          accept_handoffs=accept, handoff_agent=agent, partial_max_age_hours=partial_max_age_hours())
+
+
+def partial_max_age_hours() -> float:
+    """Hours a cut-off receive's partial waits for its resume before a start-up removes it (default 168)."""
+    age = load_config().get("partial_max_age_hours", 168.0)
+    if isinstance(age, bool) or not isinstance(age, int | float) or age <= 0:
+        raise InvalidInputError(f"'partial_max_age_hours' in {config_path()} must be a positive number of hours")
+    return float(age)
 
 
 @dataclass(frozen=True)

@@ -95,6 +95,7 @@ class DaemonService:
     async def start(self) -> list[TransferRow]:
         """Mark what a previous daemon left running as interrupted (returned), then start the network."""
         await asyncio.to_thread(self.home.ensure)
+        await asyncio.to_thread(sweep_stale_staging)
         interrupted = await asyncio.to_thread(self.store.interrupted_transfers)
         if self.network is not None:
             await self.network.start()
@@ -388,3 +389,19 @@ class DaemonService:
         row = await asyncio.to_thread(self.store.record_hook_session, session_id=session_id,
                                       transcript_path=transcript_path, cwd=cwd, source=source)
         return row.to_json()
+
+
+def sweep_stale_staging() -> int:
+    """At start-up: what killed processes left staged — send work folders in the temp folder and imports'
+    staging folders beside Claude Code sessions — once untouched for an hour and held by no live process
+    (``p2pd.support.staging``). Partials are the device network's (``partial_max_age_hours``)."""
+    import tempfile
+
+    from p2pd.agents.claude_code.importer import sweep_stale_imports
+    from p2pd.exchange.handover import SEND_WORK_PREFIX
+    from p2pd.support.staging import sweep
+
+    removed = sweep(Path(tempfile.gettempdir()), f"{SEND_WORK_PREFIX}*") + sweep_stale_imports()
+    if removed:
+        log.info("removed %d stale staging folders", removed)
+    return removed

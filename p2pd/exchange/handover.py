@@ -33,8 +33,10 @@ from p2pd.conversation.document_io import dumps, parse_document, write_document
 from p2pd.conversation.model import ConversationDocument
 from p2pd.errors import Cause, ConflictError, P2pdError, TransferFailedError
 from p2pd.exchange.notice import GRACE, PeerSignals, sender_fell_back, tell_receiver
+from p2pd.support import staging
 
 DAEMON_MESSAGE_SIZE = 65536
+SEND_WORK_PREFIX = "p2pd-send-"  # the send's work folder in the temp folder (swept at start-up once stale)
 
 
 class UI(Protocol):
@@ -135,7 +137,9 @@ async def send_document(doc: ConversationDocument, *, signal_url: str, code: str
     connected); falls back to a file (``SendOutcome.sent == False``) when no peer could be reached."""
     from p2pd.pairing.client import Rendezvous
 
-    work = Path(tempfile.mkdtemp(prefix="p2pd-send-"))
+    await asyncio.to_thread(staging.sweep, Path(tempfile.gettempdir()), f"{SEND_WORK_PREFIX}*")  # killed sends'
+    work = Path(tempfile.mkdtemp(prefix=SEND_WORK_PREFIX))
+    held = staging.hold(work)  # (a sweep by another process leaves it alone while this one lives)
     rv: Rendezvous | None = None
     link = None
     outcome = SendOutcome(sent=False)
@@ -188,6 +192,7 @@ async def send_document(doc: ConversationDocument, *, signal_url: str, code: str
             await link.close()
         if rv is not None:
             await rv.close()
+        os.close(held)
         shutil.rmtree(work, ignore_errors=True)
 
 
@@ -213,6 +218,10 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
     from p2pd.transfer.channel import receive_blob
 
     caps = limits or receive_limits()
+    from p2pd.config import partial_max_age_hours
+    from p2pd.transfer.partial import sweep
+
+    await asyncio.to_thread(sweep, out_dir, partial_max_age_hours() * 3600)  # killed receives' partials
 
     out_dir.mkdir(parents=True, exist_ok=True)
     parsed: list[ConversationDocument] = []  # parsed before the blob is kept: one that does not parse is refused
