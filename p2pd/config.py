@@ -14,6 +14,12 @@ File: ``<user config dir>/p2pd/config.toml`` (platformdirs; on Linux ``~/.config
 | `host`   | `P2PD_HOST`   | the address the daemon binds (default `127.0.0.1`) |
 | `allow_remote` | `P2PD_ALLOW_REMOTE` | allow a non-loopback `host` (default false: refused) |
 | `cors_origins` | — | browser origins allowed to call the API (default none: no CORS headers at all) |
+| `receive_max_size` | `P2PD_RECEIVE_MAX_SIZE` | largest conversation taken, bytes of JSON (default 1 GiB) |
+| `min_rate` | `P2PD_MIN_RATE` | bytes/s a sender must keep up while chunks are due (default 4096; 0: none) |
+| `rate_window` | `P2PD_RATE_WINDOW` | seconds over which `min_rate` is measured (default 60) |
+
+The receive keys apply to `p2pd receive` and to everything the daemon receives. The daemon's accept policy for
+paired devices is the `[accept]` table (``p2pd/daemon/accept_policy.py``, DAEMON.md).
 
 An unreadable file is one clear error naming it; unknown keys are ignored.
 """
@@ -167,8 +173,50 @@ def daemon_settings() -> DaemonSettings:
 
     if agent not in import_targets():
         raise InvalidInputError(f"'handoff_agent' must be one of {', '.join(import_targets())}, not {agent!r}")
-    age = conf.get("partial_max_age_hours", 168.0)
-    if isinstance(age, bool) or not isinstance(age, int | float) or age <= 0:
-        raise InvalidInputError(f"'partial_max_age_hours' in {where} must be a positive number of hours")
     return DaemonSettings(host=host, port=port, allow_remote=allow_remote, cors_origins=tuple(origins),
-                          accept_handoffs=accept, handoff_agent=agent, partial_max_age_hours=float(age))
+                          accept_handoffs=accept, handoff_agent=agent, partial_max_age_hours=partial_max_age_hours())
+
+
+def partial_max_age_hours() -> float:
+    """Hours a cut-off receive's partial waits for its resume before a start-up removes it (default 168)."""
+    age = load_config().get("partial_max_age_hours", 168.0)
+    if isinstance(age, bool) or not isinstance(age, int | float) or age <= 0:
+        raise InvalidInputError(f"'partial_max_age_hours' in {config_path()} must be a positive number of hours")
+    return float(age)
+
+
+@dataclass(frozen=True)
+class ReceiveLimits:
+    """What a receiver takes, ``p2pd receive`` and the daemon alike (keys ``receive_max_size``, ``min_rate``,
+    ``rate_window``)."""
+
+    max_size: int  # bytes of conversation JSON once decompressed; a larger offer is refused (too_large)
+    min_rate: float  # bytes/s a sender must deliver while chunks are due (0: no minimum)
+    rate_window: float  # seconds over which min_rate is measured
+
+
+def receive_limits() -> ReceiveLimits:
+    """The receive caps: environment over the config file over the transfer layer's defaults."""
+    from p2pd.blob.container import DEFAULT_MAX_RAW_SIZE
+    from p2pd.transfer.receiving import MIN_RATE, RATE_WINDOW
+
+    conf = load_config()
+
+    def number(key: str, env: str, default: float, low: float, high: float, *, integer: bool = False) -> float:
+        raw: Any = os.environ.get(env, "").strip() or conf.get(key, default)
+        where = env if os.environ.get(env, "").strip() else f"'{key}' in {config_path()}"
+        try:
+            if isinstance(raw, bool) or (integer and isinstance(raw, float)):
+                raise ValueError
+            value = int(raw) if integer else float(raw)
+        except (TypeError, ValueError):
+            raise InvalidInputError(f"{where} must be a {'whole ' if integer else ''}number, not {raw!r}") from None
+        if not low <= value <= high:
+            raise InvalidInputError(f"{where} must be between {low:g} and {high:g}, not {value:g}")
+        return value
+
+    return ReceiveLimits(
+        max_size=int(number("receive_max_size", "P2PD_RECEIVE_MAX_SIZE", DEFAULT_MAX_RAW_SIZE, 1, 1 << 40,
+                            integer=True)),
+        min_rate=number("min_rate", "P2PD_MIN_RATE", MIN_RATE, 0, 1 << 40),
+        rate_window=number("rate_window", "P2PD_RATE_WINDOW", RATE_WINDOW, 0.1, 86400))

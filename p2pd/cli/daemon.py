@@ -34,9 +34,11 @@ def register(sub: Any) -> None:
     s.add_argument("--json", action="store_true", help="machine-readable output")
     s.set_defaults(func=cmd_transfers)
 
-    s = sub.add_parser("inbox", help="conversations received by the daemon (list, show, import, rm)")
-    s.add_argument("action", nargs="?", choices=["list", "show", "import", "rm"], default="list")
-    s.add_argument("id", nargs="?", help="an inbox id (show, import, rm)")
+    s = sub.add_parser("inbox", help="conversations received by the daemon (list, show, import, rm), and "
+                       "transfers waiting for your decision (accept, decline)")
+    s.add_argument("action", nargs="?", choices=["list", "show", "import", "rm", "accept", "decline"],
+                   default="list")
+    s.add_argument("id", nargs="?", help="an inbox id (show, import, rm) or a pending transfer id (accept, decline)")
     s.add_argument("--to", choices=import_targets(), default="claude-code", help="agent to import into")
     s.add_argument("--cwd", help="project folder to resume in (import; default: the conversation's, if it exists)")
     s.add_argument("--same-account", action="store_true", help="keep thinking blocks on import")
@@ -94,6 +96,14 @@ def cmd_transfers(args: argparse.Namespace) -> int:
 def cmd_inbox(args: argparse.Namespace) -> int:
     with _client("the inbox is the daemon's") as c:
         if args.action == "list":
+            pending = c.get("/inbox/pending")
+            if pending and not args.json:
+                err.print("Waiting for your decision (`p2pd inbox accept ID` or `p2pd inbox decline ID`):")
+                print_rows(pending, as_json=False, empty="",
+                           columns=("id", "from", "title", "size", "since"),
+                           cells=lambda t: (shown(t["id"]), shown(t["detail"].get("device") or t["peer"]),
+                                            shown(t["title"]), human(t["detail"].get("raw_size") or t["size"]),
+                                            when(t["created_at"])))
             return print_rows(c.get("/inbox"), as_json=args.json,
                               empty="The inbox is empty. Receive with `p2pd receive CODE`, or have a paired device "
                                     "send here.",
@@ -103,7 +113,13 @@ def cmd_inbox(args: argparse.Namespace) -> int:
                                                str(e["messages"]), when(e["received_at"]),
                                                "yes" if e["imported"] else ""))
         ident = _need_id(args, f"inbox {args.action}")
-        if args.action == "show":
+        if args.action in ("accept", "decline"):
+            row = c.post(f"/transfers/{ident}/{args.action}", {})
+            if not args.json:
+                err.print(f"{'Accepted' if args.action == 'accept' else 'Declined'} {escape(ident)} "
+                          f"({shown(row['title'])}): {row['state']}.")
+                return ExitCode.OK
+        elif args.action == "show":
             row = c.get(f"/inbox/{ident}")
         elif args.action == "import":
             row = c.post(f"/inbox/{ident}/import", {"to": args.to, "cwd": args.cwd, "same_account": args.same_account})

@@ -16,7 +16,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from p2pd.config import ReceiveLimits, receive_limits
 from p2pd.conversation.model import ConversationDocument
+from p2pd.daemon.accept_policy import AcceptPolicy, configured_policy
 from p2pd.daemon.device_session import DeviceSession
 from p2pd.daemon.device_transfers import DeviceTransfers, NetworkHost
 from p2pd.daemon.devices import DeviceBook
@@ -50,7 +52,10 @@ PARTIAL_MAX_AGE = 7 * 24 * 3600.0  # seconds a cut-off receive waits for its res
 class DeviceNetwork:
     def __init__(self, folder: Path, identity: Identity, host: NetworkHost, signal_url: str, *,
                  connect_timeout: float | None = None, idle_timeout: float = 30.0,
-                 partial_max_age: float = PARTIAL_MAX_AGE) -> None:
+                 partial_max_age: float = PARTIAL_MAX_AGE, policy: AcceptPolicy | None = None,
+                 limits: ReceiveLimits | None = None) -> None:
+        """``policy``: what incoming transfers are taken (default: the config file's ``[accept]``); ``limits``:
+        the receive caps (default: the configured ones)."""
         self.folder = folder
         self.identity = identity
         self.host = host
@@ -68,7 +73,9 @@ class DeviceNetwork:
         self.links = LinkBook(folder, identity.device_id)
         self.partial = folder / "partial"  # verified blobs land here; cut-off ones wait to resume
         self.outbox = folder / "outbox"
-        self.transfers = DeviceTransfers(host, self.links, self.partial, idle_timeout=idle_timeout)
+        self.transfers = DeviceTransfers(host, self.links, self.partial, idle_timeout=idle_timeout,
+                                         policy=policy if policy is not None else configured_policy(),
+                                         limits=limits if limits is not None else receive_limits())
         self.sessions: dict[str, DeviceSession] = {}
         self._watcher: asyncio.Task[None] | None = None
         self._stopping: set[asyncio.Task[None]] = set()

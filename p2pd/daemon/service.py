@@ -95,6 +95,7 @@ class DaemonService:
     async def start(self) -> list[TransferRow]:
         """Mark what a previous daemon left running as interrupted (returned), then start the network."""
         await asyncio.to_thread(self.home.ensure)
+        await asyncio.to_thread(sweep_stale_staging)
         interrupted = await asyncio.to_thread(self.store.interrupted_transfers)
         if self.network is not None:
             await self.network.start()
@@ -226,6 +227,27 @@ class DaemonService:
         await asyncio.to_thread(self.store.end_transfer, transfer_id, TransferState.CANCELLED, error=reason,
                                 cause=Cause.CANCELLED)
         return await asyncio.to_thread(self.store.get_transfer, transfer_id)
+
+    async def answer_transfer(self, transfer_id: str, accept: bool) -> TransferRow:
+        """Accept or decline an incoming transfer the accept policy holds pending (``ask``); returns its row once
+        the answer took effect (409 when it waits for no decision)."""
+        await asyncio.to_thread(self.store.get_transfer, transfer_id)  # 404 for an unknown id
+        if self.network is None:
+            raise ConflictError(f"transfer {transfer_id} is not waiting for a decision")
+        self.network.transfers.answer(transfer_id, accept)
+        loop = asyncio.get_running_loop()
+        end = loop.time() + 5.0
+        while True:
+            row = await asyncio.to_thread(self.store.get_transfer, transfer_id)
+            if not row.detail.get("pending") or loop.time() >= end:
+                return row
+            await asyncio.sleep(0.02)
+
+    async def pending_transfers(self) -> list[TransferRow]:
+        """Incoming transfers waiting for a decision (shown with the inbox), oldest first."""
+        ids = self.network.transfers.pending.ids() if self.network is not None else []
+        rows = [await asyncio.to_thread(self.store.get_transfer, tid) for tid in ids]
+        return sorted(rows, key=lambda r: r.created_at)
 
     # ------------------------------------------------------------ what paired devices send (the network's host)
     async def accept_conversation(self, device: Device, blob_path: Path, *, transfer_id: str,
@@ -367,3 +389,19 @@ class DaemonService:
         row = await asyncio.to_thread(self.store.record_hook_session, session_id=session_id,
                                       transcript_path=transcript_path, cwd=cwd, source=source)
         return row.to_json()
+
+
+def sweep_stale_staging() -> int:
+    """At start-up: what killed processes left staged — send work folders in the temp folder and imports'
+    staging folders beside Claude Code sessions — once untouched for an hour and held by no live process
+    (``p2pd.support.staging``). Partials are the device network's (``partial_max_age_hours``)."""
+    import tempfile
+
+    from p2pd.agents.claude_code.importer import sweep_stale_imports
+    from p2pd.exchange.handover import SEND_WORK_PREFIX
+    from p2pd.support.staging import sweep
+
+    removed = sweep(Path(tempfile.gettempdir()), f"{SEND_WORK_PREFIX}*") + sweep_stale_imports()
+    if removed:
+        log.info("removed %d stale staging folders", removed)
+    return removed

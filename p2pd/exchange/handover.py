@@ -27,13 +27,16 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from p2pd.agents.sources import document_file_name, safe_file_stem
+from p2pd.config import ReceiveLimits
 from p2pd.conversation.document_io import read_document, write_document
 from p2pd.conversation.model import ConversationDocument
 from p2pd.errors import Cause, ConflictError, P2pdError, TransferFailedError
 from p2pd.exchange.notice import GRACE, PeerSignals, sender_fell_back, tell_receiver
 from p2pd.exchange.packing import Unpacked, blob_to_file, pack, place, unpack
+from p2pd.support import staging
 
 DAEMON_MESSAGE_SIZE = 65536
+SEND_WORK_PREFIX = "p2pd-send-"  # the send's work folder in the temp folder (swept at start-up once stale)
 
 
 class UI(Protocol):
@@ -129,7 +132,9 @@ async def send_document(doc: ConversationDocument | Path, *, signal_url: str, co
     connected); falls back to a file (``SendOutcome.sent == False``) when no peer could be reached."""
     from p2pd.pairing.client import Rendezvous
 
-    work = Path(tempfile.mkdtemp(prefix="p2pd-send-"))
+    await asyncio.to_thread(staging.sweep, Path(tempfile.gettempdir()), f"{SEND_WORK_PREFIX}*")  # killed sends'
+    work = Path(tempfile.mkdtemp(prefix=SEND_WORK_PREFIX))
+    held = staging.hold(work)  # (a sweep by another process leaves it alone while this one lives)
     rv: Rendezvous | None = None
     link = None
     outcome = SendOutcome(sent=False)
@@ -184,6 +189,7 @@ async def send_document(doc: ConversationDocument | Path, *, signal_url: str, co
             await link.close()
         if rv is not None:
             await rv.close()
+        os.close(held)
         shutil.rmtree(work, ignore_errors=True)
 
 
@@ -199,18 +205,26 @@ def _recv(rv: Any, timeout: float) -> Callable[[], Awaitable[dict[str, Any]]]:
 
 async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir: Path,
                            peer_timeout: float = 300.0, connect_timeout: float = 30.0,
-                           idle_timeout: float = 30.0, control: Any = None, pretty: bool = False) -> ReceiveOutcome:
+                           idle_timeout: float = 30.0, control: Any = None, pretty: bool = False,
+                           limits: ReceiveLimits | None = None) -> ReceiveOutcome:
     """Receive one conversation into ``out_dir`` (as ``.a2a.json``). ``code=None`` allocates a code for the
-    sender to use (the receiver goes first). Raises WrongCodeError, DeclinedError, TransferFailedError,
-    NotFoundError (no such code)."""
+    sender to use (the receiver goes first). ``limits``: the receive caps (default: the configured ones).
+    Raises WrongCodeError, DeclinedError, TransferFailedError, NotFoundError (no such code)."""
+    from p2pd.config import receive_limits
     from p2pd.pairing.client import Rendezvous
     from p2pd.transfer.channel import receive_blob
+
+    caps = limits or receive_limits()
+    from p2pd.config import partial_max_age_hours
+    from p2pd.transfer.partial import sweep
+
+    await asyncio.to_thread(sweep, out_dir, partial_max_age_hours() * 3600)  # killed receives' partials
 
     out_dir.mkdir(parents=True, exist_ok=True)
     unpacked: list[Unpacked] = []  # checked and staged before DONE: a blob that does not parse is refused
 
     def validate(path: Path) -> None:
-        unpacked.append(unpack(path, out_dir))
+        unpacked.append(unpack(path, out_dir, max_raw_size=caps.max_size))
 
     rv = await Rendezvous.open(signal_url, role="receiver", code=code, connect_timeout=min(10.0, connect_timeout))
     link = None
@@ -221,7 +235,8 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
         link = await _connect_or_hear_fallback(rv, connect_timeout, ui)
         received = await receive_blob(link.channel, out_dir, decide=ui.decide, on_progress=ui.progress,
                                       idle_timeout=idle_timeout, max_message_size=DAEMON_MESSAGE_SIZE,
-                                      control=control, validate=validate)
+                                      control=control, validate=validate, max_raw_size=caps.max_size,
+                                      min_rate=caps.min_rate, rate_window=caps.rate_window)
         link_path = link.path
     finally:
         if link is not None:

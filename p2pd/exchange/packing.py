@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from p2pd.blob.container import DEFAULT_MAX_RAW_SIZE
 from p2pd.blob.stream import BlobWriter, iter_raw
 from p2pd.conversation.layout import document_lines
 from p2pd.conversation.layout_reader import LayoutReader, NotLayout
@@ -86,7 +87,8 @@ def _tee(*writers: BlobWriter) -> Any:
     return write
 
 
-def unpack(blob_path: Path, folder: Path, *, source: str = "the received conversation") -> Unpacked:
+def unpack(blob_path: Path, folder: Path, *, source: str = "the received conversation",
+           max_raw_size: int = DEFAULT_MAX_RAW_SIZE) -> Unpacked:
     """Check the verified blob at ``blob_path`` and write its document to a staging file in ``folder`` (hidden;
     :func:`place` gives it its name). Raises InvalidInputError (and its kin) when it is not a valid
     conversation document; then nothing is left behind."""
@@ -96,25 +98,25 @@ def unpack(blob_path: Path, folder: Path, *, source: str = "the received convers
             try:
                 reader = LayoutReader(source=source)
                 with staged.open("wb") as out:
-                    for piece in iter_raw(blob_path):
+                    for piece in iter_raw(blob_path, max_raw_size=max_raw_size):
                         out.write(piece)
                         reader.feed(piece)
                 summary = reader.finish()
                 return Unpacked(summary.context_id, summary.title, summary.counts, staged)
             except NotLayout:
-                return _unpack_whole(blob_path, staged, source)
+                return _unpack_whole(blob_path, staged, source, max_raw_size)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             staged.unlink()
         raise
 
 
-def _unpack_whole(blob_path: Path, staged: Path, source: str) -> Unpacked:
+def _unpack_whole(blob_path: Path, staged: Path, source: str, max_raw_size: int) -> Unpacked:
     from p2pd.agents.counting import count
     from p2pd.blob import container as blob
     from p2pd.conversation.document_io import parse_document
 
-    doc = parse_document(blob.read(blob_path), source=source)
+    doc = parse_document(blob.read(blob_path, max_raw_size=max_raw_size), source=source)
     doc.counts = count(doc)
     with staged.open("wb") as out:
         document_lines(doc.to_json_dict(), out.write)

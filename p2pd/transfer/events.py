@@ -59,7 +59,7 @@ class Failure:
                    peer_text=self.reason if self.by_peer else None, details={"code": code_name(self.code)})
 
 
-_REFUSALS = (Code.DECLINED, Code.TOO_LARGE, Code.UNSUPPORTED_CODEC, Code.BUSY)
+_REFUSALS = (Code.DECLINED, Code.TOO_LARGE, Code.UNSUPPORTED_CODEC, Code.BUSY, Code.NOT_ALLOWED, Code.RATE_LIMITED)
 
 # code -> (class, cause, party when this side decided it); ``party`` is PEER whenever the peer's frame did.
 _ERRORS: dict[int, tuple[type[P2pdError], Cause, Party]] = {
@@ -67,6 +67,8 @@ _ERRORS: dict[int, tuple[type[P2pdError], Cause, Party]] = {
     Code.TOO_LARGE: (TooLargeError, Cause.TOO_LARGE, Party.PEER),  # the peer offered over this side's cap
     Code.UNSUPPORTED_CODEC: (DeclinedError, Cause.DECLINED, Party.LOCAL),
     Code.BUSY: (BusyError, Cause.BUSY, Party.LOCAL),
+    Code.NOT_ALLOWED: (DeclinedError, Cause.NOT_ALLOWED, Party.LOCAL),  # this side's policy refused the sender
+    Code.RATE_LIMITED: (DeclinedError, Cause.RATE_LIMITED, Party.LOCAL),
     Code.CANCELLED: (TransferCancelledError, Cause.CANCELLED, Party.LOCAL),
     Code.PROTOCOL: (ProtocolError, Cause.PROTOCOL, Party.PEER),  # this side saw the peer break the protocol
     Code.CHECKSUM: (TransferFailedError, Cause.CHECKSUM_MISMATCH, Party.PEER),  # what the peer sent is wrong
