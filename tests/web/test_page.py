@@ -356,7 +356,7 @@ def test_accessibility_tree_and_axe_audit(server: SignalProcess, browser: Any, t
             page.goto(server.http + "/")
             page.wait_for_selector("body[data-ready=true]")
             tree = page.locator("body").aria_snapshot()
-            for line in ('textbox "Code from p2pd send"', 'textbox "Code from p2pd receive"',
+            for line in ('textbox "Code from the sender"', 'textbox "Code from the receiver"',
                          'button "Choose a conversation file', 'heading "Receive" [level=2]'):
                 assert line in tree, f"{line!r} not in the accessibility tree:\n{tree}"
             # the drop zone works from the keyboard

@@ -7,7 +7,9 @@
 
 import { P2pdError, failed } from './errors.js';
 import { Pairing, withCode } from './pairing.js';
+import { generateCode } from './codes.js';
 import { iceServersFrom } from './ice.js';
+import { WORDS } from './wordlist.js';
 
 export const SUBPROTOCOL = 'p2pd-signal.v1';
 
@@ -20,6 +22,8 @@ export class Rendezvous {
   /**
    * Connect and enter the room of `code`. The receiver only joins; the browser as sender also only joins
    * (`create: false`): it sends to a `p2pd receive` that is already waiting, so a mistyped number says so.
+   * Without a code (`code: null`) the page makes one, either side: the server allocates a fresh nameplate
+   * and the words are drawn here (they never reach the server); `rv.code` is the code to hand over.
    */
   static async open(url, { role, code, create = false, timeoutMs = 10000 }) {
     const rv = new Rendezvous(url, role, code);
@@ -102,11 +106,13 @@ export class Rendezvous {
               ws.close();
               return;
             }
-            ws.send(JSON.stringify({ type: 'join', id: 1, room: this.code.nameplate, create }));
+            ws.send(JSON.stringify(this.code === null ? { type: 'allocate', id: 1 }
+              : { type: 'join', id: 1, room: this.code.nameplate, create }));
           } else if (message.type === 'joined') {
             joined = true;
             clearTimeout(timer);
             this.room = String(message.room);
+            if (this.code === null) this.code = generateCode(this.room, WORDS);
             this.peerId = String(message.peer_id);
             this.pairing = new Pairing(this.code, this.role, { room: this.room });
             if (Array.isArray(message.peers) && message.peers.length) this.peer = String(message.peers[0]);
@@ -127,6 +133,10 @@ export class Rendezvous {
   }
 
   #joinError(message) {
+    if (this.code === null) {
+      return withCode(failed(`The signaling server could not make a code: ${String(message.reason ?? message.code)}`),
+        'signaling_refused');
+    }
     const plate = this.code.nameplate;
     if (message.code === 'no-such-room') {
       return withCode(new P2pdError('not-found', `No one is waiting on number ${plate}: check the code, or ` +
