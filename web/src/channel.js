@@ -148,7 +148,7 @@ class Run {
   }
 
   /** Resolves once what was queued on the channel went out (the CANCEL frame), or after `ms`. */
-  drained(ms = 1000) {
+  drained(ms = 3000) {
     const { channel } = this.link;
     if (channel.readyState !== 'open' || channel.bufferedAmount === 0) return Promise.resolve();
     return new Promise((resolve) => {
@@ -246,8 +246,9 @@ export class ReceiveRun extends Run {
         }
         this.deciding = false;
         if (this.machine.finished) return;
-        this.perform(this.machine.accept(held));
-        this.resumedBytes = this.machine.plan?.heldBytes ?? 0;
+        const actions = this.machine.accept(held);
+        this.resumedBytes = this.machine.plan?.heldBytes ?? 0; // before the first progress report goes out
+        this.perform(actions);
         this.touch();
       });
     } else if (action.kind === 'write') {
@@ -351,7 +352,8 @@ export class SendRun extends Run {
 
   finish(error) {
     super.finish(error);
-    // The sender closes the channel once the transfer is over (SPEC §1).
-    setTimeout(() => this.link.channel.close(), 0);
+    // The sender closes the channel once the transfer is over (SPEC §1); after a cancel, only once the CANCEL
+    // frame queued behind up to 1 MiB of chunks went out.
+    (this.cancelled ? this.drained(3000) : Promise.resolve()).then(() => this.link.channel.close());
   }
 }

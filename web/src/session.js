@@ -111,7 +111,7 @@ export async function receiveConversation({ signalUrl, code, ui, signal, timeout
   } catch (error) {
     if (error instanceof P2pdError && error.kind === 'checksum') run?.partial?.remove().catch(() => {}); // known bad
     if (run?.cancelled) await run.drained();
-    link.close();
+    setTimeout(() => link.close(), 300); // let the CANCEL frame leave SCTP's own queue too
     throw error;
   } finally {
     rv.close();
@@ -123,9 +123,10 @@ export async function sendConversation({ signalUrl, code, bytes, ui, signal, tim
   ui.status('Packing the conversation…');
   const packed = await encodeBlob(bytes);
   const { rv, link, verification } = await pairAndConnect(signalUrl, code, 'sender', ui, { timeoutMs, signal });
+  let run = null;
   try {
     ui.status('Offering the conversation; waiting for the receiver to accept…');
-    const run = new SendRun(link, { payload: packed.payload, rawSize: packed.rawSize, sha256: packed.sha256,
+    run = new SendRun(link, { payload: packed.payload, rawSize: packed.rawSize, sha256: packed.sha256,
       info: normalizedInfo(info), onProgress: ui.progress });
     watchPeer(rv, run);
     cancelOnAbort(run, signal);
@@ -134,6 +135,7 @@ export async function sendConversation({ signalUrl, code, bytes, ui, signal, tim
     return { doc, verification, sha256: hex(packed.sha256), bytes: packed.payload.length,
       seconds: (performance.now() - started) / 1000 };
   } catch (error) {
+    if (run?.cancelled) await run.drained(); // the CANCEL frame goes out before the connection closes
     throw error instanceof P2pdError ? error : new P2pdError('failed', String(error?.message ?? error));
   } finally {
     setTimeout(() => link.close(), 500);
