@@ -178,10 +178,13 @@ async function receive(codeText) {
     const { offer, seconds } = result;
     const moved = offer.compressedSize - result.resumedBytes;
     const rate = seconds > 0 ? ` (${human(moved / seconds)}/s on the wire)` : '';
-    const resumed = result.resumedBytes > 0 ? `, ${human(result.resumedBytes)} of it kept from an earlier try` : '';
+    const timing = result.resumedBytes > 0
+      ? ` (${human(result.resumedBytes)} of it kept from an earlier try); the other ${human(moved)} in ` +
+        `${seconds.toFixed(2)} s${rate}`
+      : ` in ${seconds.toFixed(2)} s${rate}`;
     $('result-text').textContent = `SHA-256 verified (${result.sha256.slice(0, 16)}…). ${result.doc.messages.length} ` +
       `messages: ${human(result.raw.length)} of conversation, sent as ${human(offer.compressedSize)} compressed` +
-      `${resumed}; ${human(moved)} in ${seconds.toFixed(2)} s${rate}.`;
+      `${timing}.`;
     $('result').dataset.sha256 = result.sha256;
     $('result').dataset.seconds = String(seconds);
     const name = downloadName(result.doc);
