@@ -413,6 +413,28 @@ async function start() {
   fromFragment();
   await loading;
   document.body.dataset.ready = 'true';
+  offline();
+}
+
+/** Installable and loading offline: the service worker (sw.js), then the reader's modules fetched once idle. */
+async function offline() {
+  if (!('serviceWorker' in navigator)) return;
+  try {
+    await navigator.serviceWorker.register('sw.js');
+    await navigator.serviceWorker.ready;
+    if (!navigator.serviceWorker.controller) {
+      await new Promise((resolve) => navigator.serviceWorker.addEventListener('controllerchange', resolve, { once: true }));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500)); // after the page's own work
+    await Promise.all([import('./reader.js'), import('./codecard.js')]);
+    // what loaded before the worker took over is fetched again through it, so it is kept too
+    const urls = new Set([window.location.pathname, ...performance.getEntriesByType('resource').map((e) => e.name)
+      .filter((url) => new URL(url).origin === window.location.origin)]);
+    await Promise.all([...urls].map((url) => fetch(url).catch(() => null)));
+    document.body.dataset.offlineReady = 'true';
+  } catch {
+    // no service worker (a private window, or refused): the page works online as before
+  }
 }
 
 start();
