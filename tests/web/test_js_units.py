@@ -46,3 +46,10 @@ def test_the_page_draws_generated_codes_from_the_same_word_list() -> None:
                             timeout=60)
     assert result.returncode == 0, result.stderr
     assert tuple(json.loads(result.stdout)) == wordlist()
+
+
+def test_visible_text_vectors_hold_for_python() -> None:
+    """The shared vector file is what p2pd.support.text.visible makes today (the JS side is web/tests/text.test.mjs)."""
+    from tests.web.visible_vectors import PATH, vectors
+
+    assert json.loads(PATH.read_text()) == vectors(), "run python -m tests.web.visible_vectors"

@@ -137,3 +137,22 @@ def test_page_makes_a_code_and_p2pd_send_uses_it(server: SignalProcess, page: An
         assert page.inner_text("#sas-value") in err
     finally:
         stop(sender)
+
+
+def test_peer_title_is_shown_with_bidi_overrides_made_visible(server: SignalProcess, page: Any, tmp_path: Path) -> None:
+    source = exported_small(server, tmp_path)
+    doc = json.loads(source.read_text())
+    doc["title"] = "invoice\u202etxt.exe\u2066 done"
+    source.write_text(json.dumps(doc))
+    sender = p2pd("send", str(source), "--timeout", "60", env=p2pd_env(server), cwd=tmp_path)
+    try:
+        link, _ = read_until(sender, re.compile(r"open in a browser: (\S+)"))
+        page.goto(link.group(1))
+        page.wait_for_selector("#accept", state="visible")
+        title = page.inner_text("#offer-title")
+        assert "\u202e" not in title and "\u2066" not in title, repr(title)
+        assert "\\u202e" in title and "\\u2066" in title, repr(title)
+        page.click("#decline")
+        page.wait_for_selector(ENDED)
+    finally:
+        stop(sender)

@@ -9,6 +9,7 @@ import { P2pdError, failed } from './errors.js';
 import { Pairing, withCode } from './pairing.js';
 import { generateCode } from './codes.js';
 import { iceServersFrom } from './ice.js';
+import { visible } from './text.js';
 import { WORDS } from './wordlist.js';
 
 export const SUBPROTOCOL = 'p2pd-signal.v1';
@@ -134,7 +135,7 @@ export class Rendezvous {
 
   #joinError(message) {
     if (this.code === null) {
-      return withCode(failed(`The signaling server could not make a code: ${String(message.reason ?? message.code)}`),
+      return withCode(failed(`The signaling server could not make a code: ${visible(message.reason ?? message.code)}`),
         'signaling_refused');
     }
     const plate = this.code.nameplate;
@@ -145,7 +146,7 @@ export class Rendezvous {
     if (message.code === 'room-full') {
       return withCode(failed(`Number ${plate} is already in use by two peers.`), 'signaling_refused');
     }
-    return withCode(failed(`The signaling server refused to pair: ${String(message.reason ?? message.code)}`),
+    return withCode(failed(`The signaling server refused to pair: ${visible(message.reason ?? message.code)}`),
       'signaling_refused');
   }
 
@@ -171,7 +172,7 @@ export class Rendezvous {
           'server.' : 'The pairing room was closed on the signaling server.'), 'signaling_lost'));
       }
     } else if (kind === 'error') {
-      this.#fail(withCode(failed(`The signaling server refused a message: ${String(message.reason)}`),
+      this.#fail(withCode(failed(`The signaling server refused a message: ${visible(message.reason)}`),
         'signaling_refused'));
     } else if (kind === 'relay' && this.peer !== null && message.from === this.peer) {
       const step = await this.pairing.receive(message.data);
