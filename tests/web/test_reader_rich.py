@@ -29,7 +29,8 @@ def rich_document() -> dict[str, Any]:
                       "input": {"description": "Map the page modules", "prompt": prompt,
                                 "subagent_type": "Explore"}}, "mediaType": TOOL_USE}], 1),
         message("ROLE_USER", "tool-result", [
-            {"data": {"type": "tool_result", "tool_use_id": "toolu_edit", "content": "edited"}, "mediaType": TOOL_RESULT},
+            {"data": {"type": "tool_result", "tool_use_id": "toolu_edit", "content": "edited"},
+             "mediaType": TOOL_RESULT},
             {"data": {"type": "tool_result", "tool_use_id": "toolu_task", "content": "the map"},
              "mediaType": TOOL_RESULT}], 2),
         message("ROLE_USER", "prompt", [{"text": "<task-notification>\n<task-id>b1</task-id>\n<status>completed"
@@ -38,7 +39,8 @@ def rich_document() -> dict[str, Any]:
         message("ROLE_USER", "prompt", [{"text": "Thanks, now the tests.", "mediaType": "text/plain"}], 4),
     ]
     sub = [message("ROLE_USER", "prompt", [{"text": prompt, "mediaType": "text/plain"}], 0),
-           message("ROLE_AGENT", "response", [{"text": "The map: *ui.js*, *session.js*.", "mediaType": "text/plain"}], 1)]
+           message("ROLE_AGENT", "response", [{"text": "The map: *ui.js*, *session.js*.",
+                                               "mediaType": "text/plain"}], 1)]
     return {"format": "p2pd.conversation", "formatVersion": 1, "contextId": "rich", "title": "Rich",
             "origin": {"platform": "claude-code", "sessionId": "rich"}, "counts": {"messages": len(messages)},
             "messages": messages, "subagents": [{"agentId": "a1", "meta": {}, "messages": sub}]}

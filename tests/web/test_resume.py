@@ -20,7 +20,8 @@ PARTIALS = """() => new Promise((resolve, reject) => {
   open.onupgradeneeded = () => { open.result.createObjectStore('partials', { keyPath: 'sha' });
     open.result.createObjectStore('blocks'); };
   open.onerror = () => reject(open.error);
-  open.onsuccess = () => { const db = open.result; const get = db.transaction('partials').objectStore('partials').getAll();
+  open.onsuccess = () => { const db = open.result;
+    const get = db.transaction('partials').objectStore('partials').getAll();
     get.onsuccess = () => { db.close(); resolve(get.result.map((r) => ({ sha: r.sha, ranges: r.ranges }))); }; };
 })"""
 
@@ -139,7 +140,7 @@ def test_reload_mid_transfer_resumes_from_the_held_ranges(server: SignalProcess,
         _, err = sender.communicate(timeout=60)
         assert sender.returncode == 0, err
         assert page.evaluate(PARTIALS) == [], "a finished receive leaves no partial behind"
-        print(f"\nresume after reload: {resumed / 1e6:.1f} MB of {float(page.get_attribute('#progress', 'max')) / 1e6:.1f}"
-              " MB were kept and not sent again")
+        total = float(page.get_attribute("#progress", "max") or 0)
+        print(f"\nresume after reload: {resumed / 1e6:.1f} MB of {total / 1e6:.1f} MB were kept and not sent again")
     finally:
         stop(sender)

@@ -11,7 +11,8 @@ from p2pd.support.text import visible
 from tests.signal_process import ROOT
 
 PATH = ROOT / "tests" / "vectors" / "visible_text.json"
-CASES = ["plain title", "bell\x07 esc\x1b[31mred", "del\x7f c1\x85", "rtl \u202eevil\u202c end", "isolate \u2066x\u2069",
+CASES = ["plain title", "bell\x07 esc\x1b[31mred", "del\x7f c1\x85", "rtl \u202eevil\u202c end",
+         "isolate \u2066x\u2069",
          "marks \u200e\u200f\u061c", "zero\u200bwidth\u200d joiner \u2060\ufeff", "line\u2028para\u2029",
          "soft\u00adhyphen", "tag \U000e0041 char", "interlinear \ufff9\ufffb", "emoji 😀 ok", "é combining e\u0301",
          "tab\tnew\nline", "x" * 400, "😀" * 305, "\u202e" * 100]
