@@ -24,8 +24,8 @@ def default_web_dir() -> Path | None:
 
 
 def missing_parts(web: Path) -> list[str]:
-    """What the page in ``web`` needs but lacks — its vendored modules (``vendor/``) and the folders its import
-    map names (``node_modules/…``) — as paths relative to ``web``. Empty when the page can load."""
+    """What the page in ``web`` needs but lacks — its vendored modules (``vendor/``) and what its import map names
+    (``node_modules/…``) — as paths relative to ``web``. Empty when the page can load."""
     if not (web / "index.html").is_file():
         return ["index.html"]
     missing = [] if (web / "vendor").is_dir() else ["vendor/"]
@@ -35,7 +35,7 @@ def missing_parts(web: Path) -> list[str]:
         targets = [str(t) for t in imports.values()] if isinstance(imports, dict) else []
     except (ValueError, KeyError, TypeError):
         targets = []
-    return missing + [t.removeprefix("./") for t in targets if not (web / t).is_dir()]
+    return missing + [t.removeprefix("./") for t in targets if not (web / t).exists()]
 
 
 def startup_notes(static_dir: Path | None, no_web: bool) -> list[str]:

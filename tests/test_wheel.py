@@ -70,7 +70,8 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, 
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())
     assert {"signaling/web/index.html", "signaling/web/vendor/lz4js.js", "p2pd/cli/demo_session.jsonl"} <= names
-    assert not any(n.startswith(("tests/", "web/")) or "/node_modules/@noble/curves/src/" in n for n in names)
+    assert not any(n.startswith(("tests/", "web/")) or n.endswith((".ts", ".map")) for n in names)
+    assert "signaling/web/node_modules/@noble/curves/LICENSE" in names  # the licenses of what is shipped
     yield tmp / "venv" / "bin", user_env(tmp)
 
 
@@ -137,8 +138,10 @@ def page_modules(base: str, entry: str, mapped: dict[str, str]) -> set[str]:
         for spec in ("".join(groups) for groups in _IMPORT.findall(text)):
             if spec.startswith(("./", "../", "/")):
                 target = urljoin(url, spec)
+            elif spec in mapped:
+                target = urljoin(base, mapped[spec])
             else:
-                prefix = next((p for p in mapped if spec.startswith(p)), None)
+                prefix = next((p for p in mapped if p.endswith("/") and spec.startswith(p)), None)
                 assert prefix is not None, f"{url} imports {spec!r}, which the import map does not resolve"
                 target = urljoin(base, mapped[prefix] + spec[len(prefix):])
             assert urlsplit(target).netloc == urlsplit(base).netloc

@@ -32,6 +32,14 @@ def test_missing_parts_name_what_npm_ci_writes(tmp_path: Path) -> None:
     assert missing_parts(page(tmp_path / "bare", vendor=False, mapped=False)) == [
         "vendor/", "node_modules/@noble/curves/"]
     assert missing_parts(tmp_path / "nothing") == ["index.html"]
+    single = page(tmp_path / "single", vendor=True, mapped=True)  # a bare specifier mapped to one file
+    curves = '"./node_modules/@noble/curves/"'
+    html = (single / "index.html").read_text().replace(curves, curves + ', "uqr": "./node_modules/uqr/index.mjs"')
+    (single / "index.html").write_text(html)
+    assert missing_parts(single) == ["node_modules/uqr/index.mjs"]
+    (single / "node_modules" / "uqr").mkdir()
+    (single / "node_modules" / "uqr" / "index.mjs").write_text("export {}")
+    assert missing_parts(single) == []
 
 
 def test_startup_notes(tmp_path: Path) -> None:
