@@ -15,7 +15,10 @@ File: ``<user config dir>/p2pd/config.toml`` (platformdirs; on Linux ``~/.config
 | `allow_remote` | `P2PD_ALLOW_REMOTE` | allow a non-loopback `host` (default false: refused) |
 | `cors_origins` | — | browser origins allowed to call the API (default none: no CORS headers at all) |
 
-An unreadable file is one clear error naming it; unknown keys are ignored.
+An unreadable file is one clear error naming it. Every key's type and range are declared in
+:mod:`p2pd.config_file` and checked (pydantic) whenever the file is read: an unknown key (``signall = …``: did you
+mean ``signal``?) or a bad value is one error naming the key, never silently ignored. Environment variables win
+over the file; a bad one is an error naming the variable.
 """
 
 from __future__ import annotations
@@ -44,9 +47,12 @@ def load_config() -> dict[str, Any]:
     if not path.is_file():
         return {}
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise InvalidInputError(f"config file {path} is not valid TOML: {exc}") from None
+    from p2pd.config_file import validate  # pydantic: unknown keys and bad values are one error naming each key
+
+    return validate(data, path)
 
 
 def _bool(value: Any, where: str) -> bool:

@@ -35,6 +35,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
     try:
+        from p2pd.config import load_config
+
+        load_config()  # a typo or bad value in the config file stops every command, naming the key
         return int(func(args))
     except KeyboardInterrupt:
         err.print("interrupted")
