@@ -104,9 +104,9 @@ class BuildWithPage(build_py):
 
 
 class SdistWithPage(sdist):
-    def add_defaults(self) -> None:
-        super().add_defaults()
-        self.filelist.extend(f"web/{rel}" for rel in page_files(WEB))
+    def make_release_tree(self, base_dir: str, files: list[str]) -> None:
+        page = [f"web/{rel}" for rel in page_files(WEB)]
+        super().make_release_tree(base_dir, [*files, *(f for f in page if f not in files)])
 
 
 setup(cmdclass={"build_py": BuildWithPage, "sdist": SdistWithPage})

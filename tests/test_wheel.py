@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import time
 import urllib.error
 import urllib.request
@@ -62,6 +63,10 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, 
     sh(tmp / "builder" / "bin" / "python", "-m", "pip", "install", "-q", "build")
     sh(tmp / "builder" / "bin" / "python", "-m", "build", "--outdir", tmp / "dist", ROOT)
     (wheel,) = (tmp / "dist").glob("p2pd_handover-*.whl")
+    (sdist,) = (tmp / "dist").glob("p2pd_handover-*.tar.gz")
+    with tarfile.open(sdist) as tar:
+        carried = {name.split("/", 1)[1] for name in tar.getnames() if "/" in name}
+    assert {"setup.py", "web/index.html", "web/vendor/lz4js.js", "web/src/ui.js"} <= carried  # the wheel's source
     built = time.monotonic()
     sh(sys.executable, "-m", "venv", tmp / "venv")
     sh(tmp / "venv" / "bin" / "python", "-m", "pip", "install", "-q", wheel, cwd=tmp)
