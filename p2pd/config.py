@@ -21,7 +21,10 @@ File: ``<user config dir>/p2pd/config.toml`` (platformdirs; on Linux ``~/.config
 The receive keys apply to `p2pd receive` and to everything the daemon receives. The daemon's accept policy for
 paired devices is the `[accept]` table (``p2pd/daemon/accept_policy.py``, DAEMON.md).
 
-An unreadable file is one clear error naming it; unknown keys are ignored.
+An unreadable file is one clear error naming it. Every key's type and range are declared in
+:mod:`p2pd.config_file` and checked (pydantic) whenever the file is read: an unknown key (``signall = …``: did you
+mean ``signal``?) or a bad value is one error naming the key, never silently ignored. Environment variables win
+over the file; a bad one is an error naming the variable.
 """
 
 from __future__ import annotations
@@ -50,9 +53,12 @@ def load_config() -> dict[str, Any]:
     if not path.is_file():
         return {}
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise InvalidInputError(f"config file {path} is not valid TOML: {exc}") from None
+    from p2pd.config_file import validate  # pydantic: unknown keys and bad values are one error naming each key
+
+    return validate(data, path)
 
 
 def _bool(value: Any, where: str) -> bool:

@@ -49,7 +49,8 @@ def register(sub: Any) -> None:
     s.set_defaults(func=cmd_receive)
 
     s = sub.add_parser("demo", help="run the main job on this machine: signaling server, sender and receiver")
-    s.add_argument("session", help="a Claude Code transcript (.jsonl)")
+    s.add_argument("session", nargs="?", help="a Claude Code transcript (.jsonl); default: a small sample session "
+                   "shipped with p2pd")
     s.set_defaults(func=cmd_demo)
 
 
@@ -135,15 +136,25 @@ def cmd_receive(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------- demo
+def sample_session() -> Path:
+    """The session ``p2pd demo`` hands over when none is given: the start of a real Claude Code session,
+    sanitized, installed with the package (source and license: ``demo_session.NOTICE.txt`` beside it)."""
+    from importlib import resources
+
+    return Path(str(resources.files("p2pd.cli").joinpath("demo_session.jsonl")))
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     """The main job on one machine: a signaling server, a receiver and a sender — three processes on loopback —
     hand a session across peer to peer, and the receiver imports it into a throwaway Claude home."""
     import re
     import subprocess
 
-    src = Path(args.session).resolve()
+    src = Path(args.session).resolve() if args.session else sample_session()
     if not src.is_file():
         raise NotFoundError(f"transcript not found: {src}")
+    if not args.session:
+        err.print("No session given: handing over the sample shipped with p2pd (`p2pd demo FILE` for one of yours).")
     work = Path(tempfile.mkdtemp(prefix="p2pd-demo-"))
     home, project, inbox = work / "claude-home", work / "project", work / "inbox"
     project.mkdir()

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from p2pd import __version__
-from p2pd.cli import conversations, daemon, devices, exchange, hook
+from p2pd.cli import completion, conversations, daemon, devices, examples, exchange, hook
 from p2pd.cli.output import err, escape, shown
 from p2pd.errors import ExitCode, P2pdError, Party
 
@@ -28,6 +28,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for group in (conversations, exchange, daemon, hook, devices):
         group.register(sub)
+    completion.register(sub, p)
+    for command in sub.choices.values():  # --debug also after the command (default only from the top level)
+        command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                             help="show tracebacks on errors")
+    examples.attach(p)
     return p
 
 
@@ -35,6 +40,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
     try:
+        from p2pd.config import load_config
+
+        load_config()  # a typo or bad value in the config file stops every command, naming the key
         return int(func(args))
     except KeyboardInterrupt:
         err.print("interrupted")
