@@ -151,8 +151,9 @@ async def send_document(doc: ConversationDocument, *, signal_url: str, code: str
         try:
             rv = await Rendezvous.open(signal_url, role="sender", code=code, connect_timeout=min(10.0, connect_timeout))
         except (TransferFailedError, OSError) as exc:
-            return await fall_back(f"signaling server unreachable: {exc}",
-                                   exc.cause if isinstance(exc, P2pdError) else Cause.SIGNALING_UNREACHABLE)
+            if isinstance(exc, P2pdError):  # its message names the server already
+                return await fall_back(str(exc), exc.cause)
+            return await fall_back(f"signaling server unreachable: {exc}", Cause.SIGNALING_UNREACHABLE)
         outcome.code = str(rv.code)
         ui.code_ready(outcome.code)
         # The peer-connection stack (aiortc, ~0.5 s to import) only after the code is shown.

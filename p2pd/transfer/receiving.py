@@ -71,7 +71,7 @@ class ReceiveSide(Runner):
             try:
                 await self.loop_until_finished()
             except asyncio.CancelledError:
-                self.perform(self.machine.cancel("the receiving task was cancelled"))
+                self.perform(self.machine.cancel("the receiver was stopped"))
                 self.close_channel()
                 await asyncio.shield(self.cleanup())
                 raise
@@ -192,7 +192,7 @@ class ReceiveSide(Runner):
                 else:
                     self.perform(m.fail(Code.INTERNAL, f"the decision failed: {error}"))
             elif not done.result:
-                self.perform(m.reject("the user declined"))
+                self.perform(m.reject(""))
             elif m.offer is not None:
                 self.start_job(JobKind.OPEN, PartialBlob.open, self.dest_dir, m.offer)
             return

@@ -58,7 +58,7 @@ class SendSide(Runner):
             try:
                 await self.loop_until_finished()
             except asyncio.CancelledError:
-                self.perform(self.machine.cancel("the sending task was cancelled"))
+                self.perform(self.machine.cancel("the sender was stopped"))
                 self.close_channel()
                 raise
             finally:
