@@ -36,8 +36,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     func: Callable[[argparse.Namespace], int] = args.func
     try:
         return int(func(args))
-    except KeyboardInterrupt:
-        err.print("interrupted")
+    except KeyboardInterrupt:  # Ctrl-C: one line, exit 130, never a traceback (even with --debug)
+        err.print(("\n" if err.is_terminal else "") + "interrupted")
         return int(ExitCode.INTERRUPTED)
     except Exception as exc:  # one clear line, never a traceback without --debug
         if args.debug:

@@ -191,10 +191,37 @@ class CliUI:
         if not sys.stdin.isatty():
             err.print("[yellow]declining: no terminal to ask on (pass --yes to accept)[/]")
             return False
-        import asyncio
-
-        answer = await asyncio.to_thread(input, "Accept? [y/N] ")
+        answer = await ask("Accept? [y/N] ")
         return answer.strip().lower() in ("y", "yes")
+
+
+async def ask(prompt: str) -> str:
+    """Ask on the terminal and wait for one line without a thread: the event loop watches stdin, so Ctrl-C (or the
+    transfer ending) stops the wait at once — a thread blocked in ``input()`` kept the process alive after Ctrl-C,
+    then failed on the closed loop."""
+    import asyncio
+    import os
+
+    loop = asyncio.get_running_loop()
+    fd = sys.stdin.fileno()
+    line = bytearray()
+    answered: asyncio.Future[str] = loop.create_future()
+
+    def readable() -> None:
+        try:
+            data = os.read(fd, 4096)
+        except BlockingIOError:
+            return
+        line.extend(data)
+        if (not data or b"\n" in line) and not answered.done():
+            answered.set_result(line.split(b"\n", 1)[0].decode("utf-8", "replace"))
+
+    err.print(escape(prompt), end="")
+    loop.add_reader(fd, readable)
+    try:
+        return await answered
+    finally:
+        loop.remove_reader(fd)
 
 
 def run(main: Coroutine[Any, Any, T], ui: CliUI | None = None) -> T:

@@ -1,0 +1,81 @@
+"""Captured-terminal checks: ``p2pd`` on a real pseudo-terminal (:mod:`tests.cli.terminal`) — Ctrl-C at each
+place a user waits, the transfer's progress bar, prompts — as a user sees them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from p2pd.errors import ExitCode
+from tests.cli.helpers import SHORT
+from tests.cli.terminal import ROOT, Terminal
+from tests.signal_process import SignalProcess, signal_server
+
+pytestmark = pytest.mark.skipif(SHORT is None, reason="needs the transcript corpus")
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[SignalProcess]:
+    with signal_server() as s:
+        yield s
+
+
+def _env(server: SignalProcess, tmp_path: Path) -> dict[str, str]:
+    return {"P2PD_SIGNAL": server.url, "P2PD_ICE_HOST_ADDRESSES": "127.0.0.1", "P2PD_HOME": str(tmp_path / "home"),
+            "XDG_CONFIG_HOME": str(tmp_path / "config"), "CLAUDE_CONFIG_DIR": str(tmp_path / "claude")}
+
+
+def _sender(code: str, env: dict[str, str], *extra: str) -> subprocess.Popen[str]:
+    """``p2pd send SHORT --code CODE`` started and waiting in its room (its "Code:" line printed)."""
+    sender = subprocess.Popen([sys.executable, "-m", "p2pd", "send", str(SHORT), "--code", code, *extra],
+                              env={**os.environ, "PYTHONPATH": str(ROOT), **env}, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    assert sender.stderr is not None
+    for line in sender.stderr:
+        if line.startswith("Code:"):
+            return sender
+    sender.kill()
+    raise AssertionError(f"the sender ended before waiting: exit {sender.wait()}")
+
+
+def _clean_interrupt(t: Terminal) -> None:
+    assert t.wait(60) == ExitCode.INTERRUPTED, t.text
+    assert t.text.rstrip().endswith("interrupted"), t.text
+    assert "Traceback" not in t.text and "Event loop is closed" not in t.text, t.text
+
+
+def test_ctrl_c_at_the_accept_prompt_ends_at_once_with_130(server: SignalProcess, tmp_path: Path) -> None:
+    env = _env(server, tmp_path)
+    code = f"{os.getpid() % 9000 + 1000}-prompt-stop"
+    sender = _sender(code, env)
+    with Terminal("receive", code, "-o", str(tmp_path / "in"), env=env) as t:
+        try:
+            t.expect(r"Accept\? \[y/N\] ")
+            t.ctrl_c()
+            _clean_interrupt(t)
+            _, s_err = sender.communicate(timeout=60)
+        finally:
+            sender.kill()
+    assert sender.returncode == ExitCode.TRANSFER_FAILED, s_err
+    assert "the transfer was cancelled by the peer" in s_err and "Traceback" not in s_err
+    assert not list((tmp_path / "in").glob("*.a2a.json"))
+
+
+def test_ctrl_c_while_the_sender_waits_for_the_receiver(server: SignalProcess, tmp_path: Path) -> None:
+    with Terminal("send", str(SHORT), env=_env(server, tmp_path), cwd=tmp_path) as t:
+        t.expect(r"Code: \d+-\w+-\w+")
+        t.ctrl_c()
+        _clean_interrupt(t)
+    assert not list(tmp_path.glob("*.a2a.json"))  # no fallback file: the user stopped it
+
+
+def test_ctrl_c_while_the_receiver_waits_for_the_sender(server: SignalProcess, tmp_path: Path) -> None:
+    with Terminal("receive", env=_env(server, tmp_path)) as t:
+        t.expect(r"Code: \d+-\w+-\w+")
+        t.ctrl_c()
+        _clean_interrupt(t)
