@@ -47,6 +47,10 @@ class UI(Protocol):
 
     def progress(self, done: int, total: int) -> None: ...
 
+    def stage(self, name: str, done: int | None = None, total: int | None = None) -> None:
+        """A long step under way ("packing the conversation", "decompressing and checking…"), with bytes done
+        of ``total`` when known; it ends when anything else is reported."""
+
     async def decide(self, offer: Any) -> bool: ...
 
 
@@ -68,6 +72,9 @@ class QuietUI:
         self.lines.append(text)
 
     def progress(self, done: int, total: int) -> None:
+        pass
+
+    def stage(self, name: str, done: int | None = None, total: int | None = None) -> None:
         pass
 
     async def decide(self, offer: Any) -> bool:
@@ -146,6 +153,7 @@ async def send_document(doc: ConversationDocument, *, signal_url: str, code: str
         return outcome
 
     try:
+        ui.stage("packing the conversation")
         blob_path, zstd_path = await _write_blobs(doc, work)
         ui.status(f"conversation packed: {zstd_path.stat().st_size} bytes compressed")
         try:
@@ -212,8 +220,10 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
 
     out_dir.mkdir(parents=True, exist_ok=True)
     parsed: list[ConversationDocument] = []  # parsed before the blob is kept: one that does not parse is refused
+    loop = asyncio.get_running_loop()
 
-    def validate(path: Path) -> None:
+    def validate(path: Path) -> None:  # in a worker thread, once every byte is verified
+        loop.call_soon_threadsafe(ui.stage, "decompressing and checking the conversation")
         parsed.append(_document_from_blob(path))
 
     rv = await Rendezvous.open(signal_url, role="receiver", code=code, connect_timeout=min(10.0, connect_timeout))
@@ -232,6 +242,7 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
             await link.close()
         await rv.close()
     doc = parsed[0] if parsed else await asyncio.to_thread(_document_from_blob, received.path)
+    ui.stage("writing the conversation document")
     path = await asyncio.to_thread(lambda: fallback_file(doc, out_dir, pretty=pretty))
     with contextlib.suppress(OSError):
         os.unlink(received.path)
