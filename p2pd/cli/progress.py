@@ -6,7 +6,7 @@ display is transient: once it stops, only the lines printed for good remain.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -19,8 +19,9 @@ class Activity:
     """One live display at a time on ``console``: a transfer bar or a named step (with bytes when known).
     Names are rich markup: text that is not ours must come through :func:`p2pd.cli.output.shown`."""
 
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: Console, clock: Callable[[], float] | None = None) -> None:
         self.console = console
+        self.clock = clock  # rich's monotonic clock unless given (tests)
         self._progress: Progress | None = None
         self._task: TaskID | None = None
         self._kind = ""
@@ -63,7 +64,7 @@ class Activity:
         self.stop()
         lead = (spinner,) if spinner is not None else ()
         self._progress = Progress(*lead, TextColumn("{task.description}"), *columns, console=self.console,
-                                  transient=True)
+                                  transient=True, get_time=self.clock)
         self._progress.start()
         self._task = self._progress.add_task(name, total=total)
         self._kind, self._name = kind, name

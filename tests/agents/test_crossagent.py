@@ -123,9 +123,9 @@ def test_gemini_into_both(tmp_path, project):
 def test_cli_import_to_codex(tmp_path, project, capsys, monkeypatch):
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
     src = rich_session().write(tmp_path / "src")
-    assert main(["import", str(src), "--to", "codex", "--cwd", str(project)]) == 0
+    assert main(["import", str(src), "--agent", "codex", "--cwd", str(project)]) == 0
     out = capsys.readouterr()
     assert "codex resume" in out.out and "reasoning block" in out.err
     assert len(find_rollouts(tmp_path / "codex")) == 1
-    assert main(["import", str(src), "--to", "codex", "--cwd", str(project), "--dry-run"]) == 0
+    assert main(["import", str(src), "--agent", "codex", "--cwd", str(project), "--dry-run"]) == 0
     assert len(find_rollouts(tmp_path / "codex")) == 1

@@ -4,6 +4,7 @@ place a user waits, the transfer's progress bar, prompts — as a user sees them
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -79,3 +80,49 @@ def test_ctrl_c_while_the_receiver_waits_for_the_sender(server: SignalProcess, t
         t.expect(r"Code: \d+-\w+-\w+")
         t.ctrl_c()
         _clean_interrupt(t)
+
+
+def test_the_sent_time_leaves_out_the_receivers_decision(server: SignalProcess, tmp_path: Path) -> None:
+    """``Sent … in Xs`` counts from acceptance to verified; the time the receiver took at its prompt is said
+    apart (here at least the pause before typing "y")."""
+    import json
+    import time
+
+    env = _env(server, tmp_path)
+    code = f"{os.getpid() % 9000 + 1000}-wait-accept"
+    sender = _sender(code, env, "--json")
+    with Terminal("receive", code, "-o", str(tmp_path / "in"), env=env) as t:
+        try:
+            t.expect(r"Accept\? \[y/N\] ")
+            time.sleep(1.0)  # the user reads the offer
+            t.send("y\r")
+            assert t.wait(60) == 0, t.text
+            out, s_err = sender.communicate(timeout=60)
+        finally:
+            sender.kill()
+    assert sender.returncode == 0, s_err
+    data = json.loads(out)
+    assert data["sent"] is True and data["decision_seconds"] >= 1.0, data
+    assert data["seconds"] >= 0 and len(data["sha256"]) == 64 and data["code"] == code
+    assert re.search(r"in \d+\.\ds from acceptance to verified \(the receiver took \d+\.\ds to accept\)", s_err)
+    assert "Received mix phx.server" in t.text
+
+
+def test_receive_and_import_in_json(server: SignalProcess, tmp_path: Path) -> None:
+    import json
+
+    env = _env(server, tmp_path)
+    code = f"{os.getpid() % 9000 + 1000}-json-recv"
+    sender = _sender(code, env)
+    try:
+        r = subprocess.run([sys.executable, "-m", "p2pd", "receive", code, "--yes", "--json", "--import", "--cwd",
+                            str(tmp_path), "-o", str(tmp_path / "in")], capture_output=True, text=True, timeout=120,
+                           env={**os.environ, "PYTHONPATH": str(ROOT), **env})
+        sender.communicate(timeout=60)
+    finally:
+        sender.kill()
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)  # the whole of stdout is one object
+    assert data["received"] is True and Path(data["file"]).is_file() and data["messages"] == 5
+    assert data["bytes_received"] > 0 and re.fullmatch(r"\d{3} \d{3}", data["verification"])
+    assert data["imported"]["agent"] == "claude-code" and Path(data["imported"]["path"]).is_file()
