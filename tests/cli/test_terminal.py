@@ -126,3 +126,23 @@ def test_receive_and_import_in_json(server: SignalProcess, tmp_path: Path) -> No
     assert data["received"] is True and Path(data["file"]).is_file() and data["messages"] == 5
     assert data["bytes_received"] > 0 and re.fullmatch(r"\d{3} \d{3}", data["verification"])
     assert data["imported"]["agent"] == "claude-code" and Path(data["imported"]["path"]).is_file()
+
+
+def test_the_receiver_names_each_long_step_after_the_bar(server: SignalProcess, tmp_path: Path) -> None:
+    """No silence between the last byte and the end: decompressing, writing and importing each show a spinner
+    with their name (transient: the lines for good stay clean)."""
+    env = _env(server, tmp_path)
+    code = f"{os.getpid() % 9000 + 1000}-steps-shown"
+    sender = _sender(code, env)
+    with Terminal("receive", code, "--yes", "--import", "--cwd", str(tmp_path), "-o", str(tmp_path / "in"),
+                  env=env) as t:
+        try:
+            assert t.wait(60) == 0, t.text
+            sender.communicate(timeout=60)
+        finally:
+            sender.kill()
+    steps = ["decompressing and checking the conversation", "writing the conversation document",
+             "Importing into Claude Code"]
+    positions = [t.text.find(step) for step in steps]
+    assert all(p >= 0 for p in positions) and positions == sorted(positions), t.text
+    assert t.text.find("Received mix phx.server") > positions[1]
