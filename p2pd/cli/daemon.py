@@ -8,15 +8,15 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from p2pd.cli import options
 from p2pd.cli.output import err, escape, human, print_json, print_rows, show_record, shown, when
-from p2pd.errors import ExitCode, InvalidInputError
+from p2pd.errors import ExitCode
 
 if TYPE_CHECKING:  # httpx: imported by the commands that talk to the daemon, not by the parser
     from p2pd.daemon.client import DaemonClient
 
 
 def register(sub: Any) -> None:
-    from p2pd.agents.registry import import_targets
     s = sub.add_parser("serve", help="run the daemon: local HTTP API, MCP endpoint, inbox, handoffs")
     s.add_argument("--port", type=int, default=None, help="HTTP port (default: config 'port' or 8737; 0 = any)")
     s.add_argument("--host", default=None, help="address to bind (default 127.0.0.1; others need allow_remote)")
@@ -39,10 +39,11 @@ def register(sub: Any) -> None:
     s.add_argument("action", nargs="?", choices=["list", "show", "import", "rm", "accept", "decline"],
                    default="list")
     s.add_argument("id", nargs="?", help="an inbox id (show, import, rm) or a pending transfer id (accept, decline)")
-    s.add_argument("--to", choices=import_targets(), default="claude-code", help="agent to import into")
+    options.add_agent(s, "the agent to import into (import; default: claude-code)")
     s.add_argument("--cwd", help="project folder to resume in (import; default: the conversation's, if it exists)")
     s.add_argument("--same-account", action="store_true", help="keep thinking blocks on import")
     s.add_argument("--json", action="store_true", help="machine-readable output")
+    options.usage_error(s)
     s.set_defaults(func=cmd_inbox)
 
     s = sub.add_parser("handoffs", help="handoffs of the running daemon (list, show, cancel, stats)")
@@ -50,6 +51,7 @@ def register(sub: Any) -> None:
     s.add_argument("id", nargs="?", help="a handoff id (show, cancel)")
     s.add_argument("--state", choices=["pending", "claimed", "started", "completed", "failed", "cancelled"])
     s.add_argument("--json", action="store_true", help="machine-readable output")
+    options.usage_error(s)
     s.set_defaults(func=cmd_handoffs)
 
 
@@ -67,7 +69,7 @@ def _client(why: str) -> DaemonClient:
 
 def _need_id(args: argparse.Namespace, what: str) -> str:
     if not args.id:
-        raise InvalidInputError(f"{what} needs an id")
+        args.usage(f"{what} needs an id")  # a usage error: exit 2, like argparse's own
     return str(args.id)
 
 
@@ -122,7 +124,8 @@ def cmd_inbox(args: argparse.Namespace) -> int:
         elif args.action == "show":
             row = c.get(f"/inbox/{ident}")
         elif args.action == "import":
-            row = c.post(f"/inbox/{ident}/import", {"to": args.to, "cwd": args.cwd, "same_account": args.same_account})
+            row = c.post(f"/inbox/{ident}/import", {"to": args.agent, "cwd": args.cwd,
+                                                     "same_account": args.same_account})
             if not args.json:
                 for w in row.get("warnings", []):
                     err.print(f"[yellow]note[/]: {shown(w)}")

@@ -158,6 +158,9 @@ def document_from_json(data: Any, *, source: str = "input") -> ConversationDocum
         raise InvalidInputError(f"wrong schema in {source} at $: expected a JSON object or an array of messages, "
                                 f"found {type(data).__name__}")
     fmt = data.get("format")
+    if fmt is None and not isinstance(data.get("messages"), list):  # any other JSON is not a conversation
+        raise InvalidInputError(f"{source} is not a conversation document: it has neither \"format\": "
+                                f"\"{FORMAT_NAME}\" nor a list of messages (export one with `p2pd export`)")
     if fmt is not None and fmt != FORMAT_NAME:
         raise InvalidInputError(f"wrong schema in {source} at $.format: expected {FORMAT_NAME!r}, found {fmt!r}")
     version = data.get("formatVersion", FORMAT_VERSION)

@@ -50,6 +50,10 @@ class UI(Protocol):
 
     def progress(self, done: int, total: int) -> None: ...
 
+    def stage(self, name: str, done: int | None = None, total: int | None = None) -> None:
+        """A long step under way ("packing the conversation", "decompressing and checking…"), with bytes done
+        of ``total`` when known; it ends when anything else is reported."""
+
     async def decide(self, offer: Any) -> bool: ...
 
 
@@ -73,6 +77,9 @@ class QuietUI:
     def progress(self, done: int, total: int) -> None:
         pass
 
+    def stage(self, name: str, done: int | None = None, total: int | None = None) -> None:
+        pass
+
     async def decide(self, offer: Any) -> bool:
         return self.accept
 
@@ -88,6 +95,7 @@ class SendOutcome:
     ice_path: Any = None  # p2pd.transfer.ice.IcePath: the path the connection took
     fallback_cause: Cause | None = None  # why there was no peer connection, as data
     title: str = ""  # the conversation's title (or its id), as offered
+    about: dict[str, Any] = field(default_factory=dict)  # title, platform, session_id, messages
 
 
 @dataclass
@@ -147,14 +155,18 @@ async def send_document(doc: ConversationDocument | Path, *, signal_url: str, co
         return outcome
 
     try:
+        ui.stage("packing the conversation")
         packed = await asyncio.to_thread(pack, doc, work)
         outcome.title = packed.title or packed.context_id
+        outcome.about = {"title": packed.title, "platform": packed.platform, "session_id": packed.session_id,
+                         "messages": packed.messages}
         ui.status(f"conversation packed: {packed.zstd.stat().st_size} bytes compressed")
         try:
             rv = await Rendezvous.open(signal_url, role="sender", code=code, connect_timeout=min(10.0, connect_timeout))
         except (TransferFailedError, OSError) as exc:
-            return await fall_back(f"signaling server unreachable: {exc}",
-                                   exc.cause if isinstance(exc, P2pdError) else Cause.SIGNALING_UNREACHABLE)
+            if isinstance(exc, P2pdError):  # its message names the server already
+                return await fall_back(str(exc), exc.cause)
+            return await fall_back(f"signaling server unreachable: {exc}", Cause.SIGNALING_UNREACHABLE)
         outcome.code = str(rv.code)
         ui.code_ready(outcome.code)
         # The peer-connection stack (aiortc, ~0.5 s to import) only after the code is shown.
@@ -223,7 +235,10 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
     out_dir.mkdir(parents=True, exist_ok=True)
     unpacked: list[Unpacked] = []  # checked and staged before DONE: a blob that does not parse is refused
 
-    def validate(path: Path) -> None:
+    loop = asyncio.get_running_loop()
+
+    def validate(path: Path) -> None:  # in a worker thread, once every byte is verified
+        loop.call_soon_threadsafe(ui.stage, "decompressing and checking the conversation")
         unpacked.append(unpack(path, out_dir, max_raw_size=caps.max_size))
 
     rv = await Rendezvous.open(signal_url, role="receiver", code=code, connect_timeout=min(10.0, connect_timeout))

@@ -24,7 +24,7 @@ from p2pd.blob.container import DEFAULT_MAX_RAW_SIZE
 from p2pd.blob.stream import BlobWriter, iter_raw
 from p2pd.conversation.layout import document_lines
 from p2pd.conversation.layout_reader import LayoutReader, NotLayout
-from p2pd.conversation.model import ConversationDocument, Counts
+from p2pd.conversation.model import ConversationDocument, Counts, Origin
 from p2pd.errors import ConflictError
 from p2pd.support.atomic import atomic_writer
 from p2pd.support.gcpause import bulk_work
@@ -51,6 +51,7 @@ class Unpacked:
     title: str
     counts: Counts
     staged: Path
+    origin: Origin
 
 
 def pack(source: ConversationDocument | Path, folder: Path) -> Packed:
@@ -102,7 +103,7 @@ def unpack(blob_path: Path, folder: Path, *, source: str = "the received convers
                         out.write(piece)
                         reader.feed(piece)
                 summary = reader.finish()
-                return Unpacked(summary.context_id, summary.title, summary.counts, staged)
+                return Unpacked(summary.context_id, summary.title, summary.counts, staged, summary.document.origin)
             except NotLayout:
                 return _unpack_whole(blob_path, staged, source, max_raw_size)
     except BaseException:
@@ -120,7 +121,7 @@ def _unpack_whole(blob_path: Path, staged: Path, source: str, max_raw_size: int)
     doc.counts = count(doc)
     with staged.open("wb") as out:
         document_lines(doc.to_json_dict(), out.write)
-    return Unpacked(doc.context_id, doc.title, doc.counts, staged)
+    return Unpacked(doc.context_id, doc.title, doc.counts, staged, doc.origin)
 
 
 def place(staged: Path, folder: Path, base: str) -> Path:

@@ -83,7 +83,7 @@ class ReceiveSide(Runner):
             try:
                 await self.loop_until_finished()
             except asyncio.CancelledError:
-                self.perform(self.machine.cancel("the receiving task was cancelled"))
+                self.perform(self.machine.cancel("the receiver was stopped"))
                 self.close_channel()
                 await asyncio.shield(self.cleanup())
                 raise
@@ -207,7 +207,7 @@ class ReceiveSide(Runner):
             elif isinstance(done.result, Refusal):
                 self.perform(m.reject(done.result.reason, done.result.code))
             elif not done.result:
-                self.perform(m.reject("the user declined"))
+                self.perform(m.reject(""))
             elif m.offer is not None:
                 self.start_job(JobKind.OPEN, PartialBlob.open, self.dest_dir, m.offer)
             return

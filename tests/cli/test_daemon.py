@@ -78,7 +78,9 @@ def test_inbox_and_handoffs(daemon: dict[tuple[str, str], Any], capsys: pytest.C
     daemon[("DELETE", "/inbox/in-1")] = {"title": EVIL}
     assert main(["inbox", "rm", "in-1"]) == ExitCode.OK
     assert capsys.readouterr().err == f"Removed in-1 ({EVIL_SHOWN}) and its file.\n"
-    assert main(["inbox", "show"]) == ExitCode.INVALID_INPUT
+    with pytest.raises(SystemExit) as usage:  # a usage error, as argparse reports them: exit 2
+        main(["inbox", "show"])
+    assert usage.value.code == ExitCode.USAGE
     assert "inbox show needs an id" in capsys.readouterr().err
     daemon[("GET", "/handoffs")] = [{"id": "h-1", "state": "pending", "target": "any", "claimed_by": None,
                                      "title": EVIL, "created_at": "2026-11-23T10:00:00"}]

@@ -44,6 +44,7 @@ from p2pd.conversation.model import ConversationDocument, Transcript
 from p2pd.errors import Cause, ConflictError, InvalidInputError, P2pdError
 from p2pd.support import staging
 from p2pd.support.atomic import fsync_dir
+from p2pd.support.text import counted
 
 THINKING_TYPES = {"thinking", "redacted_thinking"}
 IMPORT_STAGE_PREFIX = ".p2pd-import-"  # the staging folder beside the session (swept once stale)
@@ -256,14 +257,17 @@ def import_to_claude_code(doc: ConversationDocument, *, cwd: str | os.PathLike[s
         raise InvalidInputError("the conversation has no messages to import")
     result.lines = len(lines)
     if result.dropped_thinking:
-        result.warnings.append(Note(NoteKind.DROPPED, f"dropped {result.dropped_thinking} thinking blocks (signed by "
-                                                      "the original account; use --same-account to keep them)"))
+        dropped = counted(result.dropped_thinking, "thinking block")
+        result.warnings.append(Note(NoteKind.DROPPED, f"dropped {dropped} (signed by the original account; use "
+                                                      "--same-account to keep them)"))
     if result.dropped_malformed:
-        result.warnings.append(Note(NoteKind.REPAIRED, f"left out {result.dropped_malformed} user/assistant lines "
-                                                       "without a readable message (they stay in the document)"))
+        left = counted(result.dropped_malformed, "user/assistant line")
+        result.warnings.append(Note(NoteKind.REPAIRED, f"left out {left} without a readable message (they stay in "
+                                                       "the document)"))
     if result.synthesized_results:
-        result.warnings.append(Note(NoteKind.REPAIRED, f"{result.synthesized_results} tool calls had no recorded "
-                                                       "result; they were answered with an explicit error"))
+        calls = counted(result.synthesized_results, "tool call")
+        result.warnings.append(Note(NoteKind.REPAIRED, f"{calls} had no recorded result; they were answered with "
+                                                       "an explicit error"))
 
     writes: list[tuple[Path, bytes]] = [(path, _jsonl(lines))]
     session_folder = project_dir / new_id
