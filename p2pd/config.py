@@ -14,8 +14,17 @@ File: ``<user config dir>/p2pd/config.toml`` (platformdirs; on Linux ``~/.config
 | `host`   | `P2PD_HOST`   | the address the daemon binds (default `127.0.0.1`) |
 | `allow_remote` | `P2PD_ALLOW_REMOTE` | allow a non-loopback `host` (default false: refused) |
 | `cors_origins` | — | browser origins allowed to call the API (default none: no CORS headers at all) |
+| `receive_max_size` | `P2PD_RECEIVE_MAX_SIZE` | largest conversation taken, bytes of JSON (default 1 GiB) |
+| `min_rate` | `P2PD_MIN_RATE` | bytes/s a sender must keep up while chunks are due (default 4096; 0: none) |
+| `rate_window` | `P2PD_RATE_WINDOW` | seconds over which `min_rate` is measured (default 60) |
 
-An unreadable file is one clear error naming it; unknown keys are ignored.
+The receive keys apply to `p2pd receive` and to everything the daemon receives. The daemon's accept policy for
+paired devices is the `[accept]` table (``p2pd/daemon/accept_policy.py``, DAEMON.md).
+
+An unreadable file is one clear error naming it. Every key's type and range are declared in
+:mod:`p2pd.config_file` and checked (pydantic) whenever the file is read: an unknown key (``signall = …``: did you
+mean ``signal``?) or a bad value is one error naming the key, never silently ignored. Environment variables win
+over the file; a bad one is an error naming the variable.
 """
 
 from __future__ import annotations
@@ -44,9 +53,12 @@ def load_config() -> dict[str, Any]:
     if not path.is_file():
         return {}
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise InvalidInputError(f"config file {path} is not valid TOML: {exc}") from None
+    from p2pd.config_file import validate  # pydantic: unknown keys and bad values are one error naming each key
+
+    return validate(data, path)
 
 
 def _bool(value: Any, where: str) -> bool:
@@ -171,11 +183,8 @@ def daemon_settings() -> DaemonSettings:
 
     if agent not in import_targets():
         raise InvalidInputError(f"'handoff_agent' must be one of {', '.join(import_targets())}, not {agent!r}")
-    age = conf.get("partial_max_age_hours", 168.0)
-    if isinstance(age, bool) or not isinstance(age, int | float) or age <= 0:
-        raise InvalidInputError(f"'partial_max_age_hours' in {where} must be a positive number of hours")
     return DaemonSettings(host=host, port=port, allow_remote=allow_remote, cors_origins=tuple(origins),
-                          accept_handoffs=accept, handoff_agent=agent, partial_max_age_hours=float(age),
+                          accept_handoffs=accept, handoff_agent=agent, partial_max_age_hours=partial_max_age_hours(),
                           **_daemon_limits(conf, where))
 
 
@@ -194,3 +203,48 @@ def _daemon_limits(conf: dict[str, Any], where: Path) -> dict[str, float]:
             raise InvalidInputError(f"'{key}' in {where} must be a positive number, not {raw!r}")
         out[key] = value
     return out
+
+
+def partial_max_age_hours() -> float:
+    """Hours a cut-off receive's partial waits for its resume before a start-up removes it (default 168)."""
+    age = load_config().get("partial_max_age_hours", 168.0)
+    if isinstance(age, bool) or not isinstance(age, int | float) or age <= 0:
+        raise InvalidInputError(f"'partial_max_age_hours' in {config_path()} must be a positive number of hours")
+    return float(age)
+
+
+@dataclass(frozen=True)
+class ReceiveLimits:
+    """What a receiver takes, ``p2pd receive`` and the daemon alike (keys ``receive_max_size``, ``min_rate``,
+    ``rate_window``)."""
+
+    max_size: int  # bytes of conversation JSON once decompressed; a larger offer is refused (too_large)
+    min_rate: float  # bytes/s a sender must deliver while chunks are due (0: no minimum)
+    rate_window: float  # seconds over which min_rate is measured
+
+
+def receive_limits() -> ReceiveLimits:
+    """The receive caps: environment over the config file over the transfer layer's defaults."""
+    from p2pd.blob.container import DEFAULT_MAX_RAW_SIZE
+    from p2pd.transfer.receiving import MIN_RATE, RATE_WINDOW
+
+    conf = load_config()
+
+    def number(key: str, env: str, default: float, low: float, high: float, *, integer: bool = False) -> float:
+        raw: Any = os.environ.get(env, "").strip() or conf.get(key, default)
+        where = env if os.environ.get(env, "").strip() else f"'{key}' in {config_path()}"
+        try:
+            if isinstance(raw, bool) or (integer and isinstance(raw, float)):
+                raise ValueError
+            value = int(raw) if integer else float(raw)
+        except (TypeError, ValueError):
+            raise InvalidInputError(f"{where} must be a {'whole ' if integer else ''}number, not {raw!r}") from None
+        if not low <= value <= high:
+            raise InvalidInputError(f"{where} must be between {low:g} and {high:g}, not {value:g}")
+        return value
+
+    return ReceiveLimits(
+        max_size=int(number("receive_max_size", "P2PD_RECEIVE_MAX_SIZE", DEFAULT_MAX_RAW_SIZE, 1, 1 << 40,
+                            integer=True)),
+        min_rate=number("min_rate", "P2PD_MIN_RATE", MIN_RATE, 0, 1 << 40),
+        rate_window=number("rate_window", "P2PD_RATE_WINDOW", RATE_WINDOW, 0.1, 86400))

@@ -75,6 +75,8 @@ class Cause(StrEnum):
     PROTOCOL = "protocol"  # the peer broke the protocol (malformed or unexpected message)
     BUSY = "busy"  # the receiver is still receiving the same blob in another (older) transfer
     DECLINED = "declined"  # the other side declined the offer
+    NOT_ALLOWED = "not_allowed"  # the receiver's accept policy takes nothing from this sender
+    RATE_LIMITED = "rate_limited"  # the receiver's accept policy: this sender sent too much in the last hour
     CANCELLED = "cancelled"
     TRANSFER_FAILED = "transfer_failed"  # the transfer stopped for another reason (see the message)
     DEVICE_OFFLINE = "device_offline"  # a paired device is not connected
@@ -274,6 +276,8 @@ CLASS_BY_CAUSE: dict[Cause, type[P2pdError]] = {
     Cause.PROTOCOL: ProtocolError,
     Cause.BUSY: BusyError,
     Cause.DECLINED: DeclinedError,
+    Cause.NOT_ALLOWED: DeclinedError,
+    Cause.RATE_LIMITED: DeclinedError,
     Cause.CANCELLED: TransferCancelledError,
     Cause.TRANSFER_FAILED: TransferFailedError,
     Cause.DEVICE_OFFLINE: DeviceOfflineError,

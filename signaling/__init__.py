@@ -8,6 +8,7 @@
 - ``metrics.py``: the ``/metrics`` text exposition.
 - ``ice.py``: the STUN/TURN servers handed to joined clients, with short-lived coturn REST credentials.
 - ``server.py``: the thin websockets adapter (HTTP endpoints, static files, socket gating, TLS).
+- ``page.py``: where the browser page is (installed with the package, or a checkout's ``web/``) and what it lacks.
 - ``deploy.py`` and ``deploy/``: a coturn configuration for a public host, a systemd unit, an nginx example.
 - ``__main__.py``: the ``p2pd-signal`` command.
 """

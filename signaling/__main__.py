@@ -17,8 +17,9 @@ import sys
 from pathlib import Path
 
 from signaling.ice import DEFAULT_TTL, IceConfigError, load_config_file, settings_from
+from signaling.page import default_web_dir, startup_notes
 from signaling.rooms import ServerLimits
-from signaling.server import ServerOptions, SignalServer, default_web_dir
+from signaling.server import ServerOptions, SignalServer
 
 _DEFAULTS = ServerLimits()
 _OPTIONS = ServerOptions()
@@ -73,8 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="seconds between full garbage collections, which pause the server for ~45 µs per "
                              "connection; 0 leaves Python's automatic collection on (default %(default)s)")
     parser.add_argument("--static-dir", type=Path, default=None,
-                        help="serve the files of this directory over HTTP (default: the browser client, the "
-                             "repository's web/ folder, when it is there)")
+                        help="serve the files of this directory over HTTP (default: the browser client the package "
+                             "carries, or a checkout's web/ folder)")
     parser.add_argument("--no-web", action="store_true", help="serve no web page (WebSocket and /healthz only)")
     parser.add_argument("--no-uvloop", action="store_true", help="use asyncio's default event loop")
     parser.add_argument("--ice-server", action="append", default=[], metavar="URL",
@@ -163,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     if static_dir is not None and not static_dir.is_dir():
         print(f"p2pd-signal: --static-dir {static_dir} is not a directory", file=sys.stderr)
         return 2
+    for note in startup_notes(static_dir, args.no_web):
+        print(note, file=sys.stderr, flush=True)
     try:
         config = load_config_file(args.config) if args.config is not None else None
         ice = settings_from(args.ice_server, args.turn_secret_file, config=config, ttl=args.turn_ttl)

@@ -76,12 +76,6 @@ _TYPES = {".js": "text/javascript", ".mjs": "text/javascript", ".css": "text/css
           ".json": "application/json", ".svg": "image/svg+xml", ".png": "image/png", ".ico": "image/x-icon"}
 
 
-def default_web_dir() -> Path | None:
-    """The repository's browser client (``web/`` beside the ``signaling`` package), when it is there."""
-    web = Path(__file__).resolve().parent.parent / "web"
-    return web if (web / "index.html").is_file() else None
-
-
 def content_security_policy(html: bytes, host: str | None) -> str:
     """The page's CSP: everything from this origin only; inline scripts (the import map) only by their hash;
     connections only to this origin's HTTP and WebSocket; images also from data:/blob: (conversation images)."""

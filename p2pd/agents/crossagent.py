@@ -21,6 +21,7 @@ from p2pd.agents.spec import Note, NoteKind, moved_images_note
 from p2pd.conversation import media_types as mt
 from p2pd.conversation.model import ConversationDocument, Message, Part, Role
 from p2pd.conversation.neutral import Image, Other, Reasoning, Text, ToolCall, ToolResult, message_items
+from p2pd.support.text import counted
 
 SKIPPED_KINDS = {"meta", "info", "warning", "error"}  # injected context and UI notices, not conversation
 
@@ -169,7 +170,8 @@ def _carry_texts(report: CarryReport) -> list[str]:
         if report.opaque_reasoning_dropped:
             why.append(f"{report.opaque_reasoning_dropped} signed or encrypted (only the original provider and "
                        "account can verify them)")
-        out.append(f"dropped {report.reasoning_dropped} reasoning blocks" + (f" ({', '.join(why)})" if why else "")
+        blocks = counted(report.reasoning_dropped, "reasoning block")
+        out.append(f"dropped {blocks}" + (f" ({', '.join(why)})" if why else "")
                    + "; the receiving model cannot use another model's reasoning")
     if report.images_dropped:
         out.append(f"{report.images_dropped} images (inside tool results, or not inline) were not carried")

@@ -9,8 +9,8 @@ from __future__ import annotations
 import base64
 import json
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -19,25 +19,28 @@ from p2pd.conversation.document_io import escape_lone_surrogates
 from p2pd.conversation.model import Record
 from p2pd.errors import InvalidInputError, NotFoundError
 
+try:
+    import orjson
+except ImportError:  # pragma: no cover - a dependency
+    orjson = None  # type: ignore[assignment, unused-ignore]
+
 _HAS_SURROGATE = re.compile("[\udc80-\udcff]")
 
 
-@dataclass
+@dataclass(slots=True)
 class SourceLine:
     n: int  # 1-based line number
     text: str
     value: Any = None
     error: str | None = None
+    obj: dict[str, Any] | None = field(init=False, default=None)  # the value when it is a well-formed object
+    type: str | None = field(init=False, default=None)  # its "type" when that is a string
 
-    @property
-    def obj(self) -> dict[str, Any] | None:
-        return self.value if self.error is None and isinstance(self.value, dict) else None
-
-    @property
-    def type(self) -> str | None:
-        o = self.obj
-        t = o.get("type") if o else None
-        return t if isinstance(t, str) else None
+    def __post_init__(self) -> None:
+        if self.error is None and isinstance(self.value, dict):
+            self.obj = self.value
+            t = self.value.get("type")
+            self.type = t if isinstance(t, str) else None
 
 
 def read_text(path: Path) -> str:
@@ -62,11 +65,12 @@ def parse_lines(text: str) -> list[SourceLine]:
     return out
 
 
-def parse_line(n: int, line: str, *, last_without_newline: bool = False) -> SourceLine:
+def parse_line(n: int, line: str, *, last_without_newline: bool = False,
+               maybe_undecodable: bool = True) -> SourceLine:
     if not line.strip():
         return SourceLine(n, line, error="blank line")
     try:
-        value = json.loads(line)
+        value = _fast_loads(line)
     except json.JSONDecodeError as exc:
         reason = f"not valid JSON ({exc.msg} at column {exc.colno})"
         if last_without_newline:
@@ -74,11 +78,41 @@ def parse_line(n: int, line: str, *, last_without_newline: bool = False) -> Sour
         return SourceLine(n, line, error=reason)
     except RecursionError:
         return SourceLine(n, line, error="not valid JSON (nested too deeply)")
-    if _HAS_SURROGATE.search(line):
+    if maybe_undecodable and _HAS_SURROGATE.search(line):
         return SourceLine(n, line, value=value, error="not valid UTF-8")
     if not isinstance(value, dict):
         return SourceLine(n, line, value=value, error=f"not a JSON object (a {type(value).__name__})")
     return SourceLine(n, line, value=value)
+
+
+def _fast_loads(line: str) -> Any:
+    """``json.loads(line)``, through orjson when it can (3x faster; the same values): what orjson refuses
+    (lone surrogates, NaN, integers past 64 bits, bad JSON) goes to ``json``, which also words the error."""
+    if orjson is not None:
+        try:
+            return orjson.loads(line)
+        except (orjson.JSONDecodeError, UnicodeEncodeError):
+            pass
+    return json.loads(line)
+
+
+def iter_lines(path: Path) -> Iterator[SourceLine]:
+    """The lines of a JSONL file, parsed one at a time as :func:`parse_lines` would (same numbers, same
+    reasons), reading the file as a stream: memory holds one line, not the file."""
+    try:
+        fh = path.open("rb")
+    except FileNotFoundError:
+        raise NotFoundError(f"transcript not found: {path}") from None
+    except IsADirectoryError:
+        raise InvalidInputError(f"{path} is a directory, not a transcript") from None
+    with fh:
+        for n, raw in enumerate(fh, start=1):
+            ends = raw.endswith(b"\n")
+            body = raw[:-1] if ends else raw
+            try:  # strict first: a line that decodes holds no escaped bytes, so it needs no search for them
+                yield parse_line(n, body.decode("utf-8"), last_without_newline=not ends, maybe_undecodable=False)
+            except UnicodeDecodeError:
+                yield parse_line(n, body.decode("utf-8", errors="surrogateescape"), last_without_newline=not ends)
 
 
 def lines_to_text(values: Iterable[str]) -> str:

@@ -38,7 +38,25 @@ class SessionInfo:
 
 
 def _mtime(path: Path) -> str:
-    return datetime.fromtimestamp(path.stat().st_mtime, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return _utc(datetime.fromtimestamp(path.stat().st_mtime, UTC))
+
+
+def _utc(when: datetime) -> str:
+    return when.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def last_message_time(doc: ConversationDocument) -> str | None:
+    """When the conversation's last message was written (UTC, ``…Z``), from the messages' own timestamps; None
+    when no message carries one. A file's mtime is not this: copying or touching a transcript changes it."""
+    for message in reversed(doc.messages):
+        stamp = message.p2pd.get("timestamp")
+        if isinstance(stamp, str):
+            try:
+                when = datetime.fromisoformat(stamp)
+            except ValueError:
+                continue
+            return _utc(when if when.tzinfo else when.replace(tzinfo=UTC))
+    return None
 
 
 def info_from_document(platform: str, path: Path, doc: ConversationDocument) -> SessionInfo:
@@ -47,7 +65,8 @@ def info_from_document(platform: str, path: Path, doc: ConversationDocument) -> 
     summarize(doc)
     return SessionInfo(platform=platform, session_id=doc.origin.session_id or doc.context_id, cwd=doc.origin.cwd,
                        title=doc.title, messages=len(doc.messages), size=path.stat().st_size,
-                       last_activity=_mtime(path), path=str(path), summary=doc.summary or "")
+                       last_activity=last_message_time(doc) or _mtime(path), path=str(path),
+                       summary=doc.summary or "")
 
 
 def _info(platform: str, path: Path, load: Callable[[Path], ConversationDocument]) -> SessionInfo:
@@ -59,9 +78,20 @@ def _info(platform: str, path: Path, load: Callable[[Path], ConversationDocument
 
 
 def list_sessions(platform: str | None = None, *, limit: int | None = None) -> list[SessionInfo]:
+    """Sessions, newest last message first. Each agent lists its files newest mtime first; a file's last message
+    is never newer than its mtime, so with ``limit`` the files are read in that order only until no file left
+    can beat the ``limit``-th newest last message found."""
     infos: list[SessionInfo] = []
     for agent in registry.AGENTS:
-        if platform in (None, agent.name):
-            infos.extend(_info(agent.name, path, agent.export) for path in agent.find_sessions()[:limit])
+        if platform not in (None, agent.name):
+            continue
+        found: list[SessionInfo] = []
+        for path in agent.find_sessions():
+            if limit and len(found) >= limit:
+                found.sort(key=lambda i: i.last_activity, reverse=True)
+                if _mtime(path) < found[limit - 1].last_activity:
+                    break
+            found.append(_info(agent.name, path, agent.export))
+        infos.extend(found)
     infos.sort(key=lambda i: i.last_activity, reverse=True)
     return infos[:limit] if limit else infos

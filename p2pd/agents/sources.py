@@ -52,13 +52,33 @@ def _load_file(p: Path) -> ConversationDocument:
 def document_file_name(doc: ConversationDocument, suffix: str) -> str:
     """A file name for the document in the current folder, from its session id made safe: ASCII letters, digits,
     ``-``, ``_`` and inner dots only, so an id like ``../../x`` can neither leave the folder nor make one."""
-    stem = "".join(c if c.isascii() and (c.isalnum() or c in "-_.") else "-" for c in doc.context_id)[:80]
-    stem = stem.strip(".")
-    return f"{stem or 'conversation'}{suffix}"
+    return f"{safe_file_stem(doc.context_id)}{suffix}"
+
+
+def safe_file_stem(context_id: str) -> str:
+    """:func:`document_file_name`'s stem for a context id."""
+    stem = "".join(c if c.isascii() and (c.isalnum() or c in "-_.") else "-" for c in context_id)[:80]
+    return stem.strip(".") or "conversation"
 
 
 def _looks_like_path(ref: str) -> bool:
     return os.sep in ref or ref.endswith((".jsonl", ".json", ".zst", ".p2pd"))
+
+
+def streamable_session(ref: str) -> Path | None:
+    """The file of ``ref`` when it is a Claude Code session, which can be converted as it is sent
+    (:mod:`p2pd.agents.claude_code.streamed`); None for anything else (read it with :func:`load_conversation`)."""
+    p = Path(ref).expanduser()
+    if p.is_file():
+        agent = registry.detect_agent(p)
+        return p if agent is not None and agent.name == "claude-code" else None
+    if _looks_like_path(ref):
+        return None
+    for agent in registry.AGENTS:
+        found = agent.resolve(ref) if agent.resolve is not None else None
+        if found is not None:
+            return Path(found) if agent.name == "claude-code" else None
+    return None
 
 
 def load_conversation(ref: str) -> ConversationDocument:

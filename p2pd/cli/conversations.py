@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from p2pd.cli.output import err, escape, human, out, real_console, shown, shown_block, status
+from p2pd.cli import options
+from p2pd.cli.output import err, escape, human, out, print_json, real_console, shown, shown_block, status, table
 from p2pd.errors import ExitCode, InvalidInputError
+from p2pd.support.text import counted
 
 
 def register(sub: Any) -> None:
@@ -32,24 +36,27 @@ def register(sub: Any) -> None:
     s.add_argument("--redact", action=argparse.BooleanOptionalAction, default=None,
                    help="mask secrets (keys, tokens, private keys, passwords) before writing; default from "
                         "P2PD_REDACT or 'redact' in the p2pd config file")
+    options.add_json(s)
     s.set_defaults(func=cmd_export)
 
     s = sub.add_parser("import", help="import a conversation document so the agent can resume it here")
     s.add_argument("file", help="a .a2a.json document, .a2a.p2pd blob, or a Claude Code/Codex/Gemini session file")
-    s.add_argument("--to", choices=registry.import_targets(), default="claude-code",
-                   help="the agent to resume in (default: claude-code)")
+    options.add_agent(s, "the agent to resume in (default: claude-code)")
     s.add_argument("--cwd", help="the project folder to resume in (default: the current directory)")
     s.add_argument("--dry-run", action="store_true", help="say what would be written, write nothing")
     s.add_argument("--same-account", action="store_true",
                    help="keep signed thinking / encrypted reasoning (only valid for the account that made them)")
+    options.add_json(s)
     s.set_defaults(func=cmd_import)
 
     s = sub.add_parser("convert", help="convert between an agent session file and an A2A document")
     s.add_argument("input")
     s.add_argument("output")
-    s.add_argument("--to", choices=(*registry.names(), "a2a"),
+    formats = (*registry.names(), "a2a")
+    s.add_argument("--format", choices=formats,
                    help="target format (default: from OUTPUT's suffix); an agent's own format only for a "
                         "conversation that came from that agent (Gemini: none)")
+    s.add_argument("--to", dest="format", choices=formats, action=options.DeprecatedAlias, new="--format")
     s.add_argument("--keep-ids", action="store_true", help="give back the original lines exactly")
     s.set_defaults(func=cmd_convert)
 
@@ -57,6 +64,9 @@ def register(sub: Any) -> None:
     s.add_argument("file", help="a .a2a.json/.a2a.p2pd file, or a session id/path")
     s.add_argument("--full", action="store_true", help="unfold tool results and long texts")
     s.add_argument("--all", action="store_true", help="include side branches")
+    s.add_argument("--no-pager", dest="pager", action="store_false",
+                   help="print straight to the terminal (default: through $PAGER, or less, when stdout is one)")
+    s.add_argument("--json", action="store_true", help="print the conversation document (A2A JSON) instead")
     s.set_defaults(func=cmd_show)
 
 
@@ -94,16 +104,25 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         err.print("No sessions found (Claude Code keeps them under $CLAUDE_CONFIG_DIR or ~/.claude/projects, "
                   "Codex under $CODEX_HOME or ~/.codex/sessions, Gemini CLI under ~/.gemini/tmp/*/chats).")
         return ExitCode.OK
-    from rich.table import Table
-
-    table = Table(show_lines=False)
-    for col in ("id", "platform", "project", "title", "msgs", "size", "last activity"):
-        table.add_column(col, overflow="fold" if col == "title" else "ellipsis", no_wrap=col != "title")
+    width = out.width
+    # On a terminal the title keeps its room: narrow terminals drop the size, then the project folder
+    # (`--json` and a pipe have them all).
+    columns = ["id", "agent", "project", "title", "msgs", "size", "last activity"]
+    if width < 100:
+        columns.remove("size")
+    if width < 90:
+        columns.remove("project")
+    rows, plain = [], []
     for i in infos:
         # titles and folders come from the transcripts: shown, never read as markup
-        table.add_row(shown(i.session_id[:8]), i.platform, shown(i.cwd or ""), shown(i.title), str(i.messages),
-                      human(i.size), escape(i.last_activity.replace("T", " ").removesuffix("Z")))
-    out.print(table)
+        cells = {"id": shown(i.session_id[:8]), "agent": i.platform, "project": shown(Path(i.cwd or "").name),
+                 "title": shown(i.title), "msgs": str(i.messages), "size": human(i.size),
+                 "last activity": escape(i.last_activity.replace("T", " ").removesuffix("Z")[:16])}
+        rows.append([cells[c] for c in columns])
+        plain.append([i.session_id, i.platform, i.cwd or "", i.title, str(i.messages), str(i.size),
+                      i.last_activity, i.path])
+    table(columns, rows, plain, plain_columns=("id", "agent", "project", "title", "messages", "bytes",
+                                               "last_activity", "path"))
     if args.summary:
         for i in infos:
             out.print(f"[bold]{shown(i.session_id[:8])}[/] {shown_block(i.summary)}")
@@ -116,7 +135,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from p2pd.conversation.document_io import write_document
 
     started = time.perf_counter()
-    with status(f"Converting {args.session}…"):
+    with status(f"Reading and converting {escape(args.session)}…"):
         doc = load_conversation(args.session)
     if doc.issues or any(s.issues for s in doc.subagents):
         _report_issues(doc)
@@ -125,13 +144,21 @@ def cmd_export(args: argparse.Namespace) -> int:
     doc = redacted(doc, args.redact)
     suffix = ".a2a.p2pd" if args.compressed else ".a2a.json"
     target = Path(args.output) if args.output else Path(document_file_name(doc, suffix))
-    with status(f"Writing {target}…"):
+    with status(f"Writing {escape(str(target))}…"):
         size = write_document(doc, target, compressed=args.compressed, codec=args.codec)
     c = doc.counts
-    err.print(f"Exported [bold]{shown(doc.title or doc.context_id)}[/]: {c.messages} messages, {c.tool_calls} tool "
-              f"calls, {c.subagents} subagents → {escape(str(target))} ({human(size)}, "
-              f"{time.perf_counter() - started:.2f}s)")
-    print(target)
+    seconds = time.perf_counter() - started
+    err.print(f"Exported [bold]{shown(doc.title or doc.context_id)}[/]: {counted(c.messages, 'message')}, "
+              f"{counted(c.tool_calls, 'tool call')}, {counted(c.subagents, 'subagent')} → {escape(str(target))} "
+              f"({human(size)}, {seconds:.2f}s)")
+    if args.json:
+        print_json({"file": str(target), "bytes": size, "title": doc.title, "platform": doc.origin.platform,
+                    "session_id": doc.origin.session_id or doc.context_id, "messages": c.messages,
+                    "tool_calls": c.tool_calls, "subagents": c.subagents, "compressed": args.compressed,
+                    "malformed_lines": len(doc.issues) + sum(len(s.issues) for s in doc.subagents),
+                    "seconds": round(seconds, 3)})
+    else:
+        print(target)
     return ExitCode.OK
 
 
@@ -150,20 +177,32 @@ def _report_issues(doc: Any) -> None:
 
 
 # ---------------------------------------------------------------- import
+def import_json(result: Any, agent: str) -> dict[str, Any]:
+    """An import's result as the ``--json`` outputs give it."""
+    return {"agent": agent, "session_id": result.session_id, "path": str(result.path), "lines": result.lines,
+            "dry_run": bool(result.dry_run), "resume_command": result.resume_command,
+            "warnings": [str(w) for w in result.warnings]}
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     from p2pd.agents.importing import import_document, target_name
     from p2pd.agents.sources import load_file
 
-    with status(f"Reading {args.file}…"):
+    with status(f"Reading {escape(args.file)}…"):
         doc = load_file(args.file)
-    result = import_document(doc, to=args.to, cwd=args.cwd, same_account=args.same_account, dry_run=args.dry_run)
-    target = target_name(args.to)
+    target = target_name(args.agent)
+    with status(f"Importing into {target}…"):
+        result = import_document(doc, to=args.agent, cwd=args.cwd, same_account=args.same_account,
+                                 dry_run=args.dry_run)
     for w in result.warnings:
         err.print(f"[yellow]note[/]: {escape(w)}")
     verb = "Would import" if result.dry_run else "Imported"
     err.print(f"{verb} [bold]{shown(doc.title or doc.context_id)}[/] ({shown(doc.origin.platform)}) as {target} "
-              f"session {result.session_id} ({result.lines} lines)")
+              f"session {result.session_id} ({counted(result.lines, 'line')})")
     err.print(f"  file: {escape(str(result.path))}")
+    if args.json:
+        print_json({"title": doc.title, "platform": doc.origin.platform, **import_json(result, args.agent)})
+        return ExitCode.OK
     err.print("  resume with:")
     print(result.resume_command)
     return ExitCode.OK
@@ -176,9 +215,10 @@ def cmd_convert(args: argparse.Namespace) -> int:
     from p2pd.support.atomic import atomic_write_bytes
 
     src, dst = Path(args.input), Path(args.output)
-    doc = load_conversation(str(src))
+    with status(f"Reading {escape(str(src))}…"):
+        doc = load_conversation(str(src))
     own = doc.origin.platform if doc.origin.platform in registry.restore_targets() else "claude-code"
-    to = args.to or (own if dst.suffix == ".jsonl" else "a2a")  # a .jsonl goes back to the agent it came from
+    to = args.format or (own if dst.suffix == ".jsonl" else "a2a")  # a .jsonl goes back to the agent it came from
     if to == "a2a":
         size = write_document(doc, dst, compressed=dst.name.endswith(".p2pd"))
         err.print(f"Wrote A2A conversation {escape(str(dst))} ({human(size)})")
@@ -197,6 +237,25 @@ def cmd_convert(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     from p2pd.conversation.render import render
 
-    doc = load_conversation(args.file)
-    render(real_console(out), doc, full=args.full, all_branches=args.all)
+    with status(f"Reading {escape(args.file)}…"):
+        doc = load_conversation(args.file)
+    if args.json:
+        from p2pd.conversation.document_io import dumps
+
+        sys.stdout.buffer.write(dumps(doc, pretty=True) + b"\n")
+        return ExitCode.OK
+    console = real_console(out)
+    if args.pager and console.is_terminal and os.environ.get("PAGER", "less") not in ("", "cat"):
+        _ensure_pager_env()
+        with console.pager(styles=True):
+            render(console, doc, full=args.full, all_branches=args.all)
+    else:
+        render(console, doc, full=args.full, all_branches=args.all)
     return ExitCode.OK
+
+
+def _ensure_pager_env() -> None:
+    """``less`` shows colours with -R and leaves a short conversation on screen with -F (git's defaults); a
+    user's own $LESS wins. Rich runs $PAGER (or ``less``) through pydoc's pager."""
+    if "LESS" not in os.environ:
+        os.environ["LESS"] = "FRX"

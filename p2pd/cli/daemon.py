@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from p2pd.cli import options
 from p2pd.cli.output import err, escape, human, print_json, print_rows, show_record, shown, when
 from p2pd.errors import ExitCode, InvalidInputError
 
@@ -16,7 +17,6 @@ if TYPE_CHECKING:  # httpx: imported by the commands that talk to the daemon, no
 
 
 def register(sub: Any) -> None:
-    from p2pd.agents.registry import import_targets
     s = sub.add_parser("serve", help="run the daemon: local HTTP API, MCP endpoint, inbox, handoffs")
     s.add_argument("--port", type=int, default=None, help="HTTP port (default: config 'port' or 8737; 0 = any)")
     s.add_argument("--host", default=None, help="address to bind (default 127.0.0.1; others need allow_remote)")
@@ -34,13 +34,16 @@ def register(sub: Any) -> None:
     s.add_argument("--json", action="store_true", help="machine-readable output")
     s.set_defaults(func=cmd_transfers)
 
-    s = sub.add_parser("inbox", help="conversations received by the daemon (list, show, import, rm)")
-    s.add_argument("action", nargs="?", choices=["list", "show", "import", "rm"], default="list")
-    s.add_argument("id", nargs="?", help="an inbox id (show, import, rm)")
-    s.add_argument("--to", choices=import_targets(), default="claude-code", help="agent to import into")
+    s = sub.add_parser("inbox", help="conversations received by the daemon (list, show, import, rm), and "
+                       "transfers waiting for your decision (accept, decline)")
+    s.add_argument("action", nargs="?", choices=["list", "show", "import", "rm", "accept", "decline"],
+                   default="list")
+    s.add_argument("id", nargs="?", help="an inbox id (show, import, rm) or a pending transfer id (accept, decline)")
+    options.add_agent(s, "the agent to import into (import; default: claude-code)")
     s.add_argument("--cwd", help="project folder to resume in (import; default: the conversation's, if it exists)")
     s.add_argument("--same-account", action="store_true", help="keep thinking blocks on import")
     s.add_argument("--json", action="store_true", help="machine-readable output")
+    options.usage_error(s)
     s.set_defaults(func=cmd_inbox)
 
     register_gc(sub)
@@ -54,6 +57,7 @@ def register(sub: Any) -> None:
     s.add_argument("--result", help="complete: what was done (the sender sees it)")
     s.add_argument("--reason", help="fail: why it could not be done (the sender sees it)")
     s.add_argument("--json", action="store_true", help="machine-readable output")
+    options.usage_error(s)
     s.set_defaults(func=cmd_handoffs)
 
 
@@ -107,7 +111,7 @@ def _client(why: str) -> DaemonClient:
 
 def _need_id(args: argparse.Namespace, what: str) -> str:
     if not args.id:
-        raise InvalidInputError(f"{what} needs an id")
+        args.usage(f"{what} needs an id")  # a usage error: exit 2, like argparse's own
     return str(args.id)
 
 
@@ -139,6 +143,14 @@ def cmd_inbox(args: argparse.Namespace) -> int:
     with _client("the inbox is the daemon's") as c:
         if args.action == "list":
             names = _device_names(c)
+            pending = c.get("/inbox/pending")
+            if pending and not args.json:
+                err.print("Waiting for your decision (`p2pd inbox accept ID` or `p2pd inbox decline ID`):")
+                print_rows(pending, as_json=False, empty="",
+                           columns=("id", "from", "title", "size", "since"),
+                           cells=lambda t: (shown(t["id"]), shown(t["detail"].get("device") or t["peer"]),
+                                            shown(t["title"]), human(t["detail"].get("raw_size") or t["size"]),
+                                            when(t["created_at"])))
             return print_rows(c.get("/inbox"), as_json=args.json,
                               empty="The inbox is empty. Receive with `p2pd receive CODE`, or have a paired device "
                                     "send here.",
@@ -149,10 +161,17 @@ def cmd_inbox(args: argparse.Namespace) -> int:
                                                str(e["messages"]), when(e["received_at"]),
                                                "yes" if e["imported"] else ""))
         ident = _need_id(args, f"inbox {args.action}")
-        if args.action == "show":
+        if args.action in ("accept", "decline"):
+            row = c.post(f"/transfers/{ident}/{args.action}", {})
+            if not args.json:
+                err.print(f"{'Accepted' if args.action == 'accept' else 'Declined'} {escape(ident)} "
+                          f"({shown(row['title'])}): {row['state']}.")
+                return ExitCode.OK
+        elif args.action == "show":
             row = c.get(f"/inbox/{ident}")
         elif args.action == "import":
-            row = c.post(f"/inbox/{ident}/import", {"to": args.to, "cwd": args.cwd, "same_account": args.same_account})
+            row = c.post(f"/inbox/{ident}/import", {"to": args.agent, "cwd": args.cwd,
+                                                     "same_account": args.same_account})
             if not args.json:
                 for w in row.get("warnings", []):
                     err.print(f"[yellow]note[/]: {shown(w)}")

@@ -11,6 +11,7 @@ import argparse
 import json
 from typing import Any
 
+from p2pd.cli import options
 from p2pd.cli.output import CliUI, err, escape, print_rows, run, shown
 from p2pd.errors import ExitCode
 
@@ -27,12 +28,14 @@ def register(sub: Any) -> None:
     s.add_argument("action", nargs="?", choices=["list", "rename", "remove", "name"], default="list")
     s.add_argument("args", nargs="*", help="rename DEVICE NEW-NAME | remove DEVICE | name [NEW-NAME]")
     s.add_argument("--json", action="store_true", help="machine-readable output")
+    options.usage_error(s)
     s.set_defaults(func=cmd_devices)
 
     s = sub.add_parser("links", help="links (groups of devices to send to at once): list, create, close, leave")
     s.add_argument("action", nargs="?", choices=["list", "create", "close", "leave"], default="list")
     s.add_argument("args", nargs="*", help="create NAME DEVICE… | close LINK | leave LINK")
     s.add_argument("--json", action="store_true", help="machine-readable output")
+    options.usage_error(s)
     s.set_defaults(func=cmd_links)
 
 
@@ -85,7 +88,6 @@ def cmd_devices(args: argparse.Namespace) -> int:
     from p2pd.daemon.devices import DeviceBook
     from p2pd.daemon.home import Home
     from p2pd.daemon.identity import load_identity, set_device_name
-    from p2pd.errors import InvalidInputError
 
     home = Home.default().ensure()
     if args.action == "name":
@@ -97,13 +99,13 @@ def cmd_devices(args: argparse.Namespace) -> int:
     book = DeviceBook(home.root)
     if args.action == "rename":
         if len(args.args) < 2:
-            raise InvalidInputError("usage: p2pd devices rename DEVICE NEW-NAME")
+            args.usage("rename needs DEVICE and NEW-NAME")
         d = book.rename(args.args[0], " ".join(args.args[1:]))
         err.print(f"Renamed {shown(d.device_id)} to [bold]{shown(d.name)}[/].")
         return ExitCode.OK
     if args.action == "remove":
         if len(args.args) != 1:
-            raise InvalidInputError("usage: p2pd devices remove DEVICE")
+            args.usage("remove needs one DEVICE")
         d = book.remove(args.args[0])
         err.print(f"Removed {shown(d.name)} ({shown(d.device_id)}); its key and secret are forgotten. "
                   "Pair again with `p2pd pair` to send to it.")
@@ -122,16 +124,15 @@ def _device_state(row: dict[str, Any]) -> str:
 
 def cmd_links(args: argparse.Namespace) -> int:
     from p2pd.daemon.client import DaemonClient
-    from p2pd.errors import InvalidInputError
 
     with DaemonClient.connect(why="links are kept by the daemon") as client:
         if args.action == "create":
             if len(args.args) < 2:
-                raise InvalidInputError("usage: p2pd links create NAME DEVICE [DEVICE…]")
+                args.usage("create needs NAME and at least one DEVICE")
             row = client.post("/links", {"name": args.args[0], "devices": args.args[1:]})
         elif args.action in ("close", "leave"):
             if len(args.args) != 1:
-                raise InvalidInputError(f"usage: p2pd links {args.action} LINK")
+                args.usage(f"{args.action} needs one LINK")
             row = client.post(f"/links/{args.args[0]}/{args.action}")
         else:
             return print_rows(client.get("/links"), as_json=args.json,

@@ -10,15 +10,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from p2pd.cli import netopts
-from p2pd.cli.conversations import load_conversation, redacted
-from p2pd.cli.output import CliUI, err, escape, human, run, shown, status
-from p2pd.errors import ExitCode, NotFoundError, P2pdError
+from p2pd.cli import netopts, options
+from p2pd.cli.conversations import import_json, load_conversation, redacted
+from p2pd.cli.output import CliUI, err, escape, human, print_json, run, shown, status
+from p2pd.errors import ConflictError, ExitCode, NotFoundError, P2pdError
+from p2pd.support.text import counted
 
 
 def register(sub: Any) -> None:
-    from p2pd.agents import registry
-
     s = sub.add_parser("send", help="send a conversation to another machine (pairing code, peer to peer)")
     s.add_argument("session", help="session id, unique prefix, 'latest', transcript path, or .a2a.json file")
     s.add_argument("--code", help="use this code (else one is made); '-' reads it from stdin; or $P2PD_CODE")
@@ -29,27 +28,31 @@ def register(sub: Any) -> None:
     s.add_argument("--fallback-dir", default=".", help="where to write the .a2a.json when no peer connects")
     s.add_argument("--to", metavar="DEVICE", help="send to a paired device, through the running daemon (no code)")
     s.add_argument("--link", metavar="LINK", help="send to every other member of a link, through the running daemon")
+    options.add_json(s)
     netopts.add(s)
     s.set_defaults(func=cmd_send)
 
     s = sub.add_parser("receive", help="receive a conversation sent with 'p2pd send'")
     s.add_argument("code", nargs="?", help="the sender's code ('-' reads stdin; default $P2PD_CODE; none: make "
                    "a code for the sender to use)")
-    s.add_argument("-o", "--output", default=".", help="folder for the received .a2a.json (default: here)")
+    s.add_argument("-o", "--output", default=".", help="folder for the received .a2a.json (default: here), or "
+                   "the file itself when it ends in .a2a.json")
     s.add_argument("--file", help="take a .a2a.json handed over as a file instead (the sender's fallback)")
     s.add_argument("--import", dest="do_import", action="store_true", help="import it for resume right away")
-    s.add_argument("--to", choices=registry.import_targets(), default="claude-code", help="agent to import into")
+    options.add_agent(s, "the agent to import into, with --import (default: claude-code)")
     s.add_argument("--cwd", help="project folder to resume in (with --import; default: the current directory)")
     s.add_argument("--same-account", action="store_true", help="keep thinking blocks on import")
     s.add_argument("--yes", action="store_true", help="accept the offer without asking")
     s.add_argument("--pretty", action="store_true", help="write the .a2a.json indented (default: compact)")
     s.add_argument("--signal", help="signaling server URL (default: $P2PD_SIGNAL, config, ws://127.0.0.1:8765)")
     s.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the sender (default 300)")
+    options.add_json(s)
     netopts.add(s)
     s.set_defaults(func=cmd_receive)
 
     s = sub.add_parser("demo", help="run the main job on this machine: signaling server, sender and receiver")
-    s.add_argument("session", help="a Claude Code transcript (.jsonl)")
+    s.add_argument("session", nargs="?", help="a Claude Code transcript (.jsonl); default: a small sample session "
+                   "shipped with p2pd")
     s.set_defaults(func=cmd_demo)
 
 
@@ -59,30 +62,91 @@ def cmd_send(args: argparse.Namespace) -> int:
         from p2pd.cli.daemon import send_via_daemon
 
         return send_via_daemon(args)
-    from p2pd.config import signal_url
+    from p2pd.agents.sources import streamable_session
+    from p2pd.config import DEFAULT_SIGNAL_URL, config_path, redact_default, signal_url
     from p2pd.exchange.handover import send_document
     from p2pd.pairing.codes import read_code
 
-    with status(f"Reading {args.session}…"):
-        doc = load_conversation(args.session)
-    doc = redacted(doc, args.redact)
+    streamable = None if (args.redact if args.redact is not None else redact_default()) \
+        else streamable_session(args.session)
+    if streamable is not None:
+        doc: Any = streamable  # converted while it is packed: memory bounded by a message, not the session
+        # which session `latest` (or a prefix) picked, before any code is shown
+        err.print(f"Sending the Claude Code session [bold]{shown(streamable.stem)}[/] ({escape(str(streamable))})")
+    else:
+        with status(f"Reading {escape(args.session)}…"):
+            doc = load_conversation(args.session)
+        doc = redacted(doc, args.redact)
+        err.print(f"Sending [bold]{shown(doc.title or doc.context_id)}[/] ({shown(doc.origin.platform)} session "
+                  f"{shown(doc.origin.session_id or doc.context_id)}, {counted(doc.counts.messages, 'message')})")
     code = read_code(args.code)
     url = args.signal or signal_url()
-    ui = CliUI(signal_url=url)
+    if not args.signal and url == DEFAULT_SIGNAL_URL:
+        err.print(f"[yellow]note[/]: no signaling server is configured, so this tries {escape(url)} (this machine). "
+                  f"Set one with --signal URL, $P2PD_SIGNAL, or signal = \"wss://…\" in {escape(str(config_path()))}.")
+    ui = CliUI(signal_url=url, qr=not args.json)
     outcome = run(send_document(doc, signal_url=url, code=str(code) if code else None, ui=ui,
                                 peer_timeout=args.timeout, fallback_dir=Path(args.fallback_dir),
                                 connect_timeout=netopts.apply(args)), ui)
+    about = outcome.about
     if outcome.sent:
         r = outcome.result
+        moving = max(0.0, r.elapsed - r.decision_seconds)
         resumed = f", {human(r.resumed_bytes)} already there" if r.resumed_bytes else ""
-        err.print(f"Sent [bold]{shown(doc.title or doc.context_id)}[/]: {human(r.bytes_sent)} in {r.elapsed:.1f}s"
-                  f"{resumed}; the receiver verified SHA-256 {r.sha256.hex()[:16]}…")
+        waited = f" (the receiver took {r.decision_seconds:.1f}s to accept)" if r.decision_seconds >= 0.05 else ""
+        if args.json:
+            print_json({"sent": True, "session": about, "code": outcome.code, "verification": outcome.verification,
+                        "bytes_sent": r.bytes_sent, "resumed_bytes": r.resumed_bytes, "seconds": round(moving, 3),
+                        "decision_seconds": round(r.decision_seconds, 3), "sha256": r.sha256.hex()})
+        err.print(f"Sent [bold]{shown(outcome.title)}[/]: {human(r.bytes_sent)}{resumed} in "
+                  f"{moving:.1f}s from acceptance to verified{waited}; the receiver checked SHA-256 "
+                  f"{r.sha256.hex()[:16]}…")
         return ExitCode.OK
     path = outcome.fallback_path
+    name = path.name if path else ""
+    if args.json:
+        print_json({"sent": False, "session": about, "fallback_file": str(path) if path else None,
+                    "reason": outcome.fallback_reason,
+                    "cause": outcome.fallback_cause.value if outcome.fallback_cause else None,
+                    "import_command": f"p2pd import {name}", "redacted": bool(_redacting(args))})
     err.print(f"[yellow]No peer connection[/] ({shown(outcome.fallback_reason or 'unknown reason')}).")
     err.print(f"The conversation was written to {escape(str(path))}; copy it to the other machine and run:")
-    print(f"p2pd import {path.name if path else ''}")
+    if not _redacting(args):
+        err.print("  [yellow]note[/]: the file is not redacted: any secrets in the conversation are in it as they "
+                  "are (--redact masks them)")
+    if not args.json:
+        print(f"p2pd import {name}")
+    else:
+        err.print(f"  p2pd import {escape(name)}")
     return ExitCode.FALLBACK_WRITTEN
+
+
+def _redacting(args: argparse.Namespace) -> bool:
+    from p2pd.config import redact_default
+
+    return bool(args.redact if args.redact is not None else redact_default())
+
+
+def _output(arg: str) -> tuple[Path, Path | None]:
+    """``-o``: a folder, or the output file itself when it ends in ``.a2a.json`` (which must not exist yet)."""
+    path = Path(arg)
+    if not path.name.endswith(".a2a.json") or path.is_dir():
+        return path, None
+    if path.exists():
+        raise ConflictError(f"{path} exists: choose another name, or remove it first")
+    return path.parent, path
+
+
+def _place(path: Path, target: Path | None) -> Path:
+    """Move the received file to the name asked for with ``-o NAME.a2a.json`` (never over another file)."""
+    if target is None or path == target:
+        return path
+    try:
+        os.link(path, target)  # no-clobber, atomic: the name appears complete or not at all
+    except FileExistsError:
+        raise ConflictError(f"{target} appeared meanwhile; the conversation is in {path}") from None
+    os.unlink(path)
+    return target
 
 
 def cmd_receive(args: argparse.Namespace) -> int:
@@ -90,17 +154,20 @@ def cmd_receive(args: argparse.Namespace) -> int:
     from p2pd.exchange.handover import receive_document
     from p2pd.pairing.codes import read_code
 
-    out_dir = Path(args.output)
+    out_dir, out_file = _output(args.output)
+    outcome = None
     if args.file:
         from p2pd.agents.sources import load_file
         from p2pd.exchange.handover import fallback_file
 
-        doc = load_file(args.file)
+        with status(f"Reading {escape(args.file)}…"):
+            doc: Any = load_file(args.file)
         path = Path(args.file)
-        if path.resolve().parent != out_dir.resolve():
-            path = fallback_file(doc, out_dir, pretty=args.pretty)
-        err.print(f"Read [bold]{shown(doc.title or doc.context_id)}[/] ({doc.counts.messages} messages) → "
-                  f"{escape(str(path))}")
+        if out_file is not None or path.resolve().parent != out_dir.resolve():
+            with status("Writing the conversation document…"):
+                path = _place(fallback_file(doc, out_dir, pretty=args.pretty), out_file)
+        err.print(f"Read [bold]{shown(doc.title or doc.context_id)}[/] ({counted(doc.counts.messages, 'message')}) "
+                  f"→ {escape(str(path))}")
     else:
         code = read_code(args.code)
         ui = CliUI(yes=args.yes, receiving=True)
@@ -108,33 +175,58 @@ def cmd_receive(args: argparse.Namespace) -> int:
         outcome = run(receive_document(signal_url=url, code=str(code) if code else None, ui=ui,
                                        out_dir=out_dir, peer_timeout=args.timeout,
                                        connect_timeout=netopts.apply(args), pretty=args.pretty), ui)
-        doc, path = outcome.document, outcome.path
-        err.print(f"Received [bold]{shown(doc.title or doc.context_id)}[/] ({doc.counts.messages} messages), "
-                  f"SHA-256 verified → {escape(str(path))}")
+        doc, path = outcome.summary, _place(outcome.path, out_file)
+        err.print(f"Received [bold]{shown(doc.title or doc.context_id)}[/] "
+                  f"({counted(doc.counts.messages, 'message')}), SHA-256 verified → {escape(str(path))}")
+    imported = None
     if args.do_import:
         from p2pd.agents.importing import import_document, target_name
 
-        result = import_document(doc, to=args.to, cwd=args.cwd, same_account=args.same_account)
+        if outcome is not None:
+            from p2pd.conversation.document_io import read_document
+
+            doc = read_document(path)  # read back from the file written: the import needs the whole of it
+        with status(f"Importing into {target_name(args.agent)}…"):
+            result = import_document(doc, to=args.agent, cwd=args.cwd, same_account=args.same_account)
+        imported = import_json(result, args.agent)
         for w in result.warnings:
             err.print(f"[yellow]note[/]: {escape(w)}")
-        err.print(f"Imported into {target_name(args.to)} as session {result.session_id}: {escape(str(result.path))}")
-        err.print("  resume with:")
-        print(result.resume_command)
-    else:
+        err.print(f"Imported into {target_name(args.agent)} as session {result.session_id}: "
+                  f"{escape(str(result.path))}")
+        if not args.json:
+            err.print("  resume with:")
+            print(result.resume_command)
+    elif not args.json:
         print(path)
+    if args.json:
+        print_json({"received": True, "file": str(path), "title": doc.title, "platform": doc.origin.platform,
+                    "session_id": doc.origin.session_id or doc.context_id, "messages": doc.counts.messages,
+                    "verification": outcome.verification if outcome else None,
+                    "bytes_received": outcome.bytes_received if outcome else 0,
+                    "resumed_bytes": outcome.resumed_bytes if outcome else 0, "imported": imported})
     return ExitCode.OK
 
 
 # ---------------------------------------------------------------- demo
+def sample_session() -> Path:
+    """The session ``p2pd demo`` hands over when none is given: the start of a real Claude Code session,
+    sanitized, installed with the package (source and license: ``demo_session.NOTICE.txt`` beside it)."""
+    from importlib import resources
+
+    return Path(str(resources.files("p2pd.cli").joinpath("demo_session.jsonl")))
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     """The main job on one machine: a signaling server, a receiver and a sender — three processes on loopback —
     hand a session across peer to peer, and the receiver imports it into a throwaway Claude home."""
     import re
     import subprocess
 
-    src = Path(args.session).resolve()
+    src = Path(args.session).resolve() if args.session else sample_session()
     if not src.is_file():
         raise NotFoundError(f"transcript not found: {src}")
+    if not args.session:
+        err.print("No session given: handing over the sample shipped with p2pd (`p2pd demo FILE` for one of yours).")
     work = Path(tempfile.mkdtemp(prefix="p2pd-demo-"))
     home, project, inbox = work / "claude-home", work / "project", work / "inbox"
     project.mkdir()
@@ -167,9 +259,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
         receiver = subprocess.run([py, "-m", "p2pd", "receive", code, "--yes", "-o", str(inbox), "--import",
                                    "--cwd", str(project)], env=env, capture_output=True, text=True, timeout=300)
         _, s_err = sender.communicate(timeout=60)
-        for text in (receiver.stderr, s_err):
+        # each side's lines under its own label: the two ran at the same time
+        for side, text in (("receiver", receiver.stderr), ("sender", "".join(early) + s_err)):
             for ln in text.strip().splitlines():
-                err.print(f"   {escape(ln)}")
+                err.print(f"   [bold]{side}:[/] {escape(ln)}")
         if receiver.returncode != 0 or sender.returncode != 0:
             raise P2pdError(f"the demo transfer failed (sender exit {sender.returncode}, "
                             f"receiver exit {receiver.returncode})")

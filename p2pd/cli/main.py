@@ -16,9 +16,9 @@ from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from p2pd import __version__
-from p2pd.cli import conversations, daemon, devices, exchange, hook
-from p2pd.cli.output import err, escape, shown
-from p2pd.errors import ExitCode, P2pdError, Party
+from p2pd.cli import completion, conversations, daemon, devices, examples, exchange, hook
+from p2pd.cli.output import err, escape, print_json, shown
+from p2pd.errors import ExitCode, InterruptedByUserError, P2pdError, Party
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -28,6 +28,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for group in (conversations, exchange, daemon, hook, devices):
         group.register(sub)
+    completion.register(sub, p)
+    for command in sub.choices.values():  # --debug also after the command (default only from the top level)
+        command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                             help="show tracebacks on errors")
+    examples.attach(p)
     return p
 
 
@@ -35,14 +40,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
     try:
+        from p2pd.config import load_config
+
+        load_config()  # a typo or bad value in the config file stops every command, naming the key
         return int(func(args))
-    except KeyboardInterrupt:
-        err.print("interrupted")
+    except KeyboardInterrupt:  # Ctrl-C: one line, exit 130, never a traceback (even with --debug)
+        err.print(("\n" if err.is_terminal else "") + "interrupted")
+        _json_error(args, InterruptedByUserError("interrupted"))
         return int(ExitCode.INTERRUPTED)
     except Exception as exc:  # one clear line, never a traceback without --debug
         if args.debug:
             raise
+        _json_error(args, exc)
         return report(exc)
+
+
+def _json_error(args: argparse.Namespace, exc: BaseException) -> None:
+    """With ``--json``, a failure is the one JSON object on stdout too: ``{"error", "cause", "exit_code", …}``."""
+    if getattr(args, "json", False):
+        wire = exc.to_wire() if isinstance(exc, P2pdError) else {
+            "error": f"unexpected {type(exc).__name__}: {exc}", "cause": "unexpected", "party": "local",
+            "exit_code": int(ExitCode.ERROR), "kind": type(exc).__name__}
+        print_json(wire)
 
 
 def entry() -> NoReturn:

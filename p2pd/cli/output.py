@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -20,7 +20,6 @@ from p2pd.support.text import visible
 
 if TYPE_CHECKING:  # rich is imported on first use: `p2pd --help` must not pay ~0.1 s for it
     from rich.console import Console
-    from rich.table import Table
 
 T = TypeVar("T")
 
@@ -79,8 +78,11 @@ def human(n: float) -> str:
 
 
 def status(message: str) -> AbstractContextManager[Any]:
-    """A spinner on a terminal, nothing otherwise (progress for long work)."""
-    return err.status(message) if err.is_terminal else nullcontext()
+    """A long step on a terminal: a spinner, ``message`` (rich markup) and the time spent so far; nothing when
+    stderr is not a terminal."""
+    from p2pd.cli.progress import working
+
+    return working(real_console(err), message) if err.is_terminal else nullcontext()
 
 
 def when(timestamp: str) -> str:
@@ -94,7 +96,7 @@ def print_json(value: Any) -> None:
 
 def print_rows(rows: list[dict[str, Any]], *, as_json: bool, empty: str, columns: tuple[str, ...],
                cells: Callable[[dict[str, Any]], tuple[str, ...]]) -> int:
-    """A list command's output: the rows as JSON, one line saying there are none, or a table.
+    """A list command's output: the rows as JSON, one line saying there are none, or a table (:func:`table`).
 
     ``cells`` returns rich markup: it must pass every value that is not ours through :func:`shown`."""
     if as_json:
@@ -102,23 +104,50 @@ def print_rows(rows: list[dict[str, Any]], *, as_json: bool, empty: str, columns
     elif not rows:
         err.print(empty)
     else:
-        from rich.table import Table
-
-        table = Table()
-        for name in columns:
-            _add_column(table, name)
-        for row in rows:
-            table.add_row(*cells(row))
-        out.print(table)
+        table(columns, [cells(row) for row in rows])
     return ExitCode.OK
 
 
-def _add_column(table: Table, name: str) -> None:
-    """Ids are never cut (they are what the next command needs); titles fold; the rest may be shortened."""
-    if name == "id":
-        table.add_column(name, no_wrap=True, min_width=19)
-    else:
-        table.add_column(name, overflow="fold" if name == "title" else "ellipsis")
+# How a column behaves in a terminal table: an id is never cut (the next command needs it), the title takes the
+# room that is left and folds, counts are right-aligned; other columns are shortened first.
+_IDS = {"id"}
+_TITLES = {"title"}
+_COUNTS = {"msgs", "size", "messages"}
+
+
+def table(columns: Sequence[str], rows: Sequence[Sequence[str]], plain: Sequence[Sequence[str]] | None = None,
+          plain_columns: Sequence[str] | None = None) -> None:
+    """Rows as a table on a terminal; as tab-separated lines when stdout is not a terminal (a header line, then
+    one line per row, full values, tabs and line breaks in them escaped: ``cut -f`` and ``awk -F'\\t'`` work).
+
+    ``rows`` are rich markup (foreign text through :func:`shown`); ``plain`` the full values for the piped
+    form, when they differ from what the table shows (else the markup's text is used), under ``plain_columns``
+    (else ``columns``)."""
+    if not out.is_terminal:
+        if plain is None:
+            from rich.text import Text
+
+            plain = [[Text.from_markup(cell).plain for cell in row] for row in rows]
+        lines = ["\t".join(plain_columns or columns),
+                 *("\t".join(visible(str(value), None) for value in row) for row in plain)]
+        sys.stdout.write("\n".join(lines) + "\n")
+        return
+    from rich import box
+    from rich.table import Table
+
+    grid = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    for name in columns:
+        if name in _IDS:
+            grid.add_column(name, no_wrap=True)
+        elif name in _TITLES:
+            grid.add_column(name, overflow="fold", ratio=1, min_width=min(30, max(12, out.width // 3)))
+        elif name in _COUNTS:
+            grid.add_column(name, no_wrap=True, justify="right")
+        else:
+            grid.add_column(name, no_wrap=True, overflow="ellipsis", max_width=24)
+    for row in rows:
+        grid.add_row(*row)
+    out.print(grid)
 
 
 def show_record(row: dict[str, Any]) -> None:
@@ -132,12 +161,15 @@ def show_record(row: dict[str, Any]) -> None:
 class CliUI:
     """Terminal side of send/receive/pair: the code, the verification string, the offer prompt, a progress bar."""
 
-    def __init__(self, *, yes: bool = False, receiving: bool = False, signal_url: str | None = None) -> None:
+    def __init__(self, *, yes: bool = False, receiving: bool = False, signal_url: str | None = None,
+                 qr: bool = True) -> None:
+        from p2pd.cli.progress import Activity
+
+        self.qr = qr  # False with --json: stdout holds only the JSON object
         self.yes = yes
         self.receiving = receiving
         self.signal_url = signal_url
-        self._progress: Any = None
-        self._task: Any = None
+        self.activity = Activity(real_console(err))
 
     def code_ready(self, code: str) -> None:
         if self.receiving:
@@ -151,37 +183,34 @@ class CliUI:
 
                 link = page_link(self.signal_url, code)
                 err.print(f"  or open in a browser: {escape(link)}", soft_wrap=True)
-                if sys.stdout.isatty():
+                if self.qr and sys.stdout.isatty():
                     out.print(qr_text(link), end="", highlight=False, markup=False)
 
     def paired(self, verification: str) -> None:
         err.print(f"Paired. Verification string (the same on both sides): [bold]{escape(verification)}[/]")
 
     def status(self, text: str) -> None:
+        self.activity.stop()
         err.print(f"[dim]{shown(text)}[/dim]")
 
     def progress(self, done: int, total: int) -> None:
-        if not err.is_terminal:
-            return
-        if self._progress is None:
-            from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
-
-            self._progress = Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
-                                      TransferSpeedColumn(), console=real_console(err),
-                                      transient=True)
-            self._progress.start()
-            self._task = self._progress.add_task("acknowledged", total=total)
-        self._progress.update(self._task, completed=done, total=total)
+        """The transfer's bar: payload bytes the receiver holds (acknowledged) of the total, with the percentage,
+        rate and time left."""
+        self.activity.transfer("receiving" if self.receiving else "sending", done, total)
         if done >= total:
-            self.stop()
+            self.activity.stop()
+
+    def stage(self, name: str, done: int | None = None, total: int | None = None) -> None:
+        """A long step (packing, decompressing, writing): a spinner with its name and elapsed time, bytes when
+        known. It ends when the next thing is said."""
+        self.activity.step(escape(name), done, total)
 
     def stop(self) -> None:
-        if self._progress is not None:
-            self._progress.stop()
-            self._progress = None
+        self.activity.stop()
 
     async def decide(self, offer: Any) -> bool:
         """Show the peer's offer (all of it peer text) and accept with ``--yes`` or when the user says so."""
+        self.activity.stop()
         info = offer.info
         err.print(f"Offered: [bold]{shown(info.title)}[/]")
         err.print(f"  from {shown(info.platform)} session {shown(info.session_id)}, {info.message_count} "
@@ -191,10 +220,37 @@ class CliUI:
         if not sys.stdin.isatty():
             err.print("[yellow]declining: no terminal to ask on (pass --yes to accept)[/]")
             return False
-        import asyncio
-
-        answer = await asyncio.to_thread(input, "Accept? [y/N] ")
+        answer = await ask("Accept? [y/N] ")
         return answer.strip().lower() in ("y", "yes")
+
+
+async def ask(prompt: str) -> str:
+    """Ask on the terminal and wait for one line without a thread: the event loop watches stdin, so Ctrl-C (or the
+    transfer ending) stops the wait at once — a thread blocked in ``input()`` kept the process alive after Ctrl-C,
+    then failed on the closed loop."""
+    import asyncio
+    import os
+
+    loop = asyncio.get_running_loop()
+    fd = sys.stdin.fileno()
+    line = bytearray()
+    answered: asyncio.Future[str] = loop.create_future()
+
+    def readable() -> None:
+        try:
+            data = os.read(fd, 4096)
+        except BlockingIOError:
+            return
+        line.extend(data)
+        if (not data or b"\n" in line) and not answered.done():
+            answered.set_result(line.split(b"\n", 1)[0].decode("utf-8", "replace"))
+
+    err.print(escape(prompt), end="")
+    loop.add_reader(fd, readable)
+    try:
+        return await answered
+    finally:
+        loop.remove_reader(fd)
 
 
 def run(main: Coroutine[Any, Any, T], ui: CliUI | None = None) -> T:

@@ -98,14 +98,15 @@ def read_document(path: str | os.PathLike[str], *, max_size: int = DEFAULT_MAX_S
 
 def parse_document(raw: bytes, *, source: str = "input") -> ConversationDocument:
     with bulk_work():
-        data = _loads(raw, source)
+        data = load_json(raw, source)
         try:
             return document_from_json(data, source=source)
         except RecursionError:  # pragma: no cover - check_depth keeps validation well inside the stack
             raise _too_deep(source) from None
 
 
-def _loads(raw: bytes, source: str) -> Any:
+def load_json(raw: bytes, source: str) -> Any:
+    """Parse JSON text (orjson, else ``json`` for what orjson refuses) and refuse nesting past MAX_DEPTH."""
     if orjson is not None:
         try:
             data = orjson.loads(raw)
@@ -157,6 +158,9 @@ def document_from_json(data: Any, *, source: str = "input") -> ConversationDocum
         raise InvalidInputError(f"wrong schema in {source} at $: expected a JSON object or an array of messages, "
                                 f"found {type(data).__name__}")
     fmt = data.get("format")
+    if fmt is None and not isinstance(data.get("messages"), list):  # any other JSON is not a conversation
+        raise InvalidInputError(f"{source} is not a conversation document: it has neither \"format\": "
+                                f"\"{FORMAT_NAME}\" nor a list of messages (export one with `p2pd export`)")
     if fmt is not None and fmt != FORMAT_NAME:
         raise InvalidInputError(f"wrong schema in {source} at $.format: expected {FORMAT_NAME!r}, found {fmt!r}")
     version = data.get("formatVersion", FORMAT_VERSION)

@@ -164,6 +164,25 @@ class Counts(_Model):
     malformed_lines: int = 0
     subagents: int = 0
 
+    def add(self, message: Message) -> None:
+        """Count one main-transcript message (its role, branch, tool calls and results)."""
+        from p2pd.conversation import media_types as mt
+
+        self.messages += 1
+        if message.role is Role.USER:
+            self.user_messages += 1
+        else:
+            self.agent_messages += 1
+        if message.p2pd.get("active", True):
+            self.active_messages += 1
+        else:
+            self.side_branch_messages += 1
+        for p in message.parts:
+            if p.media_type == mt.TOOL_USE:
+                self.tool_calls += 1
+            elif p.media_type == mt.TOOL_RESULT:
+                self.tool_results += 1
+
 
 class LineIssue(_Model):
     """A source line that could not be read as what it claims to be. It is kept (see ``Record``) and reported."""

@@ -61,18 +61,14 @@ def files_of(call: ToolCall) -> list[str]:
     return out
 
 
-def _open_todos(calls: list[ToolCall]) -> list[str]:
-    last: list[Any] | None = None
-    for c in calls:
-        if c.name == "TodoWrite" and isinstance(c.input, dict) and isinstance(c.input.get("todos"), list):
-            last = c.input["todos"]
+def _open_todos(last: list[Any] | None) -> list[str]:
     if not last:
         return []
     return [str(t.get("content", "")) for t in last if isinstance(t, dict) and t.get("status") != "completed"]
 
 
-def _open_team_tasks(doc: ConversationDocument) -> list[str]:
-    teams = (doc.metadata or {}).get("teams")
+def _open_team_tasks(metadata: dict[str, Any] | None) -> list[str]:
+    teams = (metadata or {}).get("teams")
     tasks = teams.get("tasks") if isinstance(teams, dict) else None
     if not isinstance(tasks, dict):
         return []
@@ -80,77 +76,105 @@ def _open_team_tasks(doc: ConversationDocument) -> list[str]:
             if isinstance(t, dict) and t.get("status") not in ("completed", "deleted")]
 
 
-def _title(active: list[Message], requests: list[Message]) -> str:
-    if requests:
-        return clip(_text(requests[0]), TITLE_MAX)
-    for m in active:  # no plain request: the first prompt with its markup tags taken out
-        if m.role is Role.USER and m.p2pd.get("kind", "prompt") == "prompt":
-            text = _TAG.sub(" ", _text(m)).strip()
-            if text:
-                return clip(text, TITLE_MAX)
-    return ""
+class SummaryBuilder:
+    """The title and summary built from the active messages one at a time (``add`` each, then ``finish``):
+    what it keeps is small (counts, ids, file names, the last todo list), not the messages."""
+
+    def __init__(self) -> None:
+        self.first_request: str | None = None
+        self.first_prompt: str | None = None
+        self.tools: Counter[str] = Counter()
+        self.n_calls = 0
+        self.calls: list[tuple[str, str]] = []  # (id, name) of calls with an id, in order
+        self.answered: set[str] = set()
+        self.files: dict[str, None] = {}
+        self.todos: list[Any] | None = None
+        self.ending: str | None = None  # the sentence the last message ends on, when it is a request/notice
+        self.last_words = ""
+
+    def add(self, m: Message) -> None:
+        request = is_request(m)
+        text = _text(m) if request or m.role is Role.USER or m.role is Role.AGENT else ""
+        if request and self.first_request is None:
+            self.first_request = text
+        if self.first_prompt is None and m.role is Role.USER and m.p2pd.get("kind", "prompt") == "prompt":
+            tagless = _TAG.sub(" ", text).strip()
+            if tagless:
+                self.first_prompt = tagless
+        for item in message_items(m):
+            if isinstance(item, ToolCall):
+                self.n_calls += 1
+                self.tools[item.name] += 1
+                if item.id:
+                    self.calls.append((item.id, item.name))
+                for f in files_of(item):
+                    self.files.setdefault(f)
+                if item.name == "TodoWrite" and isinstance(item.input, dict) and isinstance(
+                        item.input.get("todos"), list):
+                    self.todos = item.input["todos"]
+            elif isinstance(item, ToolResult):
+                self.answered.add(item.id)
+        if request:
+            self.ending = f"Ended: waiting for an answer to: {clip(text, _PART_MAX)}"
+        elif m.p2pd.get("kind") in ("info", "error", "warning") and text:
+            self.ending = f"Ended with a notice: {clip(text, _PART_MAX)}"
+        else:
+            self.ending = None
+        if m.role is Role.AGENT and m.p2pd.get("kind", "response") == "response" and text:
+            self.last_words = text
+
+    def title(self) -> str:
+        if self.first_request is not None:
+            return clip(self.first_request, TITLE_MAX)
+        return clip(self.first_prompt, TITLE_MAX) if self.first_prompt else ""
+
+    def finish(self, title: str, metadata: dict[str, Any] | None) -> tuple[str, str]:
+        """``(title, summary)``: ``title`` is kept unless it is empty or not a real request."""
+        if not title or title.startswith(_NOT_A_REQUEST[1:]):
+            title = self.title()
+        sentences: list[str] = []
+        if self.first_request is not None:
+            sentences.append(f"Asked: {clip(self.first_request, _PART_MAX)}")
+        elif title:
+            sentences.append(f"Asked: {title}")
+        if self.n_calls:
+            used = ", ".join(f"{name}×{n}" if n > 1 else name for name, n in self.tools.most_common(6))
+            if len(self.tools) > 6:
+                used += f" and {len(self.tools) - 6} more tools"
+            files = list(self.files)
+            done = f"Done: {self.n_calls} tool call{'s' if self.n_calls != 1 else ''} ({used})"
+            if files:
+                shown = ", ".join(f.rsplit("/", 1)[-1] for f in files[:5])
+                done += f"; files touched: {shown}" + (f" and {len(files) - 5} more" if len(files) > 5 else "")
+            sentences.append(done)
+        else:
+            sentences.append("Done: no tool calls")
+        if self.ending is not None:
+            sentences.append(self.ending)
+        elif self.last_words:
+            sentences.append(f"Ended: {clip(self.last_words, _PART_MAX)}")
+        open_items: list[str] = []
+        unanswered = [name for cid, name in self.calls if cid not in self.answered]
+        if unanswered:
+            open_items.append(f"{len(unanswered)} tool call(s) without a result ({unanswered[-1]})")
+        todos = _open_todos(self.todos)
+        if todos:
+            open_items.append(f"{len(todos)} todo item(s) not done: " + "; ".join(clip(t, 60) for t in todos[:3]))
+        tasks = _open_team_tasks(metadata)
+        if tasks:
+            open_items.append(f"{len(tasks)} team task(s) open: " + "; ".join(clip(t, 60) for t in tasks[:3]))
+        if open_items:
+            sentences.append("Open: " + "; ".join(open_items))
+        return title, clip(" ".join(s if s.endswith((".", "?", "!", "…")) else s + "." for s in sentences),
+                           SUMMARY_MAX)
 
 
 def summarize(doc: ConversationDocument) -> tuple[str, str]:
     """Set and return ``(doc.title, doc.summary)``."""
-    active = doc.active_messages()
-    requests = [m for m in active if is_request(m)]
-    if not doc.title or doc.title.startswith(_NOT_A_REQUEST[1:]):
-        doc.title = _title(active, requests)
-    calls: list[ToolCall] = []
-    answered: set[str] = set()
-    for m in active:
-        for item in message_items(m):
-            if isinstance(item, ToolCall):
-                calls.append(item)
-            elif isinstance(item, ToolResult):
-                answered.add(item.id)
-    sentences: list[str] = []
-    if requests:
-        sentences.append(f"Asked: {clip(_text(requests[0]), _PART_MAX)}")
-    elif doc.title:
-        sentences.append(f"Asked: {doc.title}")
-    if calls:
-        tools = Counter(c.name for c in calls)
-        used = ", ".join(f"{name}×{n}" if n > 1 else name for name, n in tools.most_common(6))
-        if len(tools) > 6:
-            used += f" and {len(tools) - 6} more tools"
-        files: list[str] = []
-        for c in calls:
-            for f in files_of(c):
-                if f not in files:
-                    files.append(f)
-        done = f"Done: {len(calls)} tool call{'s' if len(calls) != 1 else ''} ({used})"
-        if files:
-            shown = ", ".join(f.rsplit("/", 1)[-1] for f in files[:5])
-            done += f"; files touched: {shown}" + (f" and {len(files) - 5} more" if len(files) > 5 else "")
-        sentences.append(done)
-    else:
-        sentences.append("Done: no tool calls")
-    last = active[-1] if active else None
-    if last is not None and is_request(last):
-        sentences.append(f"Ended: waiting for an answer to: {clip(_text(last), _PART_MAX)}")
-    elif last is not None and last.p2pd.get("kind") in ("info", "error", "warning") and _text(last):
-        sentences.append(f"Ended with a notice: {clip(_text(last), _PART_MAX)}")
-    else:
-        last_words = next((t for m in reversed(active) if m.role is Role.AGENT
-                           and m.p2pd.get("kind", "response") == "response" and (t := _text(m))), "")
-        if last_words:
-            sentences.append(f"Ended: {clip(last_words, _PART_MAX)}")
-    open_items: list[str] = []
-    unanswered = [c for c in calls if c.id and c.id not in answered]
-    if unanswered:
-        open_items.append(f"{len(unanswered)} tool call(s) without a result ({unanswered[-1].name})")
-    todos = _open_todos(calls)
-    if todos:
-        open_items.append(f"{len(todos)} todo item(s) not done: " + "; ".join(clip(t, 60) for t in todos[:3]))
-    tasks = _open_team_tasks(doc)
-    if tasks:
-        open_items.append(f"{len(tasks)} team task(s) open: " + "; ".join(clip(t, 60) for t in tasks[:3]))
-    if open_items:
-        sentences.append("Open: " + "; ".join(open_items))
-    doc.summary = clip(" ".join(s if s.endswith((".", "?", "!", "…")) else s + "." for s in sentences),
-                       SUMMARY_MAX)
+    builder = SummaryBuilder()
+    for m in doc.active_messages():
+        builder.add(m)
+    doc.title, doc.summary = builder.finish(doc.title, doc.metadata)
     return doc.title, doc.summary
 
 

@@ -61,6 +61,8 @@ HTTP_STATUS: dict[Cause, int] = {
     Cause.PROTOCOL: 502,
     Cause.BUSY: 409,
     Cause.DECLINED: 409,
+    Cause.NOT_ALLOWED: 403,
+    Cause.RATE_LIMITED: 429,
     Cause.CANCELLED: 409,
     Cause.TRANSFER_FAILED: 502,
     Cause.DEVICE_OFFLINE: 503,
@@ -350,6 +352,18 @@ def _routes(service: DaemonService) -> APIRouter:
     @r.post("/transfers/{transfer_id}/cancel", response_model=TransferRow, tags=["transfers"])
     async def cancel_transfer(transfer_id: str, req: Annotated[CancelRequest | None, Body()] = None) -> TransferRow:
         return await service.cancel_transfer(transfer_id, (req or CancelRequest()).reason)
+
+    @r.post("/transfers/{transfer_id}/accept", response_model=TransferRow, tags=["inbox"])
+    async def accept_transfer(transfer_id: str) -> TransferRow:
+        return await service.answer_transfer(transfer_id, True)
+
+    @r.post("/transfers/{transfer_id}/decline", response_model=TransferRow, tags=["inbox"])
+    async def decline_transfer(transfer_id: str) -> TransferRow:
+        return await service.answer_transfer(transfer_id, False)
+
+    @r.get("/inbox/pending", response_model=list[TransferRow], tags=["inbox"])
+    async def pending() -> list[TransferRow]:
+        return await service.pending_transfers()
 
     @r.get("/inbox", response_model=list[InboxRow], tags=["inbox"])
     async def inbox(limit: Limit = 100) -> list[InboxRow]:

@@ -49,6 +49,9 @@ class TransferUI:
     def progress(self, done: int, total: int) -> None:
         self._progress(done, total)
 
+    def stage(self, name: str, done: int | None = None, total: int | None = None) -> None:
+        self.store.update_transfer(self.transfer_id, detail={"status": name})
+
     async def decide(self, offer: Any) -> bool:
         info = offer.info
         await asyncio.to_thread(self.store.update_transfer, self.transfer_id, title=info.title,

@@ -13,9 +13,12 @@ import asyncio
 import contextlib
 import functools
 import logging
+import time
 from pathlib import Path
 from typing import Any, Protocol
 
+from p2pd.config import ReceiveLimits
+from p2pd.daemon.accept_policy import Accepted, AcceptPolicy, Decision
 from p2pd.daemon.device_session import DeviceSession
 from p2pd.daemon.device_state import backoff
 from p2pd.daemon.devices import Device
@@ -23,11 +26,12 @@ from p2pd.daemon.links import LinkBook
 from p2pd.daemon.offer_desk import OfferDesk
 from p2pd.daemon.outbox import outbox_info
 from p2pd.daemon.peer_protocol import HandoffOffer, TransferStart
+from p2pd.daemon.pending import PendingOffers
 from p2pd.daemon.running import ProgressWriter, RunningTransfers
 from p2pd.daemon.store import Store, TransferRow
 from p2pd.daemon.transfers import Ending, TransferState, incoming_ending, outgoing_ending
-from p2pd.errors import BusyError, Cause, ConflictError, DeclinedError, P2pdError
-from p2pd.transfer.channel import TransferControl, receive_blob, send_blob
+from p2pd.errors import BusyError, Cause, ConflictError, DeclinedError, P2pdError, TooLargeError
+from p2pd.transfer.channel import Refusal, TransferControl, receive_blob, send_blob
 from p2pd.transfer.frames import Offer
 
 log = logging.getLogger("p2pd.network")
@@ -55,7 +59,7 @@ class NetworkHost(Protocol):
 
 class DeviceTransfers:
     def __init__(self, host: NetworkHost, links: LinkBook, partial: Path, offers: OfferDesk, *,
-                 idle_timeout: float) -> None:
+                 idle_timeout: float, policy: AcceptPolicy, limits: ReceiveLimits) -> None:
         self.host = host
         self.offers = offers
         self.store = host.store
@@ -63,6 +67,9 @@ class DeviceTransfers:
         self.links = links
         self.partial = partial  # verified blobs land here; cut-off ones wait to resume
         self.idle_timeout = idle_timeout
+        self.policy = policy  # what incoming transfers are taken, refused or asked about (accept_policy.py)
+        self.limits = limits  # the receive caps (config.py)
+        self.pending = PendingOffers()  # incoming transfers waiting for a person's decision
 
     async def _update(self, tid: str, **fields: Any) -> None:
         await asyncio.to_thread(self.store.update_transfer, tid, **fields)
@@ -137,18 +144,18 @@ class DeviceTransfers:
         # A handoff tag counts only for a handoff this daemon was granted by this device; any other is ignored.
         hid = await asyncio.to_thread(self.offers.honoured, start.handoff, device.device_id)
 
-        async def decide(offer: Offer) -> bool:
+        async def decide(offer: Offer) -> bool | Refusal:
             if start.link is not None and not self.links.accepts(start.link, device.device_id):
                 return False
             row = await asyncio.to_thread(
                 self.store.create_transfer, "in", device.device_id, title=offer.info.title,
                 size=offer.compressed_size, sha256=offer.sha256.hex(), blob_path=None,
-                handoff_id=hid, link_id=start.link)
+                handoff_id=hid, link_id=start.link,
+                detail={"raw_size": offer.raw_size, "device": device.name})
             row_id.append(row.id)
             progress.append(ProgressWriter(self.store, row.id))
             self.running.add(row.id, control, asyncio.current_task())
-            await self._update(row.id, state=TransferState.RUNNING)
-            return True
+            return await self._judge(device, row.id, offer, claimed_handoff=start.handoff is not None)
 
         try:
             link = await session.open_link(start.tid, "answer")
@@ -156,7 +163,10 @@ class DeviceTransfers:
                 received = await receive_blob(link.channel, self.partial, decide=decide,
                                               on_progress=lambda done, total: progress[0](done, total),
                                               idle_timeout=self.idle_timeout, max_message_size=MESSAGE_SIZE,
-                                              control=control, validate=readable_blob)
+                                              control=control, max_raw_size=self.limits.max_size,
+                                              min_rate=self.limits.min_rate, rate_window=self.limits.rate_window,
+                                              validate=functools.partial(readable_blob,
+                                                                         max_size=self.limits.max_size))
             finally:
                 await link.close()
             if hid is not None and await asyncio.to_thread(self.offers.honoured, hid, device.device_id) is None:
@@ -168,8 +178,9 @@ class DeviceTransfers:
                                        "path": link.path.to_dict() if link.path is not None else None})
             if hid is not None and output:  # imported by this daemon (accept_handoffs): the handoff is done
                 await self.offers.complete(hid, "imported by the receiving daemon", output=output)
-        except (DeclinedError, BusyError):
-            return  # we declined (a closed link) or are busy: the sender hears it from the transfer protocol
+        except (DeclinedError, BusyError, TooLargeError):
+            return  # we declined (policy, person, closed link), are busy or over a cap: the sender hears it from
+            # the transfer protocol (the row, if any, already ended with the cause)
         except (P2pdError, OSError) as exc:
             ending = incoming_ending(exc, cancelled=control.cancelled)
             if row_id:
@@ -182,6 +193,44 @@ class DeviceTransfers:
         finally:
             if row_id:
                 self.running.remove(row_id[0], control)
+
+    async def _judge(self, device: Device, tid: str, offer: Offer, *, claimed_handoff: bool) -> bool | Refusal:
+        """The accept policy's verdict on an offer (its row is ``tid``): refused with a typed code, accepted, or
+        held pending until a person answers (:meth:`answer`)."""
+        sha = offer.sha256.hex()
+        recent = await asyncio.to_thread(self._accepted_from, device.device_id)
+        verdict = self.policy.judge(device_id=device.device_id, device_name=device.name, sha256=sha,
+                                    size=offer.raw_size, recent=recent, now=time.time(),
+                                    claimed_handoff=claimed_handoff)
+        if verdict.decision is Decision.REFUSE:
+            await asyncio.to_thread(self.store.end_transfer, tid, TransferState.FAILED,
+                                    error=f"refused by the accept policy: {verdict.reason}", cause=verdict.cause)
+            log.info("refused a transfer from %s: %s", device.name, verdict.reason)
+            return Refusal(verdict.code, verdict.reason)
+        if verdict.decision is Decision.ASK:
+            await self._update(tid, detail={"pending": True})
+            accepted = await self.pending.ask(tid)
+            await self._update(tid, detail={"pending": False})
+            if not accepted:
+                await asyncio.to_thread(self.store.end_transfer, tid, TransferState.FAILED, error="declined here",
+                                        cause=Cause.DECLINED)
+                return False
+        await self._update(tid, state=TransferState.RUNNING, detail={"accepted_at": time.time()})
+        return True
+
+    def _accepted_from(self, device_id: str) -> list[Accepted]:
+        """What was accepted from a device lately (its rows marked ``accepted_at``)."""
+        out = []
+        for row in self.store.list_transfers(limit=1000):
+            at = row.detail.get("accepted_at")
+            if row.direction == "in" and row.peer == device_id and isinstance(at, int | float):
+                size = row.detail.get("raw_size")
+                out.append(Accepted(row.sha256, size if isinstance(size, int) else row.size, float(at)))
+        return out
+
+    def answer(self, tid: str, accept: bool) -> None:
+        """A person's answer to a pending incoming transfer (ConflictError when none waits)."""
+        self.pending.answer(tid, accept)
 
     def stop_link_transfers(self, stopped: Any, reason: str) -> list[str]:
         """Cancel queued outgoing transfers ``stopped(row)`` selects (in the store; call in a thread); returns the
@@ -197,12 +246,13 @@ class DeviceTransfers:
         return running
 
 
-def readable_blob(path: Path) -> None:
+def readable_blob(path: Path, max_size: int | None = None) -> None:
     """The receive side's check before a verified blob is kept: it must parse as a conversation."""
     from p2pd.blob import container as blob
     from p2pd.conversation.document_io import parse_document
 
-    parse_document(blob.read(path), source="the received conversation")
+    raw = blob.read(path) if max_size is None else blob.read(path, max_raw_size=max_size)
+    parse_document(raw, source="the received conversation")
 
 
 def _forget(table: dict[str, Any], key: str, _task: object) -> None:

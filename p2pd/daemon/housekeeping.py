@@ -15,6 +15,7 @@ thread.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -169,3 +170,19 @@ def prune(root: Path, store: Store, limits: Limits, *, everything: bool = False,
 
 
 __all__ = ["Item", "Limits", "needed_blobs", "plan", "prune", "remove", "usage"]
+
+
+def sweep_stale_staging() -> int:
+    """At start-up: what killed processes left staged — send work folders in the temp folder and imports'
+    staging folders beside Claude Code sessions — once untouched for an hour and held by no live process
+    (``p2pd.support.staging``). Partials are the device network's (``partial_max_age_hours``)."""
+    import tempfile
+
+    from p2pd.agents.claude_code.importer import sweep_stale_imports
+    from p2pd.exchange.handover import SEND_WORK_PREFIX
+    from p2pd.support.staging import sweep
+
+    removed = sweep(Path(tempfile.gettempdir()), f"{SEND_WORK_PREFIX}*") + sweep_stale_imports()
+    if removed:
+        logging.getLogger(__name__).info("removed %d stale staging folders", removed)
+    return removed

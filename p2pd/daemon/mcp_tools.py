@@ -7,7 +7,7 @@ without reading the prose. The bearer token is checked by the
 API's middleware before a request reaches the MCP transport.
 
 Tools: list_sessions, export_conversation, send_conversation, list_transfers, get_transfer, list_inbox,
-import_conversation, handoff, get_handoff; for the receiving agent (the worker): list_offered_handoffs,
+answer_transfer, import_conversation, handoff, get_handoff; for the receiving agent (the worker): list_offered_handoffs,
 get_offered_handoff, claim_handoff, start_handoff, complete_handoff, fail_handoff.
 """
 
@@ -96,8 +96,16 @@ def build_mcp(service: DaemonService) -> MCPServer:
 
     @mcp.tool()
     async def list_inbox(limit: Annotated[int, Field(ge=1, le=500)] = 50) -> dict[str, Any]:
-        """Conversations received on this machine (verified), newest first, with any handoff they belong to."""
-        return {"inbox": [r.to_json() for r in await _call(service.list_inbox(limit))]}
+        """Conversations received on this machine (verified), newest first, with any handoff they belong to; and
+        `pending`: incoming transfers waiting for a decision (the accept policy asks) — see answer_transfer."""
+        return {"inbox": [r.to_json() for r in await _call(service.list_inbox(limit))],
+                "pending": [r.to_json() for r in await _call(service.pending_transfers())]}
+
+    @mcp.tool()
+    async def answer_transfer(transfer_id: str, accept: bool) -> dict[str, Any]:
+        """Accept (true) or decline (false) an incoming transfer waiting for a decision (list_inbox's
+        `pending`). The sender is told; a declined one is never stored here."""
+        return (await _call(service.answer_transfer(transfer_id, accept))).to_json()
 
     @mcp.tool()
     async def import_conversation(inbox_id: str, to: Literal["claude-code", "codex"] = "claude-code",

@@ -16,7 +16,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from p2pd.config import ReceiveLimits, receive_limits
 from p2pd.conversation.model import ConversationDocument
+from p2pd.daemon.accept_policy import AcceptPolicy, configured_policy
 from p2pd.daemon.device_session import DeviceSession
 from p2pd.daemon.device_state import DeviceState
 from p2pd.daemon.device_transfers import DeviceTransfers, NetworkHost
@@ -52,7 +54,10 @@ PARTIAL_MAX_AGE = 7 * 24 * 3600.0  # seconds a cut-off receive waits for its res
 class DeviceNetwork:
     def __init__(self, folder: Path, identity: Identity, host: NetworkHost, signal_url: str, *,
                  connect_timeout: float | None = None, idle_timeout: float = 30.0,
-                 partial_max_age: float = PARTIAL_MAX_AGE) -> None:
+                 partial_max_age: float = PARTIAL_MAX_AGE, policy: AcceptPolicy | None = None,
+                 limits: ReceiveLimits | None = None) -> None:
+        """``policy``: what incoming transfers are taken (default: the config file's ``[accept]``); ``limits``:
+        the receive caps (default: the configured ones)."""
         self.folder = folder
         self.identity = identity
         self.host = host
@@ -72,7 +77,9 @@ class DeviceNetwork:
         self.outbox = folder / "outbox"
         self.sessions: dict[str, DeviceSession] = {}
         self.offers = OfferDesk(self)  # handoffs paired devices offer to this daemon
-        self.transfers = DeviceTransfers(host, self.links, self.partial, self.offers, idle_timeout=idle_timeout)
+        self.transfers = DeviceTransfers(host, self.links, self.partial, self.offers, idle_timeout=idle_timeout,
+                                         policy=policy if policy is not None else configured_policy(),
+                                         limits=limits if limits is not None else receive_limits())
         self._watcher: asyncio.Task[None] | None = None
         self._stopping: set[asyncio.Task[None]] = set()
 

@@ -13,11 +13,13 @@ import asyncio
 import contextlib
 import ipaddress
 import logging
+import os
 import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from p2pd.daemon.home import Home
@@ -55,8 +57,30 @@ def url_for(host: str, port: int) -> str:
     return f"http://{shown}:{port}"
 
 
-def systemd_unit() -> str:
-    return resources.files("p2pd.daemon").joinpath("p2pd.service").read_text(encoding="utf-8")
+def systemd_unit(command: str | None = None) -> str:
+    """The systemd user unit, its ``ExecStart`` running ``command`` (default: :func:`p2pd_command`)."""
+    template = resources.files("p2pd.daemon").joinpath("p2pd.service").read_text(encoding="utf-8")
+    return template.replace("@P2PD@", command or p2pd_command())
+
+
+def p2pd_command(argv0: str | None = None) -> str:
+    """How systemd starts this very p2pd, as an ``ExecStart`` command: the ``p2pd`` program being run (its absolute
+    path, not resolved through symlinks, so pipx's and uv's ``~/.local/bin/p2pd`` survive upgrades), else the
+    ``p2pd`` beside this interpreter (``python -m p2pd`` in a venv), else the interpreter with ``-m p2pd``."""
+    program = Path(sys.argv[0] if argv0 is None else argv0)
+    sibling = Path(sys.executable).parent / "p2pd"
+    for candidate in (program, sibling):
+        if candidate.name == "p2pd" and candidate.is_file() and os.access(candidate, os.X_OK):
+            return _systemd_word(os.path.abspath(candidate))
+    return f"{_systemd_word(sys.executable)} -m p2pd"
+
+
+def _systemd_word(word: str) -> str:
+    """``word`` as one ExecStart word: ``%`` and ``$`` doubled (systemd expands them), quoted when it has spaces."""
+    word = word.replace("%", "%%").replace("$", "$$")
+    if any(c.isspace() or c in "\\\"'" for c in word):
+        word = '"' + word.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return word
 
 
 def _server_class() -> Any:

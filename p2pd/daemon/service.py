@@ -19,11 +19,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
-
 from p2pd.agents.sources import document_file_name
 from p2pd.conversation.document_io import write_document
 from p2pd.conversation.model import ConversationDocument
+from p2pd.daemon import housekeeping
 from p2pd.daemon.code_transfers import CodeTransfers
 from p2pd.daemon.handoff_work import HandoffWork, session_context
 from p2pd.daemon.handoffs import FINAL, HandoffPackage, attach_package
@@ -32,6 +31,7 @@ from p2pd.daemon.inbox import Inbox, document_stats, file_sha256
 from p2pd.daemon.outbox import pack_outbox
 from p2pd.daemon.running import RunningTransfers
 from p2pd.daemon.store import TRANSFER_FINAL, HandoffRow, InboxRow, Store, TransferRow, new_id
+from p2pd.daemon.targets import NoNetworkError, SendTo
 from p2pd.daemon.transfers import TransferState
 from p2pd.errors import Cause, ConflictError, InvalidInputError, NotFoundError
 
@@ -46,40 +46,6 @@ log = logging.getLogger("p2pd.daemon")
 CANCEL_GRACE = 3.0  # seconds a cancelled transfer may take to tell its peer before its task is stopped
 CHORES_EVERY = 30.0  # seconds between housekeeping rounds (at most)
 PRUNE_EVERY = 3600.0  # seconds between prunings of the outbox and partial receives
-
-
-class NoNetworkError(ConflictError):
-    """A device or link send without a device network (HTTP 409)."""
-
-    cause = Cause.NO_NETWORK
-
-    def __init__(self) -> None:
-        super().__init__("no device network: start the daemon with a signaling server and pair a device first "
-                         "(`p2pd pair`), or send to a code instead")
-
-
-class SendTo(BaseModel):
-    """Exactly one of: a paired ``device`` (id or name), a pairing ``code`` (``""`` or null: make a new one), a
-    fan-out ``link``."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    device: str | None = Field(default=None, max_length=200)
-    code: str | None = Field(default=None, max_length=200)
-    link: str | None = Field(default=None, max_length=200)
-
-    @model_validator(mode="after")
-    def _exactly_one(self) -> SendTo:
-        given = [k for k in ("device", "code", "link") if k in self.model_fields_set]
-        if len(given) != 1:
-            raise ValueError("'to' needs exactly one of device, code or link")
-        if given[0] != "code" and not getattr(self, given[0]):
-            raise ValueError(f"'to.{given[0]}' must not be empty")
-        return self
-
-    @property
-    def kind(self) -> str:
-        return next(k for k in ("device", "code", "link") if k in self.model_fields_set)
 
 
 class DaemonService:
@@ -101,6 +67,7 @@ class DaemonService:
     async def start(self) -> list[TransferRow]:
         """Mark what a previous daemon left running as interrupted (returned), then start the network."""
         await asyncio.to_thread(self.home.ensure)
+        await asyncio.to_thread(housekeeping.sweep_stale_staging)
         interrupted = await asyncio.to_thread(self.store.interrupted_transfers)
         if self.network is not None:
             await self.network.start()
@@ -265,6 +232,27 @@ class DaemonService:
         await asyncio.to_thread(self.store.end_transfer, transfer_id, TransferState.CANCELLED, error=reason,
                                 cause=Cause.CANCELLED)
         return await asyncio.to_thread(self.store.get_transfer, transfer_id)
+
+    async def answer_transfer(self, transfer_id: str, accept: bool) -> TransferRow:
+        """Accept or decline an incoming transfer the accept policy holds pending (``ask``); returns its row once
+        the answer took effect (409 when it waits for no decision)."""
+        await asyncio.to_thread(self.store.get_transfer, transfer_id)  # 404 for an unknown id
+        if self.network is None:
+            raise ConflictError(f"transfer {transfer_id} is not waiting for a decision")
+        self.network.transfers.answer(transfer_id, accept)
+        loop = asyncio.get_running_loop()
+        end = loop.time() + 5.0
+        while True:
+            row = await asyncio.to_thread(self.store.get_transfer, transfer_id)
+            if not row.detail.get("pending") or loop.time() >= end:
+                return row
+            await asyncio.sleep(0.02)
+
+    async def pending_transfers(self) -> list[TransferRow]:
+        """Incoming transfers waiting for a decision (shown with the inbox), oldest first."""
+        ids = self.network.transfers.pending.ids() if self.network is not None else []
+        rows = [await asyncio.to_thread(self.store.get_transfer, tid) for tid in ids]
+        return sorted(rows, key=lambda r: r.created_at)
 
     # ------------------------------------------------------------ what paired devices send (the network's host)
     async def accept_conversation(self, device: Device, blob_path: Path, *, transfer_id: str,

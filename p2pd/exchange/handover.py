@@ -26,14 +26,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from p2pd.agents.sources import document_file_name
-from p2pd.blob import container as blob
-from p2pd.conversation.document_io import dumps, parse_document, write_document
+from p2pd.agents.sources import document_file_name, safe_file_stem
+from p2pd.config import ReceiveLimits
+from p2pd.conversation.document_io import read_document, write_document
 from p2pd.conversation.model import ConversationDocument
 from p2pd.errors import Cause, ConflictError, P2pdError, TransferFailedError
 from p2pd.exchange.notice import GRACE, PeerSignals, sender_fell_back, tell_receiver
+from p2pd.exchange.packing import Unpacked, blob_to_file, pack, place, unpack
+from p2pd.support import staging
 
 DAEMON_MESSAGE_SIZE = 65536
+SEND_WORK_PREFIX = "p2pd-send-"  # the send's work folder in the temp folder (swept at start-up once stale)
 
 
 class UI(Protocol):
@@ -46,6 +49,10 @@ class UI(Protocol):
     def status(self, text: str) -> None: ...
 
     def progress(self, done: int, total: int) -> None: ...
+
+    def stage(self, name: str, done: int | None = None, total: int | None = None) -> None:
+        """A long step under way ("packing the conversation", "decompressing and checking…"), with bytes done
+        of ``total`` when known; it ends when anything else is reported."""
 
     async def decide(self, offer: Any) -> bool: ...
 
@@ -70,6 +77,9 @@ class QuietUI:
     def progress(self, done: int, total: int) -> None:
         pass
 
+    def stage(self, name: str, done: int | None = None, total: int | None = None) -> None:
+        pass
+
     async def decide(self, offer: Any) -> bool:
         return self.accept
 
@@ -84,11 +94,13 @@ class SendOutcome:
     fallback_reason: str | None = None
     ice_path: Any = None  # p2pd.transfer.ice.IcePath: the path the connection took
     fallback_cause: Cause | None = None  # why there was no peer connection, as data
+    title: str = ""  # the conversation's title (or its id), as offered
+    about: dict[str, Any] = field(default_factory=dict)  # title, platform, session_id, messages
 
 
 @dataclass
 class ReceiveOutcome:
-    document: ConversationDocument
+    summary: Unpacked  # title, context id, counts: what was checked while the document was written
     path: Path
     verification: str | None = None
     bytes_received: int = 0
@@ -96,6 +108,11 @@ class ReceiveOutcome:
     imported: Any = None
     ice_path: Any = None  # p2pd.transfer.ice.IcePath
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def document(self) -> ConversationDocument:
+        """The whole document, read back from the file written (in memory: only for an import)."""
+        return read_document(self.path)
 
 
 def fallback_file(doc: ConversationDocument, folder: Path, *, pretty: bool = False) -> Path:
@@ -113,28 +130,19 @@ def fallback_file(doc: ConversationDocument, folder: Path, *, pretty: bool = Fal
     raise ConflictError(f"could not find a free file name for {base}.a2a.json in {folder}")
 
 
-async def _write_blobs(doc: ConversationDocument, folder: Path) -> tuple[Path, Path]:
-    """The conversation packed twice: lz4 (every peer speaks it: the page) and zstd (2.3x smaller, as fast to
-    make; offered instead when the receiver's HELLO lists it)."""
-    def work() -> tuple[Path, Path]:
-        raw = dumps(doc, pretty=False)
-        paths = folder / "conversation.a2a.p2pd", folder / "conversation.zstd.a2a.p2pd"
-        for path, codec in zip(paths, ("lz4", "zstd"), strict=True):
-            path.write_bytes(blob.encode(raw, codec))
-        return paths
-
-    return await asyncio.to_thread(work)
-
-
-async def send_document(doc: ConversationDocument, *, signal_url: str, code: str | None, ui: UI,
+async def send_document(doc: ConversationDocument | Path, *, signal_url: str, code: str | None, ui: UI,
                         peer_timeout: float = 300.0, connect_timeout: float = 30.0,
                         idle_timeout: float = 30.0, fallback_dir: Path | None = None,
                         control: Any = None) -> SendOutcome:
-    """Send one conversation. Raises WrongCodeError / DeclinedError / TransferFailedError (after the peer
+    """Send one conversation: a document, or a Claude Code session file converted as it is packed (memory
+    bounded by a message, not the session; :mod:`p2pd.exchange.packing`). Raises WrongCodeError / DeclinedError /
+    TransferFailedError (after the peer
     connected); falls back to a file (``SendOutcome.sent == False``) when no peer could be reached."""
     from p2pd.pairing.client import Rendezvous
 
-    work = Path(tempfile.mkdtemp(prefix="p2pd-send-"))
+    await asyncio.to_thread(staging.sweep, Path(tempfile.gettempdir()), f"{SEND_WORK_PREFIX}*")  # killed sends'
+    work = Path(tempfile.mkdtemp(prefix=SEND_WORK_PREFIX))
+    held = staging.hold(work)  # (a sweep by another process leaves it alone while this one lives)
     rv: Rendezvous | None = None
     link = None
     outcome = SendOutcome(sent=False)
@@ -142,17 +150,23 @@ async def send_document(doc: ConversationDocument, *, signal_url: str, code: str
     async def fall_back(reason: str, cause: Cause) -> SendOutcome:
         outcome.fallback_reason = reason
         outcome.fallback_cause = cause
-        outcome.fallback_path = await asyncio.to_thread(fallback_file, doc, fallback_dir or Path.cwd())
+        outcome.fallback_path = await asyncio.to_thread(blob_to_file, packed.zstd, fallback_dir or Path.cwd(),
+                                                        safe_file_stem(packed.context_id))
         return outcome
 
     try:
-        blob_path, zstd_path = await _write_blobs(doc, work)
-        ui.status(f"conversation packed: {zstd_path.stat().st_size} bytes compressed")
+        ui.stage("packing the conversation")
+        packed = await asyncio.to_thread(pack, doc, work)
+        outcome.title = packed.title or packed.context_id
+        outcome.about = {"title": packed.title, "platform": packed.platform, "session_id": packed.session_id,
+                         "messages": packed.messages}
+        ui.status(f"conversation packed: {packed.zstd.stat().st_size} bytes compressed")
         try:
             rv = await Rendezvous.open(signal_url, role="sender", code=code, connect_timeout=min(10.0, connect_timeout))
         except (TransferFailedError, OSError) as exc:
-            return await fall_back(f"signaling server unreachable: {exc}",
-                                   exc.cause if isinstance(exc, P2pdError) else Cause.SIGNALING_UNREACHABLE)
+            if isinstance(exc, P2pdError):  # its message names the server already
+                return await fall_back(str(exc), exc.cause)
+            return await fall_back(f"signaling server unreachable: {exc}", Cause.SIGNALING_UNREACHABLE)
         outcome.code = str(rv.code)
         ui.code_ready(outcome.code)
         # The peer-connection stack (aiortc, ~0.5 s to import) only after the code is shown.
@@ -174,9 +188,9 @@ async def send_document(doc: ConversationDocument, *, signal_url: str, code: str
             await tell_receiver(rv, outcome.fallback_path.name, exc.details.get("reason"))
             return outcome
         outcome.ice_path = link.path
-        info = OfferInfo.normalized(doc.title or doc.context_id, doc.origin.platform,
-                                    doc.origin.session_id or doc.context_id, doc.counts.messages)
-        outcome.result = await send_blob(link.channel, blob_path, info, alternatives=[zstd_path],
+        info = OfferInfo.normalized(packed.title or packed.context_id, packed.platform, packed.session_id,
+                                    packed.messages)
+        outcome.result = await send_blob(link.channel, packed.lz4, info, alternatives=[packed.zstd],
                                          on_progress=ui.progress,
                                          idle_timeout=idle_timeout, max_message_size=DAEMON_MESSAGE_SIZE,
                                          control=control)
@@ -187,6 +201,7 @@ async def send_document(doc: ConversationDocument, *, signal_url: str, code: str
             await link.close()
         if rv is not None:
             await rv.close()
+        os.close(held)
         shutil.rmtree(work, ignore_errors=True)
 
 
@@ -202,18 +217,29 @@ def _recv(rv: Any, timeout: float) -> Callable[[], Awaitable[dict[str, Any]]]:
 
 async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir: Path,
                            peer_timeout: float = 300.0, connect_timeout: float = 30.0,
-                           idle_timeout: float = 30.0, control: Any = None, pretty: bool = False) -> ReceiveOutcome:
+                           idle_timeout: float = 30.0, control: Any = None, pretty: bool = False,
+                           limits: ReceiveLimits | None = None) -> ReceiveOutcome:
     """Receive one conversation into ``out_dir`` (as ``.a2a.json``). ``code=None`` allocates a code for the
-    sender to use (the receiver goes first). Raises WrongCodeError, DeclinedError, TransferFailedError,
-    NotFoundError (no such code)."""
+    sender to use (the receiver goes first). ``limits``: the receive caps (default: the configured ones).
+    Raises WrongCodeError, DeclinedError, TransferFailedError, NotFoundError (no such code)."""
+    from p2pd.config import receive_limits
     from p2pd.pairing.client import Rendezvous
     from p2pd.transfer.channel import receive_blob
 
-    out_dir.mkdir(parents=True, exist_ok=True)
-    parsed: list[ConversationDocument] = []  # parsed before the blob is kept: one that does not parse is refused
+    caps = limits or receive_limits()
+    from p2pd.config import partial_max_age_hours
+    from p2pd.transfer.partial import sweep
 
-    def validate(path: Path) -> None:
-        parsed.append(_document_from_blob(path))
+    await asyncio.to_thread(sweep, out_dir, partial_max_age_hours() * 3600)  # killed receives' partials
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    unpacked: list[Unpacked] = []  # checked and staged before DONE: a blob that does not parse is refused
+
+    loop = asyncio.get_running_loop()
+
+    def validate(path: Path) -> None:  # in a worker thread, once every byte is verified
+        loop.call_soon_threadsafe(ui.stage, "decompressing and checking the conversation")
+        unpacked.append(unpack(path, out_dir, max_raw_size=caps.max_size))
 
     rv = await Rendezvous.open(signal_url, role="receiver", code=code, connect_timeout=min(10.0, connect_timeout))
     link = None
@@ -224,17 +250,20 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
         link = await _connect_or_hear_fallback(rv, connect_timeout, ui)
         received = await receive_blob(link.channel, out_dir, decide=ui.decide, on_progress=ui.progress,
                                       idle_timeout=idle_timeout, max_message_size=DAEMON_MESSAGE_SIZE,
-                                      control=control, validate=validate)
+                                      control=control, validate=validate, max_raw_size=caps.max_size,
+                                      min_rate=caps.min_rate, rate_window=caps.rate_window)
         link_path = link.path
     finally:
         if link is not None:
             await link.close()
         await rv.close()
-    doc = parsed[0] if parsed else await asyncio.to_thread(_document_from_blob, received.path)
-    path = await asyncio.to_thread(lambda: fallback_file(doc, out_dir, pretty=pretty))
+    got = unpacked[0]
+    path = await asyncio.to_thread(place, got.staged, out_dir, safe_file_stem(got.context_id))
     with contextlib.suppress(OSError):
         os.unlink(received.path)
-    return ReceiveOutcome(document=doc, path=path, verification=verification,
+    if pretty:
+        await asyncio.to_thread(lambda: write_document(read_document(path), path, pretty=True))
+    return ReceiveOutcome(summary=got, path=path, verification=verification,
                           bytes_received=received.bytes_received, resumed_bytes=received.resumed_bytes,
                           ice_path=link_path)
 
@@ -263,10 +292,6 @@ async def _connect_or_hear_fallback(rv: Any, connect_timeout: float, ui: UI) -> 
             raise
     finally:
         await signals.close()
-
-
-def _document_from_blob(path: Path) -> ConversationDocument:
-    return parse_document(blob.read(path), source="the received conversation")
 
 
 __all__ = ["UI", "QuietUI", "ReceiveOutcome", "SendOutcome", "fallback_file", "receive_document", "send_document"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -31,6 +32,26 @@ def run(main: Coroutine[Any, Any, T]) -> T:
     async def boxed() -> None:
         box.append(await main)
 
+    executor = _Executor()
     with asyncio.Runner(loop_factory=loop_factory()) as runner:
-        runner.run(boxed())
+        runner.get_loop().set_default_executor(executor)
+        try:
+            runner.run(boxed())
+        except KeyboardInterrupt:
+            executor.abandon = True  # Ctrl-C: do not wait for a thread still packing or parsing
+            raise
     return box[0]
+
+
+class _Executor(ThreadPoolExecutor):
+    """The loop's default executor (``asyncio.to_thread``). Once the user pressed Ctrl-C, closing the loop does
+    not wait for threads still at work (packing or parsing a large conversation takes seconds): the command ends
+    now, and its process exits right after."""
+
+    abandon = False
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        if self.abandon:
+            super().shutdown(wait=False, cancel_futures=True)
+        else:
+            super().shutdown(wait=wait, cancel_futures=cancel_futures)

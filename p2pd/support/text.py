@@ -38,3 +38,8 @@ def visible(text: str, limit: int | None = 300) -> str:
 def visible_line(text: str, limit: int | None = 300) -> str:
     """Like :func:`visible`, with runs of whitespace (newlines included) first folded to one space."""
     return visible(" ".join(text.split()), limit)
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` and the noun that agrees with it: ``1 thinking block``, ``2 thinking blocks``, ``0 replies``."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"

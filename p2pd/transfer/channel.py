@@ -20,7 +20,7 @@ from p2pd.transfer.datachannel import DataChannel
 from p2pd.transfer.frames import BASE_MESSAGE_SIZE, MAX_MESSAGE_SIZE, OfferInfo
 from p2pd.transfer.jobs import open_blob
 from p2pd.transfer.partial import Validate
-from p2pd.transfer.receiving import MIN_RATE, RATE_WINDOW, Decide, ReceiveSide
+from p2pd.transfer.receiving import MIN_RATE, RATE_WINDOW, Decide, ReceiveSide, Refusal
 from p2pd.transfer.sending import HIGH_WATER, LOW_WATER, SendSide
 from p2pd.transfer.tap import ChannelTap, attach
 
@@ -70,7 +70,8 @@ async def receive_blob(channel: DataChannel, dest_dir: Path, *, decide: Decide,
     the blob is removed, the sender gets ERROR(invalid) instead of DONE and this raises InvalidInputError.
     A sender delivering under ``min_rate`` bytes/s over a ``rate_window``-second window (while chunks are due)
     is ended with PeerTimeoutError saying so.
-    ``decide(offer)`` runs before any chunk flows: True accepts, False sends REJECT (DeclinedError here).
+    ``decide(offer)`` runs before any chunk flows: True accepts, False sends REJECT (DeclinedError here), a
+    :class:`Refusal` sends REJECT with its code and reason (the error for that code here).
     Offers over ``max_raw_size`` are refused without asking (TooLargeError). A broken transfer leaves its
     partial file under ``dest_dir/.p2pd-partial/`` and a later transfer of the same blob resumes from it.
     Raises TransferCancelledError (cancelled, either side), BusyError, PeerGoneError, PeerTimeoutError,
@@ -88,5 +89,5 @@ async def receive_blob(channel: DataChannel, dest_dir: Path, *, decide: Decide,
         raise TransferFailedError(f"transfer failed: {exc}", party=Party.LOCAL) from exc
 
 
-__all__ = ["HIGH_WATER", "LOW_WATER", "ChannelTap", "DataChannel", "ReceivedBlob", "TransferControl",
+__all__ = ["HIGH_WATER", "LOW_WATER", "ChannelTap", "DataChannel", "ReceivedBlob", "Refusal", "TransferControl",
            "TransferResult", "attach", "receive_blob", "send_blob"]

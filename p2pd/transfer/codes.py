@@ -34,6 +34,8 @@ class Code(IntEnum):
     TOO_LARGE = 2  # REJECT: a size over the receiver's caps
     UNSUPPORTED_CODEC = 3  # REJECT: the receiver cannot decompress this codec
     BUSY = 4  # REJECT: the same blob is being received by another transfer right now
+    NOT_ALLOWED = 5  # REJECT: the receiver's policy takes nothing from this sender
+    RATE_LIMITED = 6  # REJECT: the receiver's policy: this sender sent too much lately
     CANCELLED = 10  # CANCEL: a user or the program stopped the transfer
     PROTOCOL = 20  # ERROR: malformed, out-of-order or unexpected frame
     CHECKSUM = 21  # ERROR: the reassembled payload does not hash to the OFFER's SHA-256

@@ -24,7 +24,8 @@ class TransferResult:
     chunks_sent: int
     bytes_sent: int
     resumed_bytes: int  # payload bytes the receiver already held (not sent again)
-    elapsed: float
+    elapsed: float  # from the channel open to the receiver's DONE, the receiver's decision included
+    decision_seconds: float = 0.0  # of ``elapsed``, the time the receiver took to accept the offer
 
 
 @dataclass(frozen=True)

@@ -35,18 +35,11 @@ class Failure:
     by_peer: bool
 
     def message(self) -> str:
-        reason = printable(self.reason)
-        name = code_name(self.code)
-        if self.code == Code.CANCELLED:
-            who = " by the peer" if self.by_peer else ""
-            return f"transfer cancelled{who}: {reason}"
-        if self.code in _REFUSALS:
-            if self.by_peer:
-                return f"the receiver declined the offer ({name}): {reason}"
-            return f"offer refused ({name}): {reason}"
-        if self.by_peer:
-            return f"the peer stopped the transfer ({name}): {reason}"
-        return f"transfer failed ({name}): {reason}"
+        """What happened, in words (never a code's internal name). The peer's own text is not part of it: it is
+        kept in the error's ``peer_text``, which the CLI shows as what the peer said."""
+        by_peer, local = _WORDS.get(self.code, (f"the peer stopped the transfer (reason {self.code})",
+                                                "the transfer failed: {reason}"))
+        return by_peer if self.by_peer else local.replace("{reason}", printable(self.reason))
 
     def exception(self) -> P2pdError:
         """The error a caller raises for this failure: its class and ``cause`` follow the code, ``party`` is
@@ -59,7 +52,36 @@ class Failure:
                    peer_text=self.reason if self.by_peer else None, details={"code": code_name(self.code)})
 
 
-_REFUSALS = (Code.DECLINED, Code.TOO_LARGE, Code.UNSUPPORTED_CODEC, Code.BUSY)
+_REFUSALS = (Code.DECLINED, Code.TOO_LARGE, Code.UNSUPPORTED_CODEC, Code.BUSY, Code.NOT_ALLOWED, Code.RATE_LIMITED)
+# code -> (the words when the peer's frame ended the transfer, the words when this side did: "{reason}" is this
+# side's own reason). Each says what happened and, where something can be done, what.
+_AGAIN = "run the command again to resume"
+_WORDS: dict[int, tuple[str, str]] = {
+    Code.DECLINED: ("the receiver declined the offer; nothing was sent", "the offer was declined"),
+    Code.TOO_LARGE: ("the receiver refused the offer: the conversation is over its size limit",
+                     "the offer is over this side's size limit: {reason}"),
+    Code.UNSUPPORTED_CODEC: ("the receiver cannot decompress what was offered; update p2pd on one side",
+                             "the offer uses a compression this side cannot read; update p2pd"),
+    Code.BUSY: ("the receiver is still receiving this conversation in another transfer; try again in a moment",
+                "this conversation is still being received by another transfer; try again in a moment"),
+    Code.CANCELLED: ("the transfer was cancelled by the peer", "the transfer was cancelled: {reason}"),
+    Code.PROTOCOL: ("the peer stopped the transfer on a protocol error; update p2pd on both sides",
+                    "the peer broke the transfer protocol: {reason}"),
+    Code.CHECKSUM: ("the receiver got a damaged copy (SHA-256 mismatch); send it again",
+                    "the conversation arrived damaged (SHA-256 mismatch); have it sent again"),
+    Code.TIMEOUT: (f"the peer stopped waiting for this side; {_AGAIN}", f"{{reason}}; {_AGAIN}"),
+    Code.IO: ("the receiver could not store the conversation (is its disk full?)",
+              "could not store the conversation: {reason}"),
+    Code.INTERNAL: ("the peer stopped the transfer on an internal error", "internal error: {reason}"),
+    Code.INVALID: ("the receiver could not read the conversation it got; nothing was kept",
+                   "the received conversation is not one p2pd can read; nothing was kept: {reason}"),
+    Code.PEER_GONE: (f"the peer went away; {_AGAIN}", f"the peer went away ({{reason}}); {_AGAIN}"),
+    Code.NOT_ALLOWED: ("the receiving daemon does not accept transfers from this device (its accept policy)",
+                       "this device is not allowed to send here: {reason}"),
+    Code.RATE_LIMITED: ("the receiving daemon has taken as much from this device as it accepts per hour; "
+                        "try again later", "over this side's hourly limit: {reason}"),
+}
+
 
 # code -> (class, cause, party when this side decided it); ``party`` is PEER whenever the peer's frame did.
 _ERRORS: dict[int, tuple[type[P2pdError], Cause, Party]] = {
@@ -67,6 +89,8 @@ _ERRORS: dict[int, tuple[type[P2pdError], Cause, Party]] = {
     Code.TOO_LARGE: (TooLargeError, Cause.TOO_LARGE, Party.PEER),  # the peer offered over this side's cap
     Code.UNSUPPORTED_CODEC: (DeclinedError, Cause.DECLINED, Party.LOCAL),
     Code.BUSY: (BusyError, Cause.BUSY, Party.LOCAL),
+    Code.NOT_ALLOWED: (DeclinedError, Cause.NOT_ALLOWED, Party.LOCAL),  # this side's policy refused the sender
+    Code.RATE_LIMITED: (DeclinedError, Cause.RATE_LIMITED, Party.LOCAL),
     Code.CANCELLED: (TransferCancelledError, Cause.CANCELLED, Party.LOCAL),
     Code.PROTOCOL: (ProtocolError, Cause.PROTOCOL, Party.PEER),  # this side saw the peer break the protocol
     Code.CHECKSUM: (TransferFailedError, Cause.CHECKSUM_MISMATCH, Party.PEER),  # what the peer sent is wrong

@@ -10,6 +10,7 @@ import contextlib
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from p2pd.errors import BusyError
@@ -34,7 +35,18 @@ COMMIT_INTERVAL = 0.25
 # A cut connection, a timeout or a cancel keep it for a resume.
 NO_RESUME = frozenset({Code.CHECKSUM, Code.INVALID, Code.IO, Code.PROTOCOL, Code.INTERNAL})
 
-Decide = Callable[[Offer], Awaitable[bool]]
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """What ``decide`` returns to refuse an offer with a reason code other than ``declined`` (REJECT ``code``,
+    ``reason``: e.g. a daemon's accept policy: too_large, not_allowed, rate_limited)."""
+
+    code: Code
+    reason: str
+
+
+Decide = Callable[[Offer], Awaitable[bool | Refusal]]
 
 
 class ReceiveSide(Runner):
@@ -71,7 +83,7 @@ class ReceiveSide(Runner):
             try:
                 await self.loop_until_finished()
             except asyncio.CancelledError:
-                self.perform(self.machine.cancel("the receiving task was cancelled"))
+                self.perform(self.machine.cancel("the receiver was stopped"))
                 self.close_channel()
                 await asyncio.shield(self.cleanup())
                 raise
@@ -132,7 +144,8 @@ class ReceiveSide(Runner):
 
     async def _decide(self, offer: Offer) -> None:
         try:
-            done = JobDone(JobKind.DECISION, bool(await self.decide(offer)))
+            verdict = await self.decide(offer)
+            done = JobDone(JobKind.DECISION, verdict if isinstance(verdict, Refusal) else bool(verdict))
         except BaseException as exc:  # delivered to the run loop, which decides what it means
             done = JobDone(JobKind.DECISION, None, exc)
         self.tap.post(done)
@@ -191,8 +204,10 @@ class ReceiveSide(Runner):
                     self.perform(m.cancel("the decision was cancelled"))
                 else:
                     self.perform(m.fail(Code.INTERNAL, f"the decision failed: {error}"))
+            elif isinstance(done.result, Refusal):
+                self.perform(m.reject(done.result.reason, done.result.code))
             elif not done.result:
-                self.perform(m.reject("the user declined"))
+                self.perform(m.reject(""))
             elif m.offer is not None:
                 self.start_job(JobKind.OPEN, PartialBlob.open, self.dest_dir, m.offer)
             return

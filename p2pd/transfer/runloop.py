@@ -171,7 +171,7 @@ class Runner:
         deadline = self.loop.time() + self.idle_timeout
         while self.channel.readyState == "connecting":
             if self.control is not None and self.control.reason is not None:
-                raise TransferCancelledError(f"transfer cancelled: {self.control.reason}")
+                raise TransferCancelledError(f"the transfer was cancelled: {self.control.reason}")
             left = deadline - self.loop.time()
             if left <= 0:
                 raise ConnectionFailedError(f"the data channel did not open within {self.idle_timeout:g} s")

@@ -51,6 +51,7 @@ class SendSide(Runner):
         self.ready_bytes = 0
         self.read_pos = 0  # plan position of the next chunk to read
         self._reading = (0, 0)  # (first index, count) of the read job in flight
+        self.decision_seconds = 0.0  # how long the receiver took to accept
 
     async def run(self) -> TransferResult:
         try:
@@ -58,7 +59,7 @@ class SendSide(Runner):
             try:
                 await self.loop_until_finished()
             except asyncio.CancelledError:
-                self.perform(self.machine.cancel("the sending task was cancelled"))
+                self.perform(self.machine.cancel("the sender was stopped"))
                 self.close_channel()
                 raise
             finally:
@@ -77,7 +78,7 @@ class SendSide(Runner):
                               raw_size=m.offer.raw_size, compressed_size=m.offer.compressed_size,
                               chunk_size=m.offer.chunk_size, chunks_sent=m.chunks_sent,
                               bytes_sent=m.bytes_sent, resumed_bytes=m.plan.held_bytes,
-                              elapsed=time.monotonic() - self.started)
+                              elapsed=time.monotonic() - self.started, decision_seconds=self.decision_seconds)
 
     async def loop_until_finished(self) -> None:
         self.channel.bufferedAmountLowThreshold = self.low_water
@@ -103,6 +104,7 @@ class SendSide(Runner):
                             break
                 else:
                     if decision_started is not None:
+                        self.decision_seconds += self.loop.time() - decision_started
                         decision_started = None
                         self.last_activity = self.loop.time()
                     delay = self.idle_delay(True)

@@ -84,7 +84,7 @@ def test_codex_into_claude_code(tmp_path, project):
     assert "environment_context" not in text and "[perms]" not in text
     assert '"type": "image"' in text  # the user's inline image
     notes = "\n".join(r.warnings)
-    assert "dropped 1 reasoning blocks (1 signed or encrypted" in notes
+    assert "dropped 1 reasoning block (1 signed or encrypted" in notes
     assert "4 tool calls and 3 results were written as text" in notes
     assert "2 meta" in notes
     assert r.resume_command.endswith(f"claude --resume {r.session_id}")
@@ -123,9 +123,9 @@ def test_gemini_into_both(tmp_path, project):
 def test_cli_import_to_codex(tmp_path, project, capsys, monkeypatch):
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
     src = rich_session().write(tmp_path / "src")
-    assert main(["import", str(src), "--to", "codex", "--cwd", str(project)]) == 0
+    assert main(["import", str(src), "--agent", "codex", "--cwd", str(project)]) == 0
     out = capsys.readouterr()
-    assert "codex resume" in out.out and "reasoning blocks" in out.err
+    assert "codex resume" in out.out and "reasoning block" in out.err
     assert len(find_rollouts(tmp_path / "codex")) == 1
-    assert main(["import", str(src), "--to", "codex", "--cwd", str(project), "--dry-run"]) == 0
+    assert main(["import", str(src), "--agent", "codex", "--cwd", str(project), "--dry-run"]) == 0
     assert len(find_rollouts(tmp_path / "codex")) == 1

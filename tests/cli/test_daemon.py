@@ -72,17 +72,39 @@ def test_transfers_table_and_record(daemon: dict[tuple[str, str], Any], capsys: 
 
 def test_inbox_and_handoffs(daemon: dict[tuple[str, str], Any], capsys: pytest.CaptureFixture[str]) -> None:
     daemon[("GET", "/inbox")] = []
+    daemon[("GET", "/inbox/pending")] = []
     assert main(["inbox"]) == ExitCode.OK
     assert capsys.readouterr().err.startswith("The inbox is empty.")
     daemon[("DELETE", "/inbox/in-1")] = {"title": EVIL}
     assert main(["inbox", "rm", "in-1"]) == ExitCode.OK
     assert capsys.readouterr().err == f"Removed in-1 ({EVIL_SHOWN}) and its file.\n"
-    assert main(["inbox", "show"]) == ExitCode.INVALID_INPUT
+    with pytest.raises(SystemExit) as usage:  # a usage error, as argparse reports them: exit 2
+        main(["inbox", "show"])
+    assert usage.value.code == ExitCode.USAGE
     assert "inbox show needs an id" in capsys.readouterr().err
     daemon[("GET", "/handoffs")] = [{"id": "h-1", "state": "pending", "target": "any", "claimed_by": None,
                                      "title": EVIL, "created_at": "2026-11-23T10:00:00"}]
     assert main(["handoffs"]) == ExitCode.OK
     assert EVIL_SHOWN in capsys.readouterr().out
+
+
+def test_pending_transfers_are_listed_and_answered(daemon: dict[tuple[str, str], Any],
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    daemon[("GET", "/inbox")] = []
+    daemon[("GET", "/inbox/pending")] = [{**TRANSFER, "direction": "in", "state": "queued",
+                                          "created_at": "2026-11-23T10:00:00+00:00",
+                                          "detail": {"pending": True, "raw_size": 4096, "device": "lap\u202etop"}}]
+    assert main(["inbox"]) == ExitCode.OK
+    captured = capsys.readouterr()
+    assert "Waiting for your decision" in captured.err and "p2pd inbox accept ID" in captured.err
+    assert "tr-0001" in captured.out and EVIL_SHOWN in captured.out and "4.1 KB" in captured.out
+    assert "lap\\u202etop" in captured.out and "\u202e" not in captured.out
+    daemon[("POST", "/transfers/tr-0001/accept")] = {**TRANSFER, "state": "running"}
+    daemon[("POST", "/transfers/tr-0001/decline")] = {**TRANSFER, "state": "failed"}
+    assert main(["inbox", "accept", "tr-0001"]) == ExitCode.OK
+    assert capsys.readouterr().err == f"Accepted tr-0001 ({EVIL_SHOWN}): running.\n"
+    assert main(["inbox", "decline", "tr-0001"]) == ExitCode.OK
+    assert capsys.readouterr().err == f"Declined tr-0001 ({EVIL_SHOWN}): failed.\n"
 
 
 @pytest.mark.parametrize(("state", "code"), [("done", ExitCode.OK), ("failed", ExitCode.TRANSFER_FAILED),

@@ -20,7 +20,7 @@ from tests.daemon.conftest import SESSION_CWD, SESSION_ID, Daemon
 from tests.signal_process import SignalProcess
 
 TOOLS = {"list_sessions", "export_conversation", "send_conversation", "list_transfers", "get_transfer",
-         "list_inbox", "import_conversation", "handoff", "get_handoff", "list_offered_handoffs",
+         "list_inbox", "answer_transfer", "import_conversation", "handoff", "get_handoff", "list_offered_handoffs",
          "get_offered_handoff", "claim_handoff", "start_handoff", "complete_handoff", "fail_handoff"}
 
 

@@ -112,6 +112,21 @@ def test_declined_offer_transfers_nothing(server, tmp_path):
     assert not list(inbox.glob("*.a2a.json"))
 
 
+def test_the_configured_receive_cap_refuses_a_larger_conversation(server, tmp_path):
+    _, url = server
+    config = tmp_path / "config.toml"
+    config.write_text("receive_max_size = 2000\n")  # p2pd receive reads it (the daemon too)
+    sender = p2pd("send", str(SMALL), "--code", "4245-apple-river", "--timeout", "30", env=_env(url), cwd=tmp_path)
+    wait_for_code(sender)
+    inbox = tmp_path / "inbox"
+    receiver = p2pd("receive", "4245-apple-river", "--yes", "-o", str(inbox), env=_env(url, P2PD_CONFIG=str(config)))
+    rc, _, rerr = finish(receiver)
+    src, _, serr = finish(sender)
+    assert rc == ExitCode.TOO_LARGE and src == ExitCode.DECLINED, rerr + serr
+    assert "2000 bytes" in rerr and "too_large" in serr
+    assert not inbox.exists() or not [p for p in inbox.rglob("*") if p.is_file()]
+
+
 def test_no_peer_falls_back_to_a_file_that_imports(server, tmp_path):
     _, url = server
     sender = p2pd("send", str(SMALL), "--timeout", "2", env=_env(url), cwd=tmp_path)

@@ -112,7 +112,7 @@ _RESUME = re.compile(r"(?:claude --resume|codex resume) (\S+)\s*$")
 
 def import_session(source: Path, *, to: str, cwd: Path, home: Home) -> Imported | Run:
     """``python -m p2pd import SOURCE --to TO --cwd CWD``; the id comes from the printed resume command."""
-    run = _run([sys.executable, "-m", "p2pd", "import", str(source), "--to", to, "--cwd", str(cwd)],
+    run = _run([sys.executable, "-m", "p2pd", "import", str(source), "--agent", to, "--cwd", str(cwd)],
                cwd=cwd, env=home.env())
     m = _RESUME.search(run.stdout.strip().splitlines()[-1]) if run.returncode == 0 and run.stdout.strip() else None
     return Imported(m.group(1), run) if m else run

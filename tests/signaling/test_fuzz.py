@@ -23,10 +23,10 @@ from websockets.exceptions import ConnectionClosed
 from p2pd.pairing import Rendezvous
 from signaling.protocol import SUBPROTOCOL
 from signaling.rooms import Close, Registry, Send, ServerLimits
+from tests.fuzzing import SECONDS, SEED
 from tests.signal_process import SignalProcess, signal_server
 from tests.signaling.rawclient import frame, handshake
 
-SEED = int(os.environ.get("P2PD_FUZZ_SEED", "20261123"))
 print(f"signaling fuzz seed: {SEED} (set P2PD_FUZZ_SEED to change it)")
 
 json_scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20)
@@ -211,7 +211,7 @@ def fuzz_server() -> Iterator[SignalProcess]:
 
 
 _FUZZ_STARTED: list[float] = []
-_FUZZ_SECONDS = 60.0
+_FUZZ_SECONDS = max(SECONDS, 8.0)  # P2PD_FUZZ_SECONDS; tests/bench/fuzz.py runs it longer
 _EXAMPLE = [0]
 
 

@@ -20,7 +20,7 @@ from p2pd.errors import (
     from_wire,
 )
 from p2pd.transfer.events import Failure
-from p2pd.transfer.frames import Code
+from p2pd.transfer.frames import Code, code_name
 
 
 @pytest.mark.parametrize(("code", "by_peer", "cls", "cause", "party"), [
@@ -57,11 +57,24 @@ def test_cancelled_and_gone_transfers_stay_transfer_failures_for_callers_that_ca
         assert isinstance(Failure(code, "r", False).exception(), TransferFailedError)
 
 
-def test_peer_text_is_escaped_in_the_message_and_kept_verbatim_apart() -> None:
+def test_peer_text_is_kept_apart_and_this_sides_reason_is_escaped_in_the_message() -> None:
     text = "stop\x1b[2J\u202eevil"
     exc = Failure(Code.CANCELLED, text, True).exception()
-    assert str(exc) == "transfer cancelled by the peer: stop\\x1b[2J\\u202eevil"
+    assert str(exc) == "the transfer was cancelled by the peer"  # the CLI shows peer_text as what the peer said
     assert exc.peer_text == text
+    assert str(Failure(Code.CANCELLED, text, False).exception()) == \
+        "the transfer was cancelled: stop\\x1b[2J\\u202eevil"
+
+
+@pytest.mark.parametrize("by_peer", [True, False])
+@pytest.mark.parametrize("code", [*Code, 99])
+def test_messages_are_words_not_internal_names_and_do_not_stutter(code: int, by_peer: bool) -> None:
+    message = Failure(code, "some reason", by_peer).message()
+    assert "_" not in message and "(" + code_name(code) + ")" not in message, message
+    words = message.replace(";", " ").replace(":", " ").split()
+    for n in (3, 4):  # no phrase of three or four words said twice ("unreachable: signaling server unreachable")
+        phrases = [" ".join(words[i:i + n]) for i in range(len(words) - n + 1)]
+        assert len(phrases) == len(set(phrases)), message
 
 
 def test_the_error_survives_the_http_api() -> None:

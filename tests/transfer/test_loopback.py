@@ -130,7 +130,8 @@ async def test_decline_stops_before_any_chunk(tmp_path: Path) -> None:
         sender, receiver = await asyncio.gather(
             send_blob(ca, tmp_path / "x.blob", INFO), receive_blob(cb, tmp_path / "in", decide=decline),
             return_exceptions=True)
-    assert isinstance(sender, DeclinedError) and "the user declined" in str(sender)
+    assert isinstance(sender, DeclinedError) and str(sender) == "the receiver declined the offer; nothing was sent"
+    assert not sender.peer_text  # a plain "no" says nothing more
     assert isinstance(receiver, DeclinedError)
     assert not (tmp_path / "in").exists() or not any((tmp_path / "in").iterdir())
 
@@ -142,7 +143,7 @@ async def test_offer_over_the_receivers_cap_is_refused(tmp_path: Path) -> None:
         sender, receiver = await asyncio.gather(
             send_blob(ca, tmp_path / "x.blob", INFO),
             receive_blob(cb, tmp_path / "in", decide=accept_all, max_raw_size=4999), return_exceptions=True)
-    assert isinstance(sender, DeclinedError) and "too_large" in str(sender)
+    assert isinstance(sender, DeclinedError) and "over its size limit" in str(sender)
     assert isinstance(receiver, TooLargeError)
 
 
@@ -182,8 +183,8 @@ async def test_cancel_from_either_side_stops_both_within_a_second(tmp_path: Path
     sender, receiver, took = await _cancel_mid_transfer(tmp_path, side)
     assert isinstance(sender, TransferCancelledError) and isinstance(receiver, TransferCancelledError)
     local, remote = (sender, receiver) if side == "sender" else (receiver, sender)
-    assert str(local) == "transfer cancelled: user pressed stop"
-    assert str(remote) == "transfer cancelled by the peer: user pressed stop"
+    assert str(local) == "the transfer was cancelled: user pressed stop"
+    assert str(remote) == "the transfer was cancelled by the peer" and remote.peer_text == "user pressed stop"
     assert (local.party, remote.party) == (Party.LOCAL, Party.PEER)
     assert remote.peer_text == "user pressed stop" and local.peer_text is None
     assert took < 1.0
@@ -207,9 +208,9 @@ async def test_cancelling_the_task_sends_cancel(tmp_path: Path) -> None:
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        expected = "cancelled by the peer: the sending task was cancelled"
-        with pytest.raises(TransferCancelledError, match=expected):
+        with pytest.raises(TransferCancelledError, match="cancelled by the peer") as gone:
             await asyncio.wait_for(receiving, 2)
+        assert gone.value.peer_text == "the sender was stopped"
 
 
 async def test_resume_after_a_break_sends_only_the_missing_chunks(tmp_path: Path) -> None:
@@ -254,10 +255,10 @@ async def test_peer_connection_closing_fails_the_other_side_quickly(tmp_path: Pa
                 closing.append(asyncio.ensure_future(b.close()))
 
         started = time.monotonic()
-        with pytest.raises(PeerGoneError, match="peer_gone"):
+        with pytest.raises(PeerGoneError, match="the peer went away"):
             await send_blob(ca, tmp_path / "x.blob", INFO, on_progress=on_progress, idle_timeout=10)
         assert time.monotonic() - started < 8
-        with pytest.raises(PeerGoneError, match="peer_gone"):
+        with pytest.raises(PeerGoneError, match="the peer went away"):
             await receiving
     assert (tmp_path / "in" / PARTIAL_DIR).is_dir()
 
@@ -267,7 +268,7 @@ async def test_silent_peer_times_out(tmp_path: Path) -> None:
     async with connected_pair() as (a, b):
         ca, cb = await open_channels(a, b)  # nobody runs a receiver on cb
         started = time.monotonic()
-        with pytest.raises(PeerTimeoutError, match=r"timeout\): no response from the peer for 0.5 s"):
+        with pytest.raises(PeerTimeoutError, match=r"^no response from the peer for 0.5 s; run the command again"):
             await send_blob(ca, tmp_path / "x.blob", INFO, idle_timeout=0.5)
         assert 0.4 < time.monotonic() - started < 3
         assert ca.readyState in ("closing", "closed")  # the sender closes its channel when it gives up
@@ -321,10 +322,11 @@ async def test_sender_cancelling_while_the_user_decides(tmp_path: Path) -> None:
         receiving = asyncio.ensure_future(receive_blob(cb, tmp_path / "in", decide=slow_decision))
         await asyncio.wait_for(asked.wait(), 5)
         control.cancel("changed my mind")
-        with pytest.raises(TransferCancelledError, match="transfer cancelled: changed my mind"):
+        with pytest.raises(TransferCancelledError, match="the transfer was cancelled: changed my mind"):
             await asyncio.wait_for(sending, 1)
-        with pytest.raises(TransferCancelledError, match="cancelled by the peer: changed my mind"):
+        with pytest.raises(TransferCancelledError, match="cancelled by the peer") as by_peer:
             await asyncio.wait_for(receiving, 1)
+        assert by_peer.value.peer_text == "changed my mind"
 
 
 async def test_a_second_transfer_of_the_same_blob_into_one_folder_is_refused(tmp_path: Path) -> None:
@@ -378,7 +380,8 @@ async def test_ice_transport_going_down_fails_the_transfer_with_that_reason(tmp_
                       max_message_size=MAX_MESSAGE_SIZE),
             receive_blob(cb, tmp_path / "in", decide=accept_all, idle_timeout=1), return_exceptions=True)
     assert isinstance(sender, PeerGoneError)
-    assert str(sender) == "transfer failed (peer_gone): the connection to the peer closed (ICE)"
+    assert str(sender) == ("the peer went away (the connection to the peer closed (ICE)); "
+                           "run the command again to resume")
     assert isinstance(receiver, PeerTimeoutError) and "no data from the peer for 1 s" in str(receiver)
     assert (tmp_path / "in" / PARTIAL_DIR).is_dir()
 
@@ -392,6 +395,7 @@ async def test_a_storage_failure_on_the_receiver_stops_both_with_the_reason(tmp_
             send_blob(ca, tmp_path / "x.blob", INFO),
             receive_blob(cb, tmp_path / "not-a-folder", decide=accept_all), return_exceptions=True)
     assert isinstance(receiver, TransferFailedError) and receiver.party is Party.LOCAL
-    assert "transfer failed (io): cannot store the blob" in str(receiver)
+    assert "could not store the conversation: cannot store the blob" in str(receiver)
     assert isinstance(sender, TransferFailedError) and sender.party is Party.PEER
-    assert "the peer stopped the transfer (io): cannot store the blob" in str(sender)
+    assert str(sender) == "the receiver could not store the conversation (is its disk full?)"
+    assert sender.peer_text is not None and "cannot store the blob" in sender.peer_text

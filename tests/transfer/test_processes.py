@@ -88,7 +88,7 @@ async def test_receiver_killed_fails_the_sender_with_a_reason(tmp_path: Path) ->
             return await send_blob(ch, tmp_path / "x.blob", INFO, on_progress=on_progress, idle_timeout=1.5,
                                    max_message_size=MAX_MESSAGE_SIZE)
 
-        with pytest.raises(TransferFailedError, match=r"timeout\): no response from the peer for 1.5 s"):
+        with pytest.raises(TransferFailedError, match=r"^no response from the peer for 1.5 s"):
             await send()
         assert killed and loop.time() - started[0] < 15
         await pc.close()

@@ -36,3 +36,20 @@ def test_python_reads_a_blob_made_by_the_page(tmp_path) -> None:
     header = blob.BlobHeader.unpack(made.stdout)
     assert (header.codec, header.raw_size) == ("lz4", len(document))
     assert json.loads(blob.decode(made.stdout))["messages"] == json.loads(document)["messages"]
+
+
+def test_the_page_draws_generated_codes_from_the_same_word_list() -> None:
+    from p2pd.pairing.codes import wordlist
+
+    script = "import('./web/src/wordlist.js').then((m) => process.stdout.write(JSON.stringify(m.WORDS)))"
+    result = subprocess.run([node(), "--input-type=module", "-e", script], cwd=ROOT, capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert tuple(json.loads(result.stdout)) == wordlist()
+
+
+def test_visible_text_vectors_hold_for_python() -> None:
+    """The shared vector file is what p2pd.support.text.visible makes today (the JS side is web/tests/text.test.mjs)."""
+    from tests.web.visible_vectors import PATH, vectors
+
+    assert json.loads(PATH.read_text()) == vectors(), "run python -m tests.web.visible_vectors"

@@ -224,6 +224,7 @@ def test_reader_on_a_5969_message_conversation(server: SignalProcess, page: Any,
     nodes.append(page.evaluate(NODES))
     # outline of the user's turns and a jump deep into the conversation
     page.click(".outline summary")
+    page.wait_for_selector(".outline-list button")  # the list is filled on the toggle event, a task later
     outline = page.locator(".outline-list button")
     turns = sum(1 for m in doc["messages"] if m["role"] == "ROLE_USER" and m["parts"][0].get("text"))
     assert outline.count() == 100 and f"of {turns}" in page.inner_text(".outline nav")
@@ -356,7 +357,7 @@ def test_accessibility_tree_and_axe_audit(server: SignalProcess, browser: Any, t
             page.goto(server.http + "/")
             page.wait_for_selector("body[data-ready=true]")
             tree = page.locator("body").aria_snapshot()
-            for line in ('textbox "Code from p2pd send"', 'textbox "Code from p2pd receive"',
+            for line in ('textbox "Code from the sender"', 'textbox "Code from the receiver"',
                          'button "Choose a conversation file', 'heading "Receive" [level=2]'):
                 assert line in tree, f"{line!r} not in the accessibility tree:\n{tree}"
             # the drop zone works from the keyboard

@@ -141,6 +141,26 @@ class Run {
     this.perform(this.machine.connectionLost(reason));
   }
 
+  /** The person stopped it: CANCEL goes to the peer (after what is queued) and the run fails as cancelled. */
+  cancel(reason = 'cancelled by the person at the browser') {
+    this.cancelled = true;
+    this.perform(this.machine.cancel(reason));
+  }
+
+  /** Resolves once what was queued on the channel went out (the CANCEL frame), or after `ms`. */
+  drained(ms = 3000) {
+    const { channel } = this.link;
+    if (channel.readyState !== 'open' || channel.bufferedAmount === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const deadline = performance.now() + ms;
+      const check = () => {
+        if (channel.readyState !== 'open' || channel.bufferedAmount === 0 || performance.now() > deadline) resolve();
+        else setTimeout(check, 20);
+      };
+      check();
+    });
+  }
+
   send(data) {
     try {
       this.link.channel.send(data);
@@ -170,14 +190,22 @@ class Run {
 /**
  * Receive one conversation payload. `decide(offer)` resolves true to accept. Resolves to {offer, payload}
  * (the verified, still-compressed payload); rejects with a P2pdError (declined, checksum, peer-gone, …).
+ * `openPartial(offer)` (partial.js's PartialStore.open) gives the resume store: what it holds is loaded and
+ * listed in ACCEPT, and chunks are acknowledged only once stored there. Without one, chunks held in memory count
+ * as durable (nothing survives a reload).
  */
 export class ReceiveRun extends Run {
-  constructor(link, { decide, onOffer = () => {}, ...options }) {
+  constructor(link, { decide, onOffer = () => {}, openPartial = async () => null, ...options }) {
     super(link, new Receiver({ maxMessageSize: BASE_MESSAGE_SIZE }), options);
     this.decide = decide;
     this.onOffer = onOffer;
+    this.openPartial = openPartial;
+    this.partial = null;
+    this.resumedBytes = 0;
     this.written = 0;
     this.unackedBytes = 0;
+    this.batch = [];
+    this.storing = Promise.resolve();
     this.ackTimer = null;
     this.deciding = false;
   }
@@ -192,25 +220,40 @@ export class ReceiveRun extends Run {
   }
 
   result() {
-    return { offer: this.machine.offer, payload: this.payload };
+    return { offer: this.machine.offer, payload: this.payload, partial: this.partial };
   }
 
   handle(action) {
     if (action.kind === 'offer') {
       this.onOffer(action.offer);
       this.deciding = true;
-      Promise.resolve(this.decide(action.offer)).then((yes) => {
-        this.deciding = false;
-        if (yes) {
-          this.payload = new Uint8Array(action.offer.compressedSize);
-          this.perform(this.machine.accept());
-        } else {
+      Promise.resolve(this.decide(action.offer)).then(async (yes) => {
+        if (this.machine.finished) return; // cancelled or the peer left while the person decided
+        if (!yes) {
+          this.deciding = false;
           this.perform(this.machine.reject('declined by the person at the browser'));
+          return;
         }
+        this.payload = new Uint8Array(action.offer.compressedSize);
+        let held = [];
+        try {
+          this.partial = await this.openPartial(action.offer);
+          held = this.partial ? this.partial.heldChunks(action.offer.chunkSize) : [];
+          if (held.length) await this.partial.load(this.payload);
+        } catch {
+          this.partial = null; // storage failed: receive it whole, without resume
+          held = [];
+        }
+        this.deciding = false;
+        if (this.machine.finished) return;
+        const actions = this.machine.accept(held);
+        this.resumedBytes = this.machine.plan?.heldBytes ?? 0; // before the first progress report goes out
+        this.perform(actions);
         this.touch();
       });
     } else if (action.kind === 'write') {
       this.payload.set(action.data, action.offset);
+      this.batch.push([action.offset, action.data]);
       this.written++;
       this.unackedBytes += action.data.length;
       if (this.unackedBytes >= ACK_BYTES) this.flush();
@@ -228,11 +271,24 @@ export class ReceiveRun extends Run {
     if (this.machine.state === 'finishing') this.flush();
   }
 
+  /** Store the batch (when there is a resume store), then tell the machine those chunks are durable (ACK). */
   flush() {
     clearTimeout(this.ackTimer);
     this.ackTimer = null;
     this.unackedBytes = 0;
-    this.perform(this.machine.chunksDurable(this.written));
+    const count = this.written;
+    const batch = this.batch.splice(0);
+    const partial = this.partial;
+    this.storing = this.storing.then(async () => {
+      if (partial && batch.length) {
+        try {
+          await partial.write(batch);
+        } catch {
+          this.partial = null; // storage failed (quota): go on from memory, without resume
+        }
+      }
+      this.perform(this.machine.chunksDurable(count));
+    });
   }
 
   finish(error) {
@@ -296,7 +352,8 @@ export class SendRun extends Run {
 
   finish(error) {
     super.finish(error);
-    // The sender closes the channel once the transfer is over (SPEC §1).
-    setTimeout(() => this.link.channel.close(), 0);
+    // The sender closes the channel once the transfer is over (SPEC §1); after a cancel, only once the CANCEL
+    // frame queued behind up to 1 MiB of chunks went out.
+    (this.cancelled ? this.drained(3000) : Promise.resolve()).then(() => this.link.channel.close());
   }
 }

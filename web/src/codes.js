@@ -44,3 +44,13 @@ export function codeFromFragment(hash) {
     return null;
   }
 }
+
+/**
+ * A fresh code for the nameplate the server allocated: `words` words drawn uniformly from the project's list
+ * (1024 words: 10 random bits each, from crypto.getRandomValues), as p2pd/pairing/codes.py's generate_code.
+ */
+export function generateCode(nameplate, wordlist, words = 2) {
+  if (wordlist.length !== 1024) throw new Error('the word list must hold 1024 words');
+  const random = crypto.getRandomValues(new Uint16Array(words));
+  return parseCode([String(nameplate), ...[...random].map((r) => wordlist[r & 1023])].join('-'));
+}

@@ -4,6 +4,7 @@
 // with the same reasons as the reference decoder.
 
 import { equal, fromUtf8, utf8 } from './bytes.js';
+import { visible } from './text.js';
 
 export const PROTOCOL_VERSION = 1;
 export const BASE_MESSAGE_SIZE = 16 * 1024;
@@ -53,19 +54,8 @@ export function crc32(bytes, crc = 0) {
 
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/u;
 
-// What p2pd/support/text.py's visible() escapes: C0/C1 controls and DEL, bidi marks/overrides/isolates, zero-width
-// and other invisible format characters (Unicode category Cf above U+00FF).
-const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u202a-\u202e\u2028\u2029\u2060-\u2069\ufeff\ufff9-\ufffb]|\p{Cf}/gu;
-
 /** A peer-supplied string made safe to show, as the reference's visible(): escaped (\x1b, \u202e), length capped. */
-export function printable(text, limit = 300) {
-  const clean = String(text).replace(UNSAFE, (ch) => {
-    const code = ch.codePointAt(0);
-    if (code === 0xad) return ch; // soft hyphen: a format character the reference leaves alone
-    return code < 0x100 ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`;
-  });
-  return clean.length <= limit ? clean : `${clean.slice(0, limit - 1)}…`;
-}
+export const printable = (text, limit = 300) => visible(text, limit);
 
 const singleLine = (text) => String(text).replace(new RegExp(CONTROL.source, 'gu'), ' ').split(/\s+/u)
   .filter(Boolean).join(' ');

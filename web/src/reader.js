@@ -7,6 +7,7 @@
 
 import { el, glyph, oneLine, isToolResult, isToolUse, renderMessage, renderTeams, toolResultId, toolUseId }
   from './render.js';
+import { noticeOf } from './rich.js';
 
 export const PAGE_SIZE = 50;
 const SLICE_MS = 12; // render for at most this long before letting the browser paint and handle input
@@ -41,7 +42,7 @@ export function indexMessages(messages) {
     if (parts.length && parts.every((p) => attached.has(p))) return; // only results, shown with their calls
     shown.push(i);
     const text = parts.find((p) => typeof p?.text === 'string' && p.text.trim())?.text;
-    if (m?.role === 'ROLE_USER' && text !== undefined) turns.push({ index: i, text: oneLine(text, 90) });
+    if (m?.role === 'ROLE_USER' && text !== undefined && !noticeOf(m)) turns.push({ index: i, text: oneLine(text, 90) });
   });
   return { results, attached, shown, turns, owner };
 }
@@ -49,8 +50,9 @@ export function indexMessages(messages) {
 /** Pages through `messages`; `element` is the list with its pagers. */
 export class MessagePager {
   constructor(messages, { pageSize = PAGE_SIZE, attribute = 'data-message', idPrefix = 'm', label = 'Messages',
-    expanded = () => false } = {}) {
+    expanded = () => false, subagentFor = null } = {}) {
     this.messages = messages;
+    this.subagentFor = subagentFor;
     this.index = indexMessages(messages);
     this.pageSize = pageSize;
     this.attribute = attribute;
@@ -112,11 +114,11 @@ export class MessagePager {
         started = performance.now();
       }
       const article = renderMessage(this.messages[i], { number: i + 1, results: this.index.results,
-        attached: this.index.attached, attribute: this.attribute });
+        attached: this.index.attached, attribute: this.attribute, subagentFor: this.subagentFor });
       article.dataset.index = String(i);
       if (this.idPrefix) article.id = `${this.idPrefix}${i + 1}`;
       else article.removeAttribute('id');
-      if (this.expanded()) article.querySelectorAll('details').forEach((d) => { d.open = true; });
+      if (this.expanded()) article.querySelectorAll('details:not(.subagent)').forEach((d) => { d.open = true; });
       this.list.append(article);
     }
     this.list.setAttribute('aria-busy', 'false');
@@ -230,6 +232,31 @@ function searchBox(pager) {
   return el('div', { class: 'search-box' }, form, said, hits);
 }
 
+/**
+ * Which call started which subagent: a Task (or Agent) call whose input.prompt is the subagent's first text.
+ * Returns {byCall: tool_use id → subagent, unplaced: the subagents no call was found for}.
+ */
+export function placeSubagents(messages, subagents) {
+  const calls = new Map(); // prompt → tool_use ids, in order
+  for (const m of messages) {
+    for (const p of Array.isArray(m?.parts) ? m.parts : []) {
+      const prompt = isToolUse(p) ? p.data?.input?.prompt : undefined;
+      if (typeof prompt === 'string') calls.set(prompt, [...(calls.get(prompt) ?? []), toolUseId(p)]);
+    }
+  }
+  const byCall = new Map();
+  const unplaced = [];
+  for (const sub of subagents) {
+    const first = (Array.isArray(sub?.messages) ? sub.messages : [])
+      .flatMap((m) => (Array.isArray(m?.parts) ? m.parts : [])).find((p) => typeof p?.text === 'string')?.text;
+    const ids = first === undefined ? undefined : calls.get(first);
+    const id = ids?.find((candidate) => !byCall.has(candidate));
+    if (id === undefined) unplaced.push(sub);
+    else byCall.set(id, sub);
+  }
+  return { byCall, unplaced };
+}
+
 /** The whole reader for a conversation document. `ready` resolves once the first page is on screen. */
 export function openReader(doc, { pageSize = PAGE_SIZE } = {}) {
   const messages = Array.isArray(doc.messages) ? doc.messages : [];
@@ -251,7 +278,8 @@ export function openReader(doc, { pageSize = PAGE_SIZE } = {}) {
 
   const setAll = (open) => {
     expanded = open;
-    root.querySelectorAll('.messages details').forEach((d) => { d.open = open; });
+    // subagents stay as they are: opening one renders its own pages (the DOM stays small)
+    root.querySelectorAll('.messages details:not(.subagent)').forEach((d) => { d.open = open; });
   };
   const expand = el('button', { type: 'button', class: 'secondary', id: 'expand-all', text: 'Expand all' });
   const collapse = el('button', { type: 'button', class: 'secondary', id: 'collapse-all', text: 'Collapse all' });
@@ -262,21 +290,31 @@ export function openReader(doc, { pageSize = PAGE_SIZE } = {}) {
   root.append(pager.element);
 
   const subagents = Array.isArray(doc.subagents) ? doc.subagents : [];
-  if (subagents.length) root.append(el('h3', { text: `Subagents (${subagents.length})` }));
-  for (const sub of subagents) {
+  const placed = placeSubagents(messages, subagents);
+  const subagentBox = (sub, title) => {
     const subMessages = Array.isArray(sub?.messages) ? sub.messages : [];
-    const label = sub?.meta?.description ?? sub?.meta?.agentType ?? sub?.agentId ?? 'subagent';
-    const box = el('details', { class: 'subagent' },
-      el('summary', {}, glyph('🤖 '), `subagent: ${label} (${subMessages.length} messages)`));
+    const box = el('details', { class: 'subagent', 'data-subagent': sub?.agentId ?? '' },
+      el('summary', {}, glyph('🤖 '), `Subagent: ${title} (${subMessages.length} messages)`));
     box.addEventListener('toggle', () => {
       if (!box.open || box.dataset.rendered) return;
       box.dataset.rendered = 'true';
       const sp = new MessagePager(subMessages, { pageSize, attribute: 'data-subagent-message', idPrefix: '',
-        label: `Subagent ${label}`, expanded: () => expanded });
+        label: `Subagent ${title}`, expanded: () => expanded });
       box.append(sp.element);
       sp.show(0);
     });
-    root.append(box);
+    return box;
+  };
+  // where a Task call started a subagent, it is shown inside that call, titled with the call's task
+  pager.subagentFor = (id, data) => {
+    const sub = placed.byCall.get(id);
+    if (!sub) return null;
+    const task = data?.input?.description ?? sub?.meta?.description ?? data?.input?.subagent_type ?? sub.agentId;
+    return subagentBox(sub, String(task ?? 'subagent'));
+  };
+  if (placed.unplaced.length) root.append(el('h3', { text: `Other subagents (${placed.unplaced.length})` }));
+  for (const sub of placed.unplaced) {
+    root.append(subagentBox(sub, String(sub?.meta?.description ?? sub?.meta?.agentType ?? sub?.agentId ?? 'subagent')));
   }
   const ready = pager.show(0).then(() => {
     root.dataset.ready = 'true';

@@ -2,7 +2,13 @@
 // conversation text goes in through textContent, so a transcript cannot inject markup or script.
 // One message becomes an <article> with a numbered heading and local time; a tool call is a <details> holding
 // its input and (tied by tool_use_id) its result; thinking folded; images shown (raster types only, from data:
-// URLs); long texts cut with a button that shows the rest on demand. reader.js pages through the messages.
+// URLs); long texts cut with a button that shows the rest on demand. An agent's text is markdown, rendered
+// safely by rich.js (marked + DOMPurify, raw HTML shown as text); edits (Edit, MultiEdit, Write) show as diffs;
+// a subagent sits inside the call that started it, titled with its task; tool notifications in user turns
+// (<task-notification>, <command-name>…) are shown as notices, not as the person's words.
+// reader.js pages through the messages.
+
+import { DIFF_LINES, diffLines, editOf, noticeOf, renderMarkdown } from './rich.js';
 
 const TOOL_USE = 'application/vnd.p2pd.tool-use+json';
 const TOOL_RESULT = 'application/vnd.p2pd.tool-result+json';
@@ -118,12 +124,37 @@ function resultBody(part) {
 
 const plural = (n, word) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
+/** An edit's unified diff: removed lines in <del>, added in <ins>, signs kept as text; long ones cut. */
+function renderDiff(edit) {
+  const lines = diffLines(edit);
+  const pre = el('pre', { class: 'diff', tabindex: '0' });
+  const put = (from, to) => {
+    for (const { sign, text } of lines.slice(from, to)) {
+      const tag = sign === '+' ? 'ins' : sign === '-' ? 'del' : 'span';
+      pre.append(el(tag, { class: sign === '@' ? 'hunk' : null, text: `${sign === '@' ? '' : sign}${text}\n` }));
+    }
+  };
+  put(0, DIFF_LINES);
+  if (lines.length <= DIFF_LINES) return pre;
+  const more = el('button', { type: 'button', class: 'more secondary',
+    text: `Show all ${lines.length.toLocaleString('en')} diff lines` });
+  more.addEventListener('click', () => {
+    put(DIFF_LINES, lines.length);
+    more.remove();
+  });
+  return el('div', { class: 'long' }, pre, more);
+}
+
 /** A tool call with its result (or null when none came back) in one <details>. */
-function renderToolCall(part, result) {
+function renderToolCall(part, result, subagentFor) {
   const data = dataOf(part);
   const summary = el('summary', {}, toolCallLine(data));
+  const edit = editOf(data?.name, data?.input);
   const details = el('details', { class: 'tool-call' }, summary,
-    el('div', { class: 'label', text: 'Input' }), longText(json(data?.input ?? data?.arguments ?? data)));
+    ...(edit ? [el('div', { class: 'label', text: `Edit of ${edit.path}` }), renderDiff(edit)]
+      : [el('div', { class: 'label', text: 'Input' }), longText(json(data?.input ?? data?.arguments ?? data))]));
+  const sub = subagentFor?.(toolUseId(part), data);
+  if (sub) details.append(sub);
   if (result) {
     const r = resultBody(result.part);
     details.classList.add(r.error ? 'error' : 'ok');
@@ -144,17 +175,31 @@ function renderLooseResult(part) {
     longText(r.text), ...r.images);
 }
 
-function renderPart(part, results) {
+/** Markdown text, cut at SHOW_CHARS with "Show all" (which renders the whole). */
+function markdownText(text) {
+  const s = String(text);
+  const node = el('div', { class: 'text md' }, renderMarkdown(s.length <= SHOW_CHARS ? s : s.slice(0, SHOW_CHARS)));
+  if (s.length <= SHOW_CHARS) return node;
+  const more = el('button', { type: 'button', class: 'more secondary',
+    text: `Show all ${s.length.toLocaleString('en')} characters (${(s.length - SHOW_CHARS).toLocaleString('en')} more)` });
+  more.addEventListener('click', () => {
+    node.replaceChildren(renderMarkdown(s));
+    more.remove();
+  });
+  return el('div', { class: 'long' }, node, more);
+}
+
+function renderPart(part, results, { role, subagentFor } = {}) {
   if (!part || typeof part !== 'object') return null;
   const media = part.mediaType ?? '';
-  if (typeof part.text === 'string') return longText(part.text, 'div', 'text');
+  if (typeof part.text === 'string') return role === 'agent' ? markdownText(part.text) : longText(part.text, 'div', 'text');
   if (typeof part.raw === 'string') {
     return imageFrom(media, part.raw, part.filename) ??
       el('div', { class: 'file' }, glyph('📎 '), `${part.filename ?? media ?? 'file'} (${Math.floor(part.raw.length * 3 / 4)} bytes)`);
   }
   if (typeof part.url === 'string') return el('div', { class: 'file' }, glyph('🔗 '), part.url);
   const data = dataOf(part);
-  if (media === TOOL_USE) return renderToolCall(part, results?.get(toolUseId(part)) ?? null);
+  if (media === TOOL_USE) return renderToolCall(part, results?.get(toolUseId(part)) ?? null, subagentFor);
   if (media === TOOL_RESULT) return renderLooseResult(part);
   if (media === THINKING) {
     const text = data && typeof data === 'object' ? String(data.thinking ?? '') : String(data ?? '');
@@ -178,21 +223,29 @@ export function localTime(timestamp) {
  * One message as an <article> headed "#n User|Agent". `results` maps a tool_use id to {part, messageIndex};
  * `attached` tells which tool-result parts are shown with their call (and so left out here).
  */
-export function renderMessage(message, { number, results = null, attached = null, attribute = 'data-message' } = {}) {
-  const role = message?.role === 'ROLE_USER' ? 'user' : 'agent';
+export function renderMessage(message, { number, results = null, attached = null, attribute = 'data-message',
+  subagentFor = null } = {}) {
+  const notice = noticeOf(message);
+  const role = notice ? 'notice' : message?.role === 'ROLE_USER' ? 'user' : 'agent';
   const meta = message?.metadata?.p2pd ?? {};
-  const kind = typeof meta.kind === 'string' && !['prompt', 'response'].includes(meta.kind) ? meta.kind : null;
+  const kind = notice ? notice.tag
+    : typeof meta.kind === 'string' && !['prompt', 'response'].includes(meta.kind) ? meta.kind : null;
   const article = el('article', { class: `message ${role}${meta.active === false ? ' side-branch' : ''}`,
     [attribute]: true, id: number ? `m${number}` : null, tabindex: '-1' });
   article.append(el('header', {},
     el('h3', {}, number ? el('span', { class: 'number', text: `#${number} ` }) : null,
-      el('span', { class: 'who', text: role === 'user' ? 'User' : 'Agent' })),
+      el('span', { class: 'who', text: { user: 'User', agent: 'Agent', notice: 'Notice' }[role] })),
     kind ? el('span', { class: 'kind', text: kind }) : null,
     meta.active === false ? el('span', { class: 'kind', text: 'side branch' }) : null,
     meta.timestamp ? localTime(meta.timestamp) : null));
+  if (notice) {
+    article.append(el('details', { class: 'notice-body' }, el('summary', { text: notice.summary || notice.tag }),
+      longText(notice.text)));
+    return article;
+  }
   for (const part of Array.isArray(message?.parts) ? message.parts : []) {
     if (attached?.has(part)) continue;
-    const node = renderPart(part, results);
+    const node = renderPart(part, results, { role, subagentFor });
     if (node) article.append(node);
   }
   return article;

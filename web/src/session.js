@@ -1,14 +1,46 @@
 // One whole exchange from the page, step by step, as p2pd/exchange.py does for the daemon:
-// receive: code → rendezvous → PAKE → sealed SDP → data channel → OFFER shown → accept/decline → chunks →
-//          SHA-256 verified → LZ4 decompressed → document parsed;
+// receive: code → rendezvous → PAKE → sealed SDP → data channel → OFFER shown → accept/decline → chunks (stored
+//          for resume, partial.js) → SHA-256 verified → LZ4 decompressed → document parsed;
 // send:    .a2a.json → blob → rendezvous (join the waiting receiver's code) → PAKE → sealed SDP → chunks → DONE.
+// Either side may make the code instead (`code: null`): the server allocates a number, the words are drawn
+// here, and `ui.codeMade(code)` shows it until the other side comes. `signal` (an AbortSignal) cancels: before
+// the transfer the pairing is left; during it a CANCEL frame goes to the peer (SPEC.md §6).
 
 import { hex } from './bytes.js';
 import { encodeBlob, lz4Decompress, readConversation } from './blob.js';
 import { ReceiveRun, SendRun, connectPeer } from './channel.js';
 import { P2pdError } from './errors.js';
 import { normalizedInfo } from './frames.js';
+import { PartialStore } from './partial.js';
 import { Rendezvous } from './signaling.js';
+
+const cancelledError = () => new P2pdError('cancelled', 'You cancelled.');
+
+/** Reject with `cancelled` when `signal` aborts (and run `onAbort`); `promise` otherwise. */
+function abortable(promise, signal, onAbort = () => {}) {
+  if (!signal) return promise;
+  return new Promise((resolve, reject) => {
+    const abort = () => {
+      onAbort();
+      reject(cancelledError());
+    };
+    if (signal.aborted) {
+      abort();
+      return;
+    }
+    signal.addEventListener('abort', abort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', abort));
+  });
+}
+
+/** While `run` goes, an abort cancels it with a CANCEL frame. */
+function cancelOnAbort(run, signal) {
+  if (!signal) return;
+  const abort = () => run.cancel();
+  if (signal.aborted) abort();
+  else signal.addEventListener('abort', abort, { once: true });
+  run.done.finally(() => signal.removeEventListener('abort', abort)).catch(() => {});
+}
 
 const PEER_GONE_GRACE_MS = 1000; // the peer's last frames may still be on their way when its signaling drops
 
@@ -18,16 +50,17 @@ function watchPeer(rv, run) {
   });
 }
 
-async function pairAndConnect(signalUrl, code, role, ui, { timeoutMs }) {
+async function pairAndConnect(signalUrl, code, role, ui, { timeoutMs, signal }) {
   ui.status('Connecting to the signaling server…');
-  const rv = await Rendezvous.open(signalUrl, { role, code });
+  const rv = await abortable(Rendezvous.open(signalUrl, { role, code }), signal);
   try {
+    if (code === null) ui.codeMade?.(rv.code);
     ui.status(role === 'receiver' ? 'Waiting for the sender…' : 'Waiting for the receiver…');
-    const verification = await rv.pair(timeoutMs);
+    const verification = await abortable(rv.pair(timeoutMs), signal);
     ui.paired(verification);
     ui.status('Paired. Connecting peer to peer…');
-    const link = await connectPeer(role === 'receiver' ? 'answer' : 'offer', (o) => rv.sendSealed(o),
-      () => rv.recvSealed(30000), { iceServers: rv.iceServers });
+    const link = await abortable(connectPeer(role === 'receiver' ? 'answer' : 'offer', (o) => rv.sendSealed(o),
+      () => rv.recvSealed(30000), { iceServers: rv.iceServers }), signal);
     ui.status('Connected peer to peer.');
     return { rv, link, verification };
   } catch (error) {
@@ -50,49 +83,59 @@ function lingerThenClose(link, ms = 2000) {
   });
 }
 
-export async function receiveConversation({ signalUrl, code, ui, timeoutMs = 300000 }) {
-  const { rv, link, verification } = await pairAndConnect(signalUrl, code, 'receiver', ui, { timeoutMs });
+export async function receiveConversation({ signalUrl, code, ui, signal, timeoutMs = 300000,
+  openPartial = (offer) => PartialStore.open(offer) }) {
+  const { rv, link, verification } = await pairAndConnect(signalUrl, code, 'receiver', ui, { timeoutMs, signal });
   let started = 0;
+  let run = null;
   try {
-    const run = new ReceiveRun(link, {
+    run = new ReceiveRun(link, {
       decide: async (offer) => {
         const yes = await ui.decide(offer);
         started = performance.now();
         return yes;
       },
-      onProgress: ui.progress,
+      onProgress: (done, total) => ui.progress(done, total, run.resumedBytes),
+      openPartial,
     });
     watchPeer(rv, run);
-    const { offer, payload } = await run.start();
+    cancelOnAbort(run, signal);
+    const { offer, payload, partial } = await run.start();
     const seconds = (performance.now() - started) / 1000;
     ui.status('SHA-256 verified. Decompressing…');
     const raw = lz4Decompress(payload, offer.rawSize);
     const { doc } = readConversation(raw);
     await lingerThenClose(link);
-    return { offer, raw, doc, verification, sha256: hex(offer.sha256), seconds };
+    partial?.remove().catch(() => {}).finally(() => partial.close());
+    return { offer, raw, doc, verification, sha256: hex(offer.sha256), seconds, resumedBytes: run.resumedBytes };
   } catch (error) {
-    link.close();
+    if (error instanceof P2pdError && error.kind === 'checksum') run?.partial?.remove().catch(() => {}); // known bad
+    if (run?.cancelled) await run.drained();
+    setTimeout(() => link.close(), 300); // let the CANCEL frame leave SCTP's own queue too
     throw error;
   } finally {
     rv.close();
   }
 }
 
-export async function sendConversation({ signalUrl, code, bytes, ui, timeoutMs = 300000 }) {
+export async function sendConversation({ signalUrl, code, bytes, ui, signal, timeoutMs = 300000 }) {
   const { doc, info } = readConversation(bytes);
   ui.status('Packing the conversation…');
   const packed = await encodeBlob(bytes);
-  const { rv, link, verification } = await pairAndConnect(signalUrl, code, 'sender', ui, { timeoutMs });
+  const { rv, link, verification } = await pairAndConnect(signalUrl, code, 'sender', ui, { timeoutMs, signal });
+  let run = null;
   try {
     ui.status('Offering the conversation; waiting for the receiver to accept…');
-    const run = new SendRun(link, { payload: packed.payload, rawSize: packed.rawSize, sha256: packed.sha256,
+    run = new SendRun(link, { payload: packed.payload, rawSize: packed.rawSize, sha256: packed.sha256,
       info: normalizedInfo(info), onProgress: ui.progress });
     watchPeer(rv, run);
+    cancelOnAbort(run, signal);
     const started = performance.now();
     await run.start();
     return { doc, verification, sha256: hex(packed.sha256), bytes: packed.payload.length,
       seconds: (performance.now() - started) / 1000 };
   } catch (error) {
+    if (run?.cancelled) await run.drained(); // the CANCEL frame goes out before the connection closes
     throw error instanceof P2pdError ? error : new P2pdError('failed', String(error?.message ?? error));
   } finally {
     setTimeout(() => link.close(), 500);

@@ -7,7 +7,10 @@
 
 import { P2pdError, failed } from './errors.js';
 import { Pairing, withCode } from './pairing.js';
+import { generateCode } from './codes.js';
 import { iceServersFrom } from './ice.js';
+import { visible } from './text.js';
+import { WORDS } from './wordlist.js';
 
 export const SUBPROTOCOL = 'p2pd-signal.v1';
 
@@ -20,6 +23,8 @@ export class Rendezvous {
   /**
    * Connect and enter the room of `code`. The receiver only joins; the browser as sender also only joins
    * (`create: false`): it sends to a `p2pd receive` that is already waiting, so a mistyped number says so.
+   * Without a code (`code: null`) the page makes one, either side: the server allocates a fresh nameplate
+   * and the words are drawn here (they never reach the server); `rv.code` is the code to hand over.
    */
   static async open(url, { role, code, create = false, timeoutMs = 10000 }) {
     const rv = new Rendezvous(url, role, code);
@@ -102,11 +107,13 @@ export class Rendezvous {
               ws.close();
               return;
             }
-            ws.send(JSON.stringify({ type: 'join', id: 1, room: this.code.nameplate, create }));
+            ws.send(JSON.stringify(this.code === null ? { type: 'allocate', id: 1 }
+              : { type: 'join', id: 1, room: this.code.nameplate, create }));
           } else if (message.type === 'joined') {
             joined = true;
             clearTimeout(timer);
             this.room = String(message.room);
+            if (this.code === null) this.code = generateCode(this.room, WORDS);
             this.peerId = String(message.peer_id);
             this.pairing = new Pairing(this.code, this.role, { room: this.room });
             if (Array.isArray(message.peers) && message.peers.length) this.peer = String(message.peers[0]);
@@ -127,6 +134,10 @@ export class Rendezvous {
   }
 
   #joinError(message) {
+    if (this.code === null) {
+      return withCode(failed(`The signaling server could not make a code: ${visible(message.reason ?? message.code)}`),
+        'signaling_refused');
+    }
     const plate = this.code.nameplate;
     if (message.code === 'no-such-room') {
       return withCode(new P2pdError('not-found', `No one is waiting on number ${plate}: check the code, or ` +
@@ -135,7 +146,7 @@ export class Rendezvous {
     if (message.code === 'room-full') {
       return withCode(failed(`Number ${plate} is already in use by two peers.`), 'signaling_refused');
     }
-    return withCode(failed(`The signaling server refused to pair: ${String(message.reason ?? message.code)}`),
+    return withCode(failed(`The signaling server refused to pair: ${visible(message.reason ?? message.code)}`),
       'signaling_refused');
   }
 
@@ -161,7 +172,7 @@ export class Rendezvous {
           'server.' : 'The pairing room was closed on the signaling server.'), 'signaling_lost'));
       }
     } else if (kind === 'error') {
-      this.#fail(withCode(failed(`The signaling server refused a message: ${String(message.reason)}`),
+      this.#fail(withCode(failed(`The signaling server refused a message: ${visible(message.reason)}`),
         'signaling_refused'));
     } else if (kind === 'relay' && this.peer !== null && message.from === this.peer) {
       const step = await this.pairing.receive(message.data);

@@ -1,17 +1,21 @@
 // The page: wires the forms to session.js and shows what happens in words a person understands. The state
 // is mirrored on <body data-state> (insecure, idle, pairing, offer, receiving, sending, done, sent, reading,
 // failed) for people's CSS and for the browser tests; the status line is set with the state, so it never shows a
-// step the page has left.
+// step the page has left. Either side can start here: "Make a code" shows a code (and its QR) for the other side;
+// Cancel stops any exchange in progress (a CANCEL frame once the transfer runs).
 
 import { parseCode } from './codes.js';
 import { P2pdError } from './errors.js';
 import { formatProgress, human, importCommand, secureContextProblem } from './status.js';
+import { visible } from './text.js';
 
 const $ = (id) => document.getElementById(id);
 let pickedFile = null;
 let declinedHere = false;
 let unsaved = false; // a received conversation that was not downloaded yet
 let direction = 'receive';
+let controller = null; // the AbortController of the exchange in progress (Cancel)
+let cancelledHere = false;
 let loading = null; // session.js and friends, loaded only where the page can work (a secure context)
 
 const BUSY = new Set(['pairing', 'offer', 'receiving', 'sending']);
@@ -37,6 +41,14 @@ const WORDS = {
   tampered: (e) => `${e.message} Nothing was transferred.`,
   declined: (e) => (direction === 'receive' && declinedHere ? 'You declined the offer. Nothing was transferred.'
     : `${e.message} Nothing was transferred.`),
+  cancelled: (e) => {
+    if (!cancelledHere) return e.message;
+    if (direction === 'receive' && Number($('progress').dataset.done || 0) > 0) {
+      return 'You cancelled; the other side was told. What arrived is kept in this browser: receive the same ' +
+        'conversation again to go on from there.';
+    }
+    return 'You cancelled; the other side was told.';
+  },
 };
 
 function fail(error) {
@@ -45,6 +57,8 @@ function fail(error) {
   $('error').dataset.kind = p2pd.kind;
   show('error');
   show('offer', false);
+  show('cancel', false);
+  show('made-code', false);
   const what = { receive: 'Receiving', send: 'Sending', read: 'Reading' }[direction];
   setState('failed', p2pd.kind === 'invalid' ? 'Not started.' : `${what} stopped.`);
   show('again');
@@ -54,13 +68,20 @@ function ui() {
   let first = null; // [time, bytes] of the first progress report: the rate counts from there
   return {
     status: (text) => setStatus(text),
+    codeMade: async (code) => {
+      const { showMadeCode } = await import('./codecard.js');
+      showMadeCode($, window.location, code, direction);
+      $('made-code-heading').focus();
+    },
     paired: (verification) => {
+      show('made-code', false);
       $('sas-value').textContent = verification;
       show('sas');
     },
     decide: (offer) => new Promise((resolve) => {
-      $('offer-title').textContent = offer.info.title || '(untitled)';
-      $('offer-agent').textContent = `${offer.info.platform} · session ${offer.info.sessionId}`;
+      // peer text: control and bidi-override characters shown escaped (text.js, as support/text.py)
+      $('offer-title').textContent = visible(offer.info.title, 500) || '(untitled)';
+      $('offer-agent').textContent = `${visible(offer.info.platform, 64)} · session ${visible(offer.info.sessionId)}`;
       $('offer-messages').textContent = String(offer.info.messageCount);
       $('offer-size').textContent = `${human(offer.rawSize)} (${human(offer.compressedSize)} compressed, on the wire)`;
       setState('offer', 'Accept this conversation?');
@@ -78,11 +99,15 @@ function ui() {
       $('accept').onclick = () => answer(true);
       $('decline').onclick = () => answer(false);
     }),
-    progress: (done, total) => {
+    progress: (done, total, resumed = 0) => {
       const now = performance.now();
       if (first === null) {
         first = [now, done];
         if (direction === 'send') setState('sending', 'Sending…');
+        if (resumed > 0) {
+          $('progress-box').dataset.resumed = String(resumed);
+          setStatus(`Receiving… (resumed: ${human(resumed)} were already here)`);
+        }
       }
       show('progress-box');
       $('progress').max = total || 1;
@@ -99,8 +124,14 @@ function ui() {
 
 function begin(dir) {
   direction = dir;
+  controller = new AbortController();
+  cancelledHere = false;
   show('start', false);
   show('session');
+  show('cancel');
+  show('made-code', false);
+  delete $('progress-box').dataset.resumed;
+  $('progress').dataset.done = '0';
   show('error', false);
   show('result', false);
   show('import', false);
@@ -127,10 +158,11 @@ async function showConversation(doc) {
   await reader.ready;
 }
 
+/** Receive with `codeText` (the sender's code), or with a code made here when it is null. */
 async function receive(codeText) {
-  let code;
+  let code = null;
   try {
-    code = parseCode(codeText);
+    if (codeText !== null) code = parseCode(codeText);
   } catch (error) {
     begin('receive');
     fail(error);
@@ -139,13 +171,20 @@ async function receive(codeText) {
   begin('receive');
   try {
     const modules = await loading;
-    const result = await modules.session.receiveConversation({ signalUrl: modules.signalUrl, code, ui: ui() });
+    const result = await modules.session.receiveConversation({ signalUrl: modules.signalUrl, code, ui: ui(),
+      signal: controller.signal });
+    show('cancel', false);
     performance.mark('p2pd-verified'); // verified, decompressed and parsed: from here on it is the page's rendering
     const { offer, seconds } = result;
-    const rate = seconds > 0 ? ` (${human(offer.compressedSize / seconds)}/s on the wire)` : '';
+    const moved = offer.compressedSize - result.resumedBytes;
+    const rate = seconds > 0 ? ` (${human(moved / seconds)}/s on the wire)` : '';
+    const timing = result.resumedBytes > 0
+      ? ` (${human(result.resumedBytes)} of it kept from an earlier try); the other ${human(moved)} in ` +
+        `${seconds.toFixed(2)} s${rate}`
+      : ` in ${seconds.toFixed(2)} s${rate}`;
     $('result-text').textContent = `SHA-256 verified (${result.sha256.slice(0, 16)}…). ${result.doc.messages.length} ` +
-      `messages: ${human(result.raw.length)} of conversation, sent as ${human(offer.compressedSize)} compressed ` +
-      `in ${seconds.toFixed(2)} s${rate}.`;
+      `messages: ${human(result.raw.length)} of conversation, sent as ${human(offer.compressedSize)} compressed` +
+      `${timing}.`;
     $('result').dataset.sha256 = result.sha256;
     $('result').dataset.seconds = String(seconds);
     const name = downloadName(result.doc);
@@ -175,6 +214,7 @@ async function receive(codeText) {
   }
 }
 
+/** Send the picked file to `codeText` (the receiver's code), or with a code made here when it is null. */
 async function send(codeText) {
   begin('send');
   pickedFile ??= $('file').files[0] ?? null;
@@ -183,10 +223,12 @@ async function send(codeText) {
     return;
   }
   try {
-    const code = parseCode(codeText);
+    const code = codeText === null ? null : parseCode(codeText);
     const bytes = new Uint8Array(await pickedFile.arrayBuffer());
     const modules = await loading;
-    const result = await modules.session.sendConversation({ signalUrl: modules.signalUrl, code, bytes, ui: ui() });
+    const result = await modules.session.sendConversation({ signalUrl: modules.signalUrl, code, bytes, ui: ui(),
+      signal: controller.signal });
+    show('cancel', false);
     const rate = result.seconds > 0 ? ` (${human(result.bytes / result.seconds)}/s on the wire)` : '';
     setState('sent', 'Sent.');
     $('result-text').textContent = `The receiver verified SHA-256 ${result.sha256.slice(0, 16)}…. ` +
@@ -210,6 +252,7 @@ async function read() {
   try {
     const modules = await loading;
     const { doc } = modules.blob.readConversation(new Uint8Array(await pickedFile.arrayBuffer()));
+    show('cancel', false);
     setState('reading', `Reading ${pickedFile.name}.`);
     show('again');
     await showConversation(doc);
@@ -240,6 +283,11 @@ function fromFragment() {
     return;
   }
   if (unsaved && !window.confirm('Leave the received conversation without downloading it?')) return;
+  const sendTo = /^send[/:](.*)$/s.exec(text);
+  if (sendTo) {
+    offerToSend(sendTo[1]);
+    return;
+  }
   try {
     parseCode(text);
   } catch (error) {
@@ -252,6 +300,26 @@ function fromFragment() {
   receive(text);
 }
 
+/** A link made by a receiving page (`#send/<code>`): the send form, filled, waiting for a file. */
+function offerToSend(text) {
+  unsaved = false;
+  show('session', false);
+  show('start');
+  $('conversation').replaceChildren();
+  setState('idle', '');
+  $('send-code').value = text;
+  try {
+    parseCode(text);
+  } catch (error) {
+    $('send-code').setCustomValidity(error.message);
+    $('send-code').reportValidity();
+    return;
+  }
+  $('send-code').setCustomValidity('');
+  $('send-form').dataset.linked = 'true';
+  $('drop').focus();
+}
+
 function wire() {
   $('receive-form').addEventListener('submit', (event) => {
     event.preventDefault();
@@ -262,6 +330,22 @@ function wire() {
     send($('send-code').value);
   });
   $('read-button').addEventListener('click', () => read());
+  $('make-receive-code').addEventListener('click', () => receive(null));
+  $('make-send-code').addEventListener('click', () => send(null));
+  $('send-code').addEventListener('input', () => $('send-code').setCustomValidity(''));
+  $('cancel').addEventListener('click', () => {
+    cancelledHere = true;
+    setStatus('Cancelling…');
+    controller?.abort();
+  });
+  $('copy-code').addEventListener('click', async () => {
+    try {
+      await navigator.clipboard.writeText($('made-code-value').textContent);
+      $('copy-code').textContent = 'Copied';
+    } catch {
+      $('copy-code').textContent = 'Select and copy it';
+    }
+  });
   $('file').addEventListener('change', () => pick($('file').files[0]));
   const drop = $('drop');
   drop.addEventListener('click', () => $('file').click());
@@ -329,6 +413,28 @@ async function start() {
   fromFragment();
   await loading;
   document.body.dataset.ready = 'true';
+  offline();
+}
+
+/** Installable and loading offline: the service worker (sw.js), then the reader's modules fetched once idle. */
+async function offline() {
+  if (!('serviceWorker' in navigator)) return;
+  try {
+    await navigator.serviceWorker.register('sw.js');
+    await navigator.serviceWorker.ready;
+    if (!navigator.serviceWorker.controller) {
+      await new Promise((resolve) => navigator.serviceWorker.addEventListener('controllerchange', resolve, { once: true }));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500)); // after the page's own work
+    await Promise.all([import('./reader.js'), import('./codecard.js')]);
+    // what loaded before the worker took over is fetched again through it, so it is kept too
+    const urls = new Set([window.location.pathname, ...performance.getEntriesByType('resource').map((e) => e.name)
+      .filter((url) => new URL(url).origin === window.location.origin)]);
+    await Promise.all([...urls].map((url) => fetch(url).catch(() => null)));
+    document.body.dataset.offlineReady = 'true';
+  } catch {
+    // no service worker (a private window, or refused): the page works online as before
+  }
 }
 
 start();

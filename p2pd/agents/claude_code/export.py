@@ -14,7 +14,7 @@ from __future__ import annotations
 import base64
 import json
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,36 +59,40 @@ class _Group:
 
 def convert_transcript(lines: list[SourceLine], context_id: str) -> Transcript:
     """Turn parsed lines into messages + records + issues (one file)."""
-    active = set(active_chain(lines))
-    messages: list[Message] = []
-    records: list[Record] = []
-    issues: list[LineIssue] = []
+    t = Transcript(line_count=len(lines))
+    for item in iter_transcript(lines, context_id, set(active_chain(lines))):
+        if isinstance(item, Message):
+            t.messages.append(item)
+        elif isinstance(item, Record):
+            t.records.append(item)
+        else:
+            t.issues.append(item)
+    return t
+
+
+def iter_transcript(lines: Iterable[SourceLine], context_id: str,
+                    active: set[int]) -> Iterator[Message | Record | LineIssue]:
+    """The messages, records and issues of one file, in file order, as the lines go by (a message is given
+    once its last line is read). ``active``: the line numbers of the active chain (:func:`active_chain`)."""
     used_ids: set[str] = set()
     group: _Group | None = None
-
-    def flush() -> None:
-        nonlocal group
-        if group is not None:
-            messages.append(_group_to_message(group, context_id, active, used_ids))
-            group = None
-
     for line in lines:
         obj = line.obj
         if obj is None:
             # Malformed (not JSON, not an object, blank): reported, and kept byte for byte.
-            issues.append(LineIssue(line=line.n, reason=line.error or "unreadable"))
-            records.append(verbatim_record(line))
+            yield LineIssue(line=line.n, reason=line.error or "unreadable")
+            yield verbatim_record(line)
             continue
         ltype = line.type
         if ltype is None:
-            issues.append(LineIssue(line=line.n, reason="JSON object without a 'type' field"))
-            records.append(Record(line=line.n, value=obj))
+            yield LineIssue(line=line.n, reason="JSON object without a 'type' field")
+            yield Record(line=line.n, value=obj)
             continue
         if ltype in MESSAGE_TYPES:
             problem = message_problem(obj)
             if problem is not None:
-                issues.append(LineIssue(line=line.n, reason=problem))
-                records.append(Record(line=line.n, value=obj))
+                yield LineIssue(line=line.n, reason=problem)
+                yield Record(line=line.n, value=obj)
                 continue
             role = Role.USER if ltype == "user" else Role.AGENT
             msg_id = obj["message"].get("id") if role is Role.AGENT else None
@@ -96,15 +100,16 @@ def convert_transcript(lines: list[SourceLine], context_id: str) -> Transcript:
                              and isinstance(msg_id, str) and msg_id == group.message_id
                              and bool(group.lines[-1][1].get("isSidechain")) == bool(obj.get("isSidechain")))
             if not same_response:
-                flush()
+                if group is not None:
+                    yield _group_to_message(group, context_id, active, used_ids)
                 group = _Group(role=role, message_id=msg_id if isinstance(msg_id, str) else None)
             assert group is not None
             group.lines.append((line, obj))
             continue
         # Non-message lines keep their place; they do not end an assistant response that continues after them.
-        records.append(Record(line=line.n, value=obj))
-    flush()
-    return Transcript(messages=messages, records=records, issues=issues, line_count=len(lines))
+        yield Record(line=line.n, value=obj)
+    if group is not None:
+        yield _group_to_message(group, context_id, active, used_ids)
 
 
 def _group_to_message(group: _Group, context_id: str, active: set[int], used_ids: set[str]) -> Message:
@@ -159,10 +164,14 @@ def session_dir_for(transcript: Path) -> Path:
 
 
 def read_subagents(transcript: Path, context_id: str) -> list[Subagent]:
+    return list(iter_subagents(transcript, context_id))
+
+
+def iter_subagents(transcript: Path, context_id: str) -> Iterator[Subagent]:
+    """The session's subagents, one file at a time."""
     folder = session_dir_for(transcript) / "subagents"
     if not folder.is_dir():
-        return []
-    out = []
+        return
     for path in sorted(folder.rglob("*.jsonl")):
         rel = path.relative_to(folder).as_posix()
         agent_id = path.stem.removeprefix("agent-")
@@ -175,23 +184,24 @@ def read_subagents(transcript: Path, context_id: str) -> list[Subagent]:
             except (ValueError, UnicodeDecodeError):
                 meta = {"unreadable": meta_path.read_text(encoding="utf-8", errors="replace")}
         t = convert_transcript(parse_lines(read_text(path)), context_id)
-        out.append(Subagent(agent_id=agent_id, file_name=rel, meta=meta, messages=t.messages, records=t.records,
-                            issues=t.issues, line_count=t.line_count))
-    return out
+        yield Subagent(agent_id=agent_id, file_name=rel, meta=meta, messages=t.messages, records=t.records,
+                       issues=t.issues, line_count=t.line_count)
 
 
 def read_tool_results(transcript: Path) -> list[SidecarFile]:
+    return list(iter_tool_results(transcript))
+
+
+def iter_tool_results(transcript: Path) -> Iterator[SidecarFile]:
     folder = session_dir_for(transcript) / "tool-results"
     if not folder.is_dir():
-        return []
-    out = []
+        return
     for path in sorted(p for p in folder.iterdir() if p.is_file()):
         data = path.read_bytes()
         try:
-            out.append(SidecarFile(name=path.name, text=data.decode("utf-8")))
+            yield SidecarFile(name=path.name, text=data.decode("utf-8"))
         except UnicodeDecodeError:
-            out.append(SidecarFile(name=path.name, raw=base64.b64encode(data).decode("ascii")))
-    return out
+            yield SidecarFile(name=path.name, raw=base64.b64encode(data).decode("ascii"))
 
 
 def export_session(path: Path, *, progress: Callable[[str], None] | None = None) -> ConversationDocument:
@@ -199,7 +209,7 @@ def export_session(path: Path, *, progress: Callable[[str], None] | None = None)
     path = Path(path)
     lines = parse_lines(read_text(path))
     require_lines(lines, path)
-    session_id = _first_str(lines, "sessionId") or path.stem
+    session_id = first_str(lines, "sessionId") or path.stem
     main = convert_transcript(lines, session_id)
     if progress:
         progress(f"read {len(lines)} lines")
@@ -209,8 +219,8 @@ def export_session(path: Path, *, progress: Callable[[str], None] | None = None)
         context_id=session_id,
         title=session_title(lines, main.messages),
         created_at=session_time(line_stamps(lines), path),
-        origin=Origin(platform=PLATFORM, session_id=session_id, cwd=_first_str(lines, "cwd"),
-                      git_branch=_last_str(lines, "gitBranch"), client_version=_last_str(lines, "version"),
+        origin=Origin(platform=PLATFORM, session_id=session_id, cwd=first_str(lines, "cwd"),
+                      git_branch=last_str(lines, "gitBranch"), client_version=last_str(lines, "version"),
                       transcript_path=str(path.resolve()), hostname=socket.gethostname()),
         messages=main.messages, records=main.records, issues=main.issues, line_count=main.line_count,
         subagents=subagents, tool_results=tool_results,
@@ -219,7 +229,7 @@ def export_session(path: Path, *, progress: Callable[[str], None] | None = None)
     return doc
 
 
-def _first_str(lines: list[SourceLine], key: str) -> str | None:
+def first_str(lines: list[SourceLine], key: str) -> str | None:
     for ln in lines:
         v = ln.obj.get(key) if ln.obj else None
         if isinstance(v, str) and v:
@@ -227,7 +237,7 @@ def _first_str(lines: list[SourceLine], key: str) -> str | None:
     return None
 
 
-def _last_str(lines: list[SourceLine], key: str) -> str | None:
+def last_str(lines: list[SourceLine], key: str) -> str | None:
     for ln in reversed(lines):
         v = ln.obj.get(key) if ln.obj else None
         if isinstance(v, str) and v:
@@ -235,18 +245,27 @@ def _last_str(lines: list[SourceLine], key: str) -> str | None:
     return None
 
 
-def session_title(lines: list[SourceLine], messages: list[Message]) -> str:
+def session_title(lines: list[SourceLine], messages: Iterable[Message]) -> str:
     """The session's own title line when there is one (last wins), else its first real prompt."""
+    return line_title(lines) or next((t for m in messages if (t := prompt_title(m))), "")
+
+
+def line_title(lines: list[SourceLine]) -> str | None:
+    """The session's own title line (custom, AI-made or summary; the last one wins), if it has one."""
     for ln in reversed(lines):
         key = TITLE_TYPES.get(ln.type or "")
         if key and ln.obj and isinstance(ln.obj.get(key), str) and ln.obj[key].strip():
             return _clip(ln.obj[key])
-    for m in messages:
-        if m.role is Role.USER and m.p2pd.get("kind") == "prompt":
-            text = " ".join(p.text for p in m.parts if p.text is not None).strip()
-            if text and not text.startswith("<") and not text.startswith("Caveat:"):
-                return _clip(text)
-    return ""
+    return None
+
+
+def prompt_title(m: Message) -> str | None:
+    """A title from a message when it is a real prompt (not a command or caveat line)."""
+    if m.role is Role.USER and m.p2pd.get("kind") == "prompt":
+        text = " ".join(p.text for p in m.parts if p.text is not None).strip()
+        if text and not text.startswith("<") and not text.startswith("Caveat:"):
+            return _clip(text)
+    return None
 
 
 def _clip(text: str, limit: int = TITLE_MAX) -> str:

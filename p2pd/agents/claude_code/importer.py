@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from p2pd.agents.claude_code.paths import config_dir, project_dir_for
+from p2pd.agents.claude_code.paths import config_dir, project_dir_for, projects_dir
 from p2pd.agents.claude_code.restore import has_claude_code_source, restore_transcript
 from p2pd.agents.claude_code.synthesize import synthesize_lines
 from p2pd.agents.claude_code.transcript import active_chain, message_problem
@@ -42,9 +42,12 @@ from p2pd.agents.jsonl import SourceLine, dumps_line
 from p2pd.agents.spec import Note, NoteKind
 from p2pd.conversation.model import ConversationDocument, Transcript
 from p2pd.errors import Cause, ConflictError, InvalidInputError, P2pdError
+from p2pd.support import staging
 from p2pd.support.atomic import fsync_dir
+from p2pd.support.text import counted
 
 THINKING_TYPES = {"thinking", "redacted_thinking"}
+IMPORT_STAGE_PREFIX = ".p2pd-import-"  # the staging folder beside the session (swept once stale)
 _SAFE_REL = re.compile(r"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$")
 MISSING_RESULT = "[p2pd: no result was recorded for this tool call in the original conversation]"
 
@@ -254,14 +257,17 @@ def import_to_claude_code(doc: ConversationDocument, *, cwd: str | os.PathLike[s
         raise InvalidInputError("the conversation has no messages to import")
     result.lines = len(lines)
     if result.dropped_thinking:
-        result.warnings.append(Note(NoteKind.DROPPED, f"dropped {result.dropped_thinking} thinking blocks (signed by "
-                                                      "the original account; use --same-account to keep them)"))
+        dropped = counted(result.dropped_thinking, "thinking block")
+        result.warnings.append(Note(NoteKind.DROPPED, f"dropped {dropped} (signed by the original account; use "
+                                                      "--same-account to keep them)"))
     if result.dropped_malformed:
-        result.warnings.append(Note(NoteKind.REPAIRED, f"left out {result.dropped_malformed} user/assistant lines "
-                                                       "without a readable message (they stay in the document)"))
+        left = counted(result.dropped_malformed, "user/assistant line")
+        result.warnings.append(Note(NoteKind.REPAIRED, f"left out {left} without a readable message (they stay in "
+                                                       "the document)"))
     if result.synthesized_results:
-        result.warnings.append(Note(NoteKind.REPAIRED, f"{result.synthesized_results} tool calls had no recorded "
-                                                       "result; they were answered with an explicit error"))
+        calls = counted(result.synthesized_results, "tool call")
+        result.warnings.append(Note(NoteKind.REPAIRED, f"{calls} had no recorded result; they were answered with "
+                                                       "an explicit error"))
 
     writes: list[tuple[Path, bytes]] = [(path, _jsonl(lines))]
     session_folder = project_dir / new_id
@@ -301,7 +307,9 @@ def _write_staged(project_dir: Path, new_id: str, writes: list[tuple[Path, bytes
     which is removed on failure."""
     created = not project_dir.exists()
     project_dir.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(prefix=f".p2pd-import-{new_id}.", dir=project_dir))
+    staging.sweep(project_dir, f"{IMPORT_STAGE_PREFIX}*")  # what killed imports left here
+    stage = Path(tempfile.mkdtemp(prefix=f"{IMPORT_STAGE_PREFIX}{new_id}.", dir=project_dir))
+    held = staging.hold(stage)
     main_path = project_dir / f"{new_id}.jsonl"
     folder = project_dir / new_id
     moved_folder = False
@@ -326,7 +334,20 @@ def _write_staged(project_dir: Path, new_id: str, writes: list[tuple[Path, bytes
             shutil.rmtree(folder, ignore_errors=True)
         raise
     finally:
+        os.close(held)
         shutil.rmtree(stage, ignore_errors=True)
         if created:
             with contextlib.suppress(OSError):
                 project_dir.rmdir()  # only if nothing was moved in
+
+
+def sweep_stale_imports(projects: Path | None = None) -> int:
+    """Remove the staging folders killed imports left in Claude Code's project folders (untouched for an hour and
+    not held by a live import); returns how many. Run at the daemon's start-up (and an import sweeps its own
+    project folder)."""
+    root = projects if projects is not None else projects_dir()
+    try:
+        folders = [p for p in root.iterdir() if p.is_dir() and not p.is_symlink()]
+    except OSError:
+        return 0
+    return sum(staging.sweep(folder, f"{IMPORT_STAGE_PREFIX}*") for folder in folders)

@@ -39,6 +39,7 @@ from p2pd.agents.spec import Note, NoteKind
 from p2pd.conversation.model import ConversationDocument, Role
 from p2pd.errors import Cause, ConflictError, InvalidInputError, P2pdError
 from p2pd.support.atomic import atomic_write_bytes
+from p2pd.support.text import counted
 
 ORIGINATOR = "p2pd_import"
 CLI_VERSION = "0.89.0"
@@ -197,9 +198,10 @@ def import_to_codex(doc: ConversationDocument, *, cwd: str | os.PathLike[str] | 
                                                home=base)
         if result.dropped_malformed:
             result.warnings.append(Note(NoteKind.REPAIRED,
-                                        f"left out {result.dropped_malformed} malformed source lines"))
+                                        f"left out {counted(result.dropped_malformed, 'malformed source line')}"))
         if result.dropped_reasoning:
-            result.warnings.append(Note(NoteKind.DROPPED, f"dropped {result.dropped_reasoning} reasoning items (their "
+            items = counted(result.dropped_reasoning, "reasoning item")
+            result.warnings.append(Note(NoteKind.DROPPED, f"dropped {items} (their "
                                         "encrypted content only works for the OpenAI account that made them; use "
                                         "--same-account to keep them)"))
     else:

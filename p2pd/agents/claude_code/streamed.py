@@ -1,0 +1,202 @@
+"""A Claude Code session written as a conversation document in the line layout, a line at a time.
+
+The same document :func:`p2pd.agents.claude_code.export.export_session` builds (byte for byte, modulo the line
+layout's newlines; a test holds it), without holding the session in memory:
+
+1. an index pass reads every line and keeps only what the active chain, the title, the times and the origin
+   need (ids, parent links, a few strings) — small next to the session;
+2. a conversion pass reads the lines again and converts them as they go by; each message and record is encoded
+   at once into a spool file beside the output, and counted;
+3. the document is written: the header (now that the counts and title are known), the spooled messages and
+   records, each subagent (one file at a time), the spilled tool results.
+
+Memory holds the index, one message, one subagent and one tool result at a time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from p2pd.agents.claude_code.export import (
+    PLATFORM,
+    first_str,
+    iter_subagents,
+    iter_tool_results,
+    iter_transcript,
+    last_str,
+    line_title,
+    prompt_title,
+)
+from p2pd.agents.claude_code.transcript import TITLE_TYPES, active_chain
+from p2pd.agents.jsonl import SourceLine, iter_lines, line_stamps, require_lines, session_time
+from p2pd.conversation.document_io import compact_json
+from p2pd.conversation.layout import SubagentLines, Write, write_document
+from p2pd.conversation.model import ConversationDocument, Counts, LineIssue, Message, Origin, Record
+from p2pd.conversation.summary import SummaryBuilder
+from p2pd.conversation.teams import TEAM_TOOLS, events_from_messages
+from p2pd.support.gcpause import bulk_work
+
+# What the index keeps of a line: the keys the chain, title, times and origin read.
+_KEEP = ("type", "uuid", "parentUuid", "logicalParentUuid", "isSidechain", "isMeta", "teamName", "sessionId",
+         "cwd", "gitBranch", "version", "timestamp", *TITLE_TYPES.values())
+
+
+class NotStreamable(Exception):
+    """The session needs the whole document in memory (agent-team state is derived from all of it); nothing
+    was written."""
+
+
+@dataclass
+class StreamedSession:
+    """What was written: the document's header fields (title, counts …) for offers and file names."""
+
+    context_id: str
+    title: str
+    platform: str
+    session_id: str
+    counts: Counts
+    summary: str
+
+
+def _team_marker(line: SourceLine) -> bool:
+    return "<teammate-message" in line.text or any(
+        isinstance(b, dict) and b.get("type") == "tool_use" and b.get("name") in TEAM_TOOLS
+        for b in _blocks(line.obj))
+
+
+def _blocks(obj: dict[str, Any] | None) -> list[Any]:
+    msg = obj.get("message") if obj else None
+    content = msg.get("content") if isinstance(msg, dict) else None
+    return content if isinstance(content, list) else []
+
+
+def _light(line: SourceLine) -> SourceLine:
+    obj = line.obj
+    if obj is None:
+        value = line.value if not isinstance(line.value, list | dict) else type(line.value)()
+        return SourceLine(line.n, "" if line.text.strip() else line.text, value=value, error=line.error)
+    light: dict[str, Any] = {k: obj[k] for k in _KEEP if k in obj}
+    msg = obj.get("message")
+    if isinstance(msg, dict):
+        content = msg.get("content")
+        if isinstance(content, list):
+            content = [{k: b[k] for k in ("type", "id", "tool_use_id") if k in b} if isinstance(b, dict) else None
+                       for b in content]
+        elif isinstance(content, str):
+            content = ""
+        light["message"] = {k: v for k, v in (("id", msg.get("id")), ("content", content)) if k in msg
+                            or (k == "content" and "content" in msg)}
+    elif "message" in obj:
+        light["message"] = msg
+    return SourceLine(line.n, "", value=light)
+
+
+class _Spool:
+    """Encoded elements, one per line, in a file beside the output (removed when done)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fh: IO[bytes] = path.open("wb")
+
+    def add(self, value: Any) -> None:
+        self._fh.write(compact_json(value) + b"\n")
+
+    def items(self) -> Iterator[bytes]:
+        self._fh.close()
+        with self.path.open("rb") as fh:
+            for line in fh:
+                yield line[:-1]
+
+    def close(self) -> None:
+        self._fh.close()
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+
+
+def write_session(path: Path, write: Write, *, spool_dir: Path) -> StreamedSession:
+    """Write the session at ``path`` as a conversation document in the line layout through ``write``."""
+    path = Path(path)
+    index: list[SourceLine] = []
+    with bulk_work():
+        for line in iter_lines(path):
+            if _team_marker(line):
+                raise NotStreamable(path)
+            index.append(_light(line))
+    require_lines(index, path)
+    session_id = first_str(index, "sessionId") or path.stem
+    active = set(active_chain(index))
+    title = line_title(index)
+    created = session_time(line_stamps(index), path)
+    origin = Origin(platform=PLATFORM, session_id=session_id, cwd=first_str(index, "cwd"),
+                    git_branch=last_str(index, "gitBranch"), client_version=last_str(index, "version"),
+                    transcript_path=str(path.resolve()), hostname=socket.gethostname())
+    line_count = len(index)
+    del index
+    counts = Counts()
+    summary = SummaryBuilder()
+    issues: list[dict[str, Any]] = []
+    messages, records = _Spool(spool_dir / "messages.spool"), _Spool(spool_dir / "records.spool")
+    try:
+        with bulk_work():
+            for item in iter_transcript(iter_lines(path), session_id, active):
+                if isinstance(item, Message):
+                    counts.add(item)
+                    if title is None:
+                        title = prompt_title(item)
+                    if item.p2pd.get("active", True):
+                        summary.add(item)
+                    messages.add(item.to_json_dict())
+                elif isinstance(item, LineIssue):
+                    issues.append(item.to_json_dict())
+                else:
+                    records.add(_record_json(item))
+                    counts.records += 1
+        sub_issues, sub_count = _subagent_totals(path, session_id)
+        counts.source_lines = line_count
+        counts.malformed_lines = len(issues) + sub_issues
+        counts.subagents = sub_count
+        title, text = summary.finish(title or "", None)
+        head = ConversationDocument(context_id=session_id, title=title, summary=text, created_at=created,
+                                    origin=origin, counts=counts, line_count=line_count).to_json_dict()
+        head = {k: head[k] for k in list(head)[: list(head).index("messages")]}
+        write_document(write, head, messages.items(), records.items(),
+                       {"issues": issues, "lineCount": line_count}, _subagents(path, session_id),
+                       (compact_json(t.to_json_dict()) for t in iter_tool_results(path)), {})
+    finally:
+        messages.close()
+        records.close()
+    return StreamedSession(context_id=session_id, title=title, platform=PLATFORM, session_id=session_id,
+                           counts=counts, summary=text)
+
+
+def _record_json(rec: Record) -> dict[str, Any]:
+    """A record as the document writes it (a line that was JSON ``null`` keeps its ``"value": null``)."""
+    if rec.value is None and rec.text is None and rec.raw is None:
+        return {"line": rec.line, "value": None}
+    return rec.to_json_dict()
+
+
+def _subagent_totals(path: Path, session_id: str) -> tuple[int, int]:
+    """Issues and number of the subagents (their files are read again when written: one at a time)."""
+    issues = count = 0
+    for sub in iter_subagents(path, session_id):
+        name = (sub.meta or {}).get("name") or (sub.meta or {}).get("agentName") or sub.agent_id
+        if events_from_messages(sub.messages, actor=str(name)):
+            raise NotStreamable(path)
+        issues += len(sub.issues)
+        count += 1
+    return issues, count
+
+
+def _subagents(path: Path, session_id: str) -> Iterator[SubagentLines]:
+    for sub in iter_subagents(path, session_id):
+        rest = sub.to_json_dict()
+        rest.pop("messages")
+        rest.pop("records")
+        yield SubagentLines(messages=[compact_json(m.to_json_dict()) for m in sub.messages],
+                            records=[compact_json(_record_json(r)) for r in sub.records], rest=rest)

@@ -1,0 +1,107 @@
+"""The line layout: a conversation document written so it can be made and read one message at a time.
+
+It is the same JSON document (``SPEC.md``; same keys, same order as :meth:`ConversationDocument.to_json_dict`,
+compact), with a newline after each element of the three big arrays — ``messages``, ``records`` and
+``toolResults``, at the top and in every subagent — and after the lines that open and close them. JSON allows
+whitespace there, so any JSON reader reads it as before; the compact encoder never writes a newline inside a
+value, so each element is exactly one line::
+
+    {"format":"p2pd.conversation",…,"counts":{…},"messages":[
+    {"messageId":"a",…}
+    ,{"messageId":"b",…}
+    ],"records":[
+    {"line":3,…}
+    ],"issues":[],"lineCount":42,"subagents":[
+    {"messages":[
+    {"messageId":"c",…}
+    ],"records":[
+    ],"issues":[],"lineCount":7,"agentId":"x","fileName":"agent-x.jsonl"}
+    ],"toolResults":[
+    {"name":"t.txt","text":"…"}
+    ]}
+
+Elements after the first start with ``,``. A writer never holds more than one element; a reader
+(:mod:`p2pd.conversation.layout_reader`) parses each element line on its own and the small rest (the "skeleton")
+at the end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from p2pd.conversation.document_io import compact_json
+
+ELEMENT_ARRAYS = ("messages", "records", "toolResults")
+Write = Callable[[bytes], object]
+
+
+@dataclass
+class SubagentLines:
+    """One subagent: its elements (already encoded, one JSON value each) and its other fields in document
+    order (``issues``, ``lineCount``, ``agentId``, ``fileName``, ``meta``)."""
+
+    messages: Iterable[bytes]
+    records: Iterable[bytes]
+    rest: dict[str, Any]
+
+
+def _elements(write: Write, items: Iterable[bytes]) -> int:
+    n = 0
+    for item in items:
+        write(b"," + item + b"\n" if n else item + b"\n")
+        n += 1
+    return n
+
+
+def _fields(values: dict[str, Any]) -> bytes:
+    """``"a":1,"b":2`` — an object's members without braces (empty when there are none)."""
+    return compact_json(values)[1:-1]
+
+
+def _key(name: str) -> bytes:
+    return compact_json(name) + b":["
+
+
+def write_document(write: Write, head: dict[str, Any], messages: Iterable[bytes], records: Iterable[bytes],
+                   middle: dict[str, Any], subagents: Iterable[SubagentLines], tool_results: Iterable[bytes],
+                   tail: dict[str, Any]) -> None:
+    """Write a whole document in the line layout. ``head``: the fields before ``messages`` (``format`` …
+    ``counts``); ``middle``: ``issues`` and ``lineCount``; ``tail``: what follows ``toolResults``
+    (``metadata``, when set)."""
+    fields = _fields(head)
+    write(b"{" + fields + (b"," if fields else b"") + _key("messages") + b"\n")
+    _elements(write, messages)
+    write(b"]," + _key("records") + b"\n")
+    _elements(write, records)
+    middle_fields = _fields(middle)
+    write(b"]," + middle_fields + (b"," if middle_fields else b"") + _key("subagents") + b"\n")
+    for i, sub in enumerate(subagents):
+        write((b",{" if i else b"{") + _key("messages") + b"\n")
+        _elements(write, sub.messages)
+        write(b"]," + _key("records") + b"\n")
+        _elements(write, sub.records)
+        rest = _fields(sub.rest)
+        write(b"]" + (b"," + rest if rest else b"") + b"}\n")
+    write(b"]," + _key("toolResults") + b"\n")
+    _elements(write, tool_results)
+    tail_fields = _fields(tail)
+    write(b"]" + (b"," + tail_fields if tail_fields else b"") + b"}\n")
+
+
+def document_lines(doc_json: dict[str, Any], write: Write) -> None:
+    """An in-memory document (``ConversationDocument.to_json_dict()``) written in the line layout."""
+    keys = list(doc_json)
+    split = keys.index("messages") if "messages" in keys else len(keys)
+    head = {k: doc_json[k] for k in keys[:split]}
+    middle: dict[str, Any] = {k: doc_json[k] for k in ("issues", "lineCount") if k in doc_json}
+    tail = {k: v for k, v in doc_json.items()
+            if k not in head and k not in middle and k not in ("messages", "records", "subagents", "toolResults")}
+    subs = [SubagentLines(messages=[compact_json(m) for m in s.get("messages", [])],
+                          records=[compact_json(r) for r in s.get("records", [])],
+                          rest={k: v for k, v in s.items() if k not in ("messages", "records")})
+            for s in doc_json.get("subagents", [])]
+    write_document(write, head, (compact_json(m) for m in doc_json.get("messages", [])),
+                   (compact_json(r) for r in doc_json.get("records", [])), middle, subs,
+                   (compact_json(t) for t in doc_json.get("toolResults", [])), tail)

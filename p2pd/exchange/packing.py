@@ -1,0 +1,147 @@
+"""The conversation on its way in and out of a transfer, as streams: document → blobs, blob → ``.a2a.json``.
+
+Sending: the document is written in the line layout (:mod:`p2pd.conversation.layout`) straight into two
+streaming blob writers — zstd (offered when the receiver's HELLO lists it: 2.3x smaller, as fast) and lz4 (every
+peer speaks it: the page). A Claude Code session file is converted while it is written
+(:mod:`p2pd.agents.claude_code.streamed`), so memory holds one message, not the session; anything else (other
+agents, redacted or team sessions) is built in memory first, as before.
+
+Receiving: the verified blob is decompressed in pieces into a staging file beside the output while
+:class:`~p2pd.conversation.layout_reader.LayoutReader` checks each element as it goes by; the document that
+arrives is written as it came (it is valid: every element and the rest were checked). A document not in the
+line layout (the page's, another tool's) is parsed whole, checked and written in the layout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from p2pd.blob.container import DEFAULT_MAX_RAW_SIZE
+from p2pd.blob.stream import BlobWriter, iter_raw
+from p2pd.conversation.layout import document_lines
+from p2pd.conversation.layout_reader import LayoutReader, NotLayout
+from p2pd.conversation.model import ConversationDocument, Counts, Origin
+from p2pd.errors import ConflictError
+from p2pd.support.atomic import atomic_writer
+from p2pd.support.gcpause import bulk_work
+
+
+@dataclass
+class Packed:
+    """Blob files of one conversation (zstd first, then lz4) and what an offer says of it."""
+
+    zstd: Path
+    lz4: Path
+    context_id: str
+    title: str
+    platform: str
+    session_id: str
+    messages: int
+
+
+@dataclass
+class Unpacked:
+    """What the receiver checked of the document it wrote (the messages were checked and let go)."""
+
+    context_id: str
+    title: str
+    counts: Counts
+    staged: Path
+    origin: Origin
+
+
+def pack(source: ConversationDocument | Path, folder: Path) -> Packed:
+    """Write ``source`` (a document, or a Claude Code session file to convert on the way) as blobs in
+    ``folder``. Blocking: run it in a thread."""
+    zstd_path, lz4_path = folder / "conversation.zstd.a2a.p2pd", folder / "conversation.a2a.p2pd"
+    doc = source
+    if isinstance(source, Path):
+        from p2pd.agents.claude_code.streamed import NotStreamable, write_session
+
+        try:
+            with BlobWriter(zstd_path, "zstd") as z, BlobWriter(lz4_path, "lz4") as lz:
+                info = write_session(source, _tee(z, lz), spool_dir=folder)
+            return Packed(zstd_path, lz4_path, info.context_id, info.title, info.platform, info.session_id,
+                          info.counts.messages)
+        except NotStreamable:
+            from p2pd.agents.sources import load_file
+
+            doc = load_file(source)
+    assert isinstance(doc, ConversationDocument)
+    with bulk_work():
+        data = doc.to_json_dict()
+        with BlobWriter(zstd_path, "zstd") as z, BlobWriter(lz4_path, "lz4") as lz:
+            document_lines(data, _tee(z, lz))
+    return Packed(zstd_path, lz4_path, doc.context_id, doc.title, doc.origin.platform,
+                  doc.origin.session_id or doc.context_id, doc.counts.messages)
+
+
+def _tee(*writers: BlobWriter) -> Any:
+    def write(data: bytes) -> None:
+        for w in writers:
+            w.write(data)
+
+    return write
+
+
+def unpack(blob_path: Path, folder: Path, *, source: str = "the received conversation",
+           max_raw_size: int = DEFAULT_MAX_RAW_SIZE) -> Unpacked:
+    """Check the verified blob at ``blob_path`` and write its document to a staging file in ``folder`` (hidden;
+    :func:`place` gives it its name). Raises InvalidInputError (and its kin) when it is not a valid
+    conversation document; then nothing is left behind."""
+    staged = folder / f".{blob_path.name}.a2a.json.part"
+    try:
+        with bulk_work():
+            try:
+                reader = LayoutReader(source=source)
+                with staged.open("wb") as out:
+                    for piece in iter_raw(blob_path, max_raw_size=max_raw_size):
+                        out.write(piece)
+                        reader.feed(piece)
+                summary = reader.finish()
+                return Unpacked(summary.context_id, summary.title, summary.counts, staged, summary.document.origin)
+            except NotLayout:
+                return _unpack_whole(blob_path, staged, source, max_raw_size)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            staged.unlink()
+        raise
+
+
+def _unpack_whole(blob_path: Path, staged: Path, source: str, max_raw_size: int) -> Unpacked:
+    from p2pd.agents.counting import count
+    from p2pd.blob import container as blob
+    from p2pd.conversation.document_io import parse_document
+
+    doc = parse_document(blob.read(blob_path, max_raw_size=max_raw_size), source=source)
+    doc.counts = count(doc)
+    with staged.open("wb") as out:
+        document_lines(doc.to_json_dict(), out.write)
+    return Unpacked(doc.context_id, doc.title, doc.counts, staged, doc.origin)
+
+
+def place(staged: Path, folder: Path, base: str) -> Path:
+    """Move a staged document to ``<base>.a2a.json`` in ``folder`` (``<base>-N.a2a.json`` when taken), never
+    over an existing file."""
+    for i in range(1000):
+        path = folder / (f"{base}.a2a.json" if i == 0 else f"{base}-{i}.a2a.json")
+        try:
+            os.link(staged, path)
+        except FileExistsError:
+            continue
+        staged.unlink()
+        return path
+    raise ConflictError(f"could not find a free file name for {base}.a2a.json in {folder}")
+
+
+def blob_to_file(blob_path: Path, folder: Path, base: str) -> Path:
+    """The document inside a blob written as ``<base>.a2a.json`` in ``folder`` (the sender's fallback file)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with atomic_writer(folder / f".{base}.fallback") as out:
+        for piece in iter_raw(blob_path):
+            out.write(piece)
+    return place(folder / f".{base}.fallback", folder, base)
