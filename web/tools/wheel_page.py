@@ -1,4 +1,4 @@
-"""Build hook: the wheel carries the browser page, so an installed ``p2pd-signal`` serves it with no npm anywhere.
+"""Build hook (named in pyproject.toml's ``[tool.setuptools.cmdclass]``): the wheel carries the browser page, so an installed ``p2pd-signal`` serves it with no npm anywhere.
 
 Everything else about the package is in ``pyproject.toml``. When a wheel is built, ``build_py`` copies the page
 from ``web/`` into ``signaling/web/`` of the build (``signaling.page.default_web_dir`` looks there first):
@@ -24,11 +24,11 @@ import re
 import shutil
 from pathlib import Path
 
-from setuptools import setup
 from setuptools.command.build_py import build_py
 from setuptools.command.sdist import sdist
 
-WEB = Path(__file__).resolve().parent / "web"
+WEB = Path(__file__).resolve().parents[1]
+HOOK = "web/tools/wheel_page.py"  # this file: the sdist carries it, so a wheel can be built from the sdist
 DEVELOPMENT = {"tests", "tools", "node_modules", "package.json", "package-lock.json", "README.md"}
 IMPORT_MAP = re.compile(r'<script type="importmap">(.*?)</script>', re.DOTALL)
 MODULE_SCRIPT = re.compile(r'<script type="module" src="([^"]+)"')
@@ -105,8 +105,6 @@ class BuildWithPage(build_py):
 
 class SdistWithPage(sdist):
     def make_release_tree(self, base_dir: str, files: list[str]) -> None:
-        page = [f"web/{rel}" for rel in page_files(WEB)]
-        super().make_release_tree(base_dir, [*files, *(f for f in page if f not in files)])
-
-
-setup(cmdclass={"build_py": BuildWithPage, "sdist": SdistWithPage})
+        page = [f"web/{rel}" for rel in page_files(WEB)] + [HOOK]
+        kept = [f for f in files if not f.startswith("tests/")]  # the sdist is the package, not its test suite
+        super().make_release_tree(base_dir, [*kept, *(f for f in page if f not in kept)])
