@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from p2pd.conversation.document_io import escape_lone_surrogates
 from p2pd.conversation.model import Record
@@ -43,14 +43,19 @@ class SourceLine:
             self.type = t if isinstance(t, str) else None
 
 
-def read_text(path: Path) -> str:
+def _open(path: Path) -> BinaryIO:
+    """The transcript opened for reading, or the error a person understands."""
     try:
-        data = path.read_bytes()
+        return path.open("rb")
     except FileNotFoundError:
         raise NotFoundError(f"transcript not found: {path}") from None
     except IsADirectoryError:
         raise InvalidInputError(f"{path} is a directory, not a transcript") from None
-    return data.decode("utf-8", errors="surrogateescape")
+
+
+def read_text(path: Path) -> str:
+    with _open(path) as fh:
+        return fh.read().decode("utf-8", errors="surrogateescape")
 
 
 def parse_lines(text: str) -> list[SourceLine]:
@@ -99,13 +104,7 @@ def _fast_loads(line: str) -> Any:
 def iter_lines(path: Path) -> Iterator[SourceLine]:
     """The lines of a JSONL file, parsed one at a time as :func:`parse_lines` would (same numbers, same
     reasons), reading the file as a stream: memory holds one line, not the file."""
-    try:
-        fh = path.open("rb")
-    except FileNotFoundError:
-        raise NotFoundError(f"transcript not found: {path}") from None
-    except IsADirectoryError:
-        raise InvalidInputError(f"{path} is a directory, not a transcript") from None
-    with fh:
+    with _open(path) as fh:
         for n, raw in enumerate(fh, start=1):
             ends = raw.endswith(b"\n")
             body = raw[:-1] if ends else raw

@@ -63,12 +63,11 @@ def cmd_send(args: argparse.Namespace) -> int:
 
         return send_via_daemon(args)
     from p2pd.agents.sources import streamable_session
-    from p2pd.config import DEFAULT_SIGNAL_URL, config_path, redact_default, signal_url
+    from p2pd.config import DEFAULT_SIGNAL_URL, config_path, signal_url
     from p2pd.exchange.handover import send_document
     from p2pd.pairing.codes import read_code
 
-    streamable = None if (args.redact if args.redact is not None else redact_default()) \
-        else streamable_session(args.session)
+    streamable = None if _redacting(args) else streamable_session(args.session)
     if streamable is not None:
         doc: Any = streamable  # converted while it is packed: memory bounded by a message, not the session
         # which session `latest` (or a prefix) picked, before any code is shown

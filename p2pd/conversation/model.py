@@ -12,6 +12,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
+from p2pd.conversation import media_types as mt
+
 FORMAT_NAME = "p2pd.conversation"
 FORMAT_VERSION = 1
 A2A_PROTOCOL_VERSION = "1.0"
@@ -166,8 +168,6 @@ class Counts(_Model):
 
     def add(self, message: Message) -> None:
         """Count one main-transcript message (its role, branch, tool calls and results)."""
-        from p2pd.conversation import media_types as mt
-
         self.messages += 1
         if message.role is Role.USER:
             self.user_messages += 1

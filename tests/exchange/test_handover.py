@@ -71,7 +71,7 @@ def test_corpus_session_crosses_and_imports(server, tmp_path):
     rc, rout, rerr = finish(receiver)
     src, _sout, serr = finish(sender)
     assert (rc, src) == (0, 0), rerr + serr
-    assert "SHA-256 verified" in rerr and "the receiver verified SHA-256" in serr
+    assert "SHA-256 verified" in rerr and "the receiver checked SHA-256" in serr
     # both sides showed the same verification string
     vs = re.findall(r"Verification string .*: (\d{3} \d{3})", rerr + serr)
     assert len(vs) == 2 and vs[0] == vs[1]
@@ -123,7 +123,7 @@ def test_the_configured_receive_cap_refuses_a_larger_conversation(server, tmp_pa
     rc, _, rerr = finish(receiver)
     src, _, serr = finish(sender)
     assert rc == ExitCode.TOO_LARGE and src == ExitCode.DECLINED, rerr + serr
-    assert "2000 bytes" in rerr and "too_large" in serr
+    assert "2000 bytes" in rerr and "over its size limit" in serr
     assert not inbox.exists() or not [p for p in inbox.rglob("*") if p.is_file()]
 
 

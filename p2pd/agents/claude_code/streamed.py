@@ -89,8 +89,7 @@ def _light(line: SourceLine) -> SourceLine:
                        for b in content]
         elif isinstance(content, str):
             content = ""
-        light["message"] = {k: v for k, v in (("id", msg.get("id")), ("content", content)) if k in msg
-                            or (k == "content" and "content" in msg)}
+        light["message"] = {k: v for k, v in (("id", msg.get("id")), ("content", content)) if k in msg}
     elif "message" in obj:
         light["message"] = msg
     return SourceLine(line.n, "", value=light)
@@ -141,6 +140,7 @@ def write_session(path: Path, write: Write, *, spool_dir: Path) -> StreamedSessi
     summary = SummaryBuilder()
     issues: list[dict[str, Any]] = []
     messages, records = _Spool(spool_dir / "messages.spool"), _Spool(spool_dir / "records.spool")
+    spools: list[_Spool | _SubagentSpool] = [messages, records]
     try:
         with bulk_work():
             for item in iter_transcript(iter_lines(path), session_id, active):
@@ -156,20 +156,21 @@ def write_session(path: Path, write: Write, *, spool_dir: Path) -> StreamedSessi
                 else:
                     records.add(_record_json(item))
                     counts.records += 1
-        sub_issues, sub_count = _subagent_totals(path, session_id)
+        subagents = _SubagentSpool(path, session_id, spool_dir / "subagents.spool")
+        spools.append(subagents)
         counts.source_lines = line_count
-        counts.malformed_lines = len(issues) + sub_issues
-        counts.subagents = sub_count
+        counts.malformed_lines = len(issues) + subagents.issues
+        counts.subagents = len(subagents.shape)
         title, text = summary.finish(title or "", None)
         head = ConversationDocument(context_id=session_id, title=title, summary=text, created_at=created,
                                     origin=origin, counts=counts, line_count=line_count).to_json_dict()
         head = {k: head[k] for k in list(head)[: list(head).index("messages")]}
         write_document(write, head, messages.items(), records.items(),
-                       {"issues": issues, "lineCount": line_count}, _subagents(path, session_id),
+                       {"issues": issues, "lineCount": line_count}, subagents.items(),
                        (compact_json(t.to_json_dict()) for t in iter_tool_results(path)), {})
     finally:
-        messages.close()
-        records.close()
+        for spool in spools:
+            spool.close()
     return StreamedSession(context_id=session_id, title=title, platform=PLATFORM, session_id=session_id,
                            counts=counts, summary=text)
 
@@ -181,22 +182,39 @@ def _record_json(rec: Record) -> dict[str, Any]:
     return rec.to_json_dict()
 
 
-def _subagent_totals(path: Path, session_id: str) -> tuple[int, int]:
-    """Issues and number of the subagents (their files are read again when written: one at a time)."""
-    issues = count = 0
-    for sub in iter_subagents(path, session_id):
-        name = (sub.meta or {}).get("name") or (sub.meta or {}).get("agentName") or sub.agent_id
-        if events_from_messages(sub.messages, actor=str(name)):
-            raise NotStreamable(path)
-        issues += len(sub.issues)
-        count += 1
-    return issues, count
+class _SubagentSpool:
+    """The subagents converted once, one at a time, and spooled encoded (their issues and number go into the
+    header, written before them): per subagent its other fields, then one line per message and per record."""
 
+    def __init__(self, path: Path, session_id: str, spool: Path) -> None:
+        self.shape: list[tuple[int, int, dict[str, Any]]] = []  # (messages, records, other fields)
+        self.issues = 0
+        self.spool = _Spool(spool)
+        try:
+            self._convert(path, session_id)
+        except BaseException:
+            self.spool.close()
+            raise
 
-def _subagents(path: Path, session_id: str) -> Iterator[SubagentLines]:
-    for sub in iter_subagents(path, session_id):
-        rest = sub.to_json_dict()
-        rest.pop("messages")
-        rest.pop("records")
-        yield SubagentLines(messages=[compact_json(m.to_json_dict()) for m in sub.messages],
-                            records=[compact_json(_record_json(r)) for r in sub.records], rest=rest)
+    def _convert(self, path: Path, session_id: str) -> None:
+        for sub in iter_subagents(path, session_id):
+            name = (sub.meta or {}).get("name") or (sub.meta or {}).get("agentName") or sub.agent_id
+            if events_from_messages(sub.messages, actor=str(name)):
+                raise NotStreamable(path)
+            self.issues += len(sub.issues)
+            rest = sub.to_json_dict()
+            del rest["messages"], rest["records"]
+            self.shape.append((len(sub.messages), len(sub.records), rest))
+            for m in sub.messages:
+                self.spool.add(m.to_json_dict())
+            for r in sub.records:
+                self.spool.add(_record_json(r))
+
+    def items(self) -> Iterator[SubagentLines]:
+        lines = self.spool.items()
+        for n_messages, n_records, rest in self.shape:
+            yield SubagentLines(messages=[next(lines) for _ in range(n_messages)],
+                                records=[next(lines) for _ in range(n_records)], rest=rest)
+
+    def close(self) -> None:
+        self.spool.close()
