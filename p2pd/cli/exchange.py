@@ -70,14 +70,10 @@ def cmd_send(args: argparse.Namespace) -> int:
     streamable = None if _redacting(args) else streamable_session(args.session)
     if streamable is not None:
         doc: Any = streamable  # converted while it is packed: memory bounded by a message, not the session
-        # which session `latest` (or a prefix) picked, before any code is shown
-        err.print(f"Sending the Claude Code session [bold]{shown(streamable.stem)}[/] ({escape(str(streamable))})")
     else:
         with status(f"Reading {escape(args.session)}…"):
             doc = load_conversation(args.session)
         doc = redacted(doc, args.redact)
-        err.print(f"Sending [bold]{shown(doc.title or doc.context_id)}[/] ({shown(doc.origin.platform)} session "
-                  f"{shown(doc.origin.session_id or doc.context_id)}, {counted(doc.counts.messages, 'message')})")
     code = read_code(args.code)
     url = args.signal or signal_url()
     if not args.signal and url == DEFAULT_SIGNAL_URL:

@@ -171,6 +171,13 @@ class CliUI:
         self.signal_url = signal_url
         self.activity = Activity(real_console(err))
 
+    def sending(self, about: dict[str, Any]) -> None:
+        """Which session is going (what `latest` or a prefix picked), before any code is shown."""
+        from p2pd.support.text import counted
+
+        err.print(f"Sending [bold]{shown(about['title'] or about['session_id'])}[/] ({shown(about['platform'])} "
+                  f"session {shown(about['session_id'])}, {counted(about['messages'], 'message')})")
+
     def code_ready(self, code: str) -> None:
         if self.receiving:
             err.print(f"Waiting for the sender. Code: [bold]{escape(code)}[/]")

@@ -39,6 +39,9 @@ class TransferUI:
         self.store.update_transfer(self.transfer_id, code=code)
         self.code_event.set()
 
+    def sending(self, about: dict[str, Any]) -> None:
+        pass  # the row already names the conversation
+
     def paired(self, verification: str) -> None:
         self.store.update_transfer(self.transfer_id, state=TransferState.RUNNING,
                                    detail={"verification": verification})

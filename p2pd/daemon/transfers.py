@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from p2pd.errors import Cause, ConflictError, DeclinedError, InvalidInputError, cause_of
+from p2pd.support.text import visible
 
 
 class TransferState(StrEnum):
@@ -112,7 +113,8 @@ def outgoing_ending(exc: BaseException, *, cancelled: str | None, device_online:
     if isinstance(exc, ConflictError):  # e.g. the device left the link meanwhile
         return Ending(S.CANCELLED, text, cause)
     if isinstance(exc, DeclinedError):
-        return Ending(S.FAILED, f"declined by {device_name}: {text}", cause, handoff="failed",
+        said = f" (it said: “{visible(exc.peer_text)}”)" if exc.peer_text else ""  # its words, shown, not read
+        return Ending(S.FAILED, f"declined by {device_name}: {text}{said}", cause, handoff="failed",
                       handoff_reason=f"declined by {device_name}")
     if cancelled is not None:
         return Ending(S.CANCELLED, cancelled, Cause.CANCELLED, handoff="cancelled", handoff_reason=cancelled)

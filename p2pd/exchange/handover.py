@@ -44,6 +44,8 @@ class UI(Protocol):
 
     def code_ready(self, code: str) -> None: ...
 
+    def sending(self, about: dict[str, Any]) -> None: ...
+
     def paired(self, verification: str) -> None: ...
 
     def status(self, text: str) -> None: ...
@@ -67,6 +69,9 @@ class QuietUI:
 
     def code_ready(self, code: str) -> None:
         self.codes.append(code)
+
+    def sending(self, about: dict[str, Any]) -> None:
+        self.lines.append(f"sending {about.get('title')}")
 
     def paired(self, verification: str) -> None:
         self.lines.append(f"paired {verification}")
@@ -160,6 +165,7 @@ async def send_document(doc: ConversationDocument | Path, *, signal_url: str, co
         outcome.title = packed.title or packed.context_id
         outcome.about = {"title": packed.title, "platform": packed.platform, "session_id": packed.session_id,
                          "messages": packed.messages}
+        ui.sending(outcome.about)
         ui.status(f"conversation packed: {packed.zstd.stat().st_size} bytes compressed")
         try:
             rv = await Rendezvous.open(signal_url, role="sender", code=code, connect_timeout=min(10.0, connect_timeout))
@@ -258,6 +264,7 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
             await link.close()
         await rv.close()
     got = unpacked[0]
+    ui.stage("writing the conversation document")  # staged while checked; now given its name
     path = await asyncio.to_thread(place, got.staged, out_dir, safe_file_stem(got.context_id))
     with contextlib.suppress(OSError):
         os.unlink(received.path)

@@ -71,7 +71,7 @@ async def test_refusals_reach_the_sender_with_a_typed_cause_and_store_nothing(ma
     big = variant(corpus_doc, 0)
     big.title = "x" * 2000  # over max_size by the title alone
     over = await ended(ha, (await na.send_to_device(nb.identity.device_id, big)).id)
-    assert (over.state, over.cause) == ("failed", "declined") and "too_large" in (over.error or "")
+    assert (over.state, over.cause) == ("failed", "declined") and "over its size limit" in (over.error or "")
     first = await ended(ha, (await na.send_to_device(nb.identity.device_id, corpus_doc)).id)
     assert first.state == "done", first.error
     second = await ended(ha, (await na.send_to_device(nb.identity.device_id, variant(corpus_doc, 1))).id)

@@ -152,7 +152,7 @@ def test_https_page_receives_across_symmetric_nats(internet: Internet, tls_signa
     assert page["state"] == "done", report
     assert sender.returncode == 0, report
     # the page verified the SHA-256 the sender announced, and both showed the same verification string
-    assert page["sha256"] and f"the receiver verified SHA-256 {page['sha256'][:16]}" in sent, report
+    assert page["sha256"] and f"the receiver checked SHA-256 {page['sha256'][:16]}" in sent, report
     assert page["sas"] and page["sas"] in sent, report
     expected = export_session(CORPUS_SESSION).to_json_dict()
     assert page["offer_messages"] == str(expected["counts"]["messages"])

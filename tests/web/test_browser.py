@@ -52,7 +52,7 @@ def test_daemon_to_browser_corpus_session(server: SignalProcess, page: Any, tmp_
         assert sender.returncode == 0, err
         # the same SHA-256 on both sides, and the same verification string
         sha = page.get_attribute("#result", "data-sha256")
-        assert sha and f"the receiver verified SHA-256 {sha[:16]}" in err
+        assert sha and f"the receiver checked SHA-256 {sha[:16]}" in err
         assert page.inner_text("#sas-value") in err
         # rendered a page at a time: every message but those holding only results (shown inside their calls),
         # numbered as in the document; every tool call folded with its result
