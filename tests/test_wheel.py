@@ -66,7 +66,8 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, 
     (sdist,) = (tmp / "dist").glob("p2pd_handover-*.tar.gz")
     with tarfile.open(sdist) as tar:
         carried = {name.split("/", 1)[1] for name in tar.getnames() if "/" in name}
-    assert {"web/tools/wheel_page.py", "web/index.html", "web/vendor/lz4js.js", "web/src/ui.js"} <= carried  # the wheel's source
+    # the wheel's source
+    assert {"web/tools/wheel_page.py", "web/index.html", "web/vendor/lz4js.js", "web/src/ui.js"} <= carried
     built = time.monotonic()
     sh(sys.executable, "-m", "venv", tmp / "venv")
     sh(tmp / "venv" / "bin" / "python", "-m", "pip", "install", "-q", wheel, cwd=tmp)

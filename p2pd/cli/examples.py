@@ -61,6 +61,10 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ("p2pd transfers ID --wait 60", "one transfer, waiting for it to finish"),
         ("p2pd transfers ID --cancel", "stop it"),
     ],
+    "gc": [
+        ("p2pd gc --dry-run", "what the outbox and partial receives hold that nothing needs"),
+        ("p2pd gc", "remove it"),
+    ],
     "inbox": [
         ("p2pd inbox", "received conversations"),
         ("p2pd inbox import ID --cwd ~/src/project", "import one for resume"),

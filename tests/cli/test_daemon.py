@@ -112,12 +112,15 @@ def test_pending_transfers_are_listed_and_answered(daemon: dict[tuple[str, str],
 def test_send_to_a_device_exit_code_follows_the_state(daemon: dict[tuple[str, str], Any],
                                                       capsys: pytest.CaptureFixture[str], state: str,
                                                       code: ExitCode) -> None:
-    daemon[("POST", "/send")] = {**TRANSFER, "state": state, "error": "peer said: \u202eno" if state == "failed"
-                                 else None}
-    assert main(["send", "latest", "--to", "laptop"]) == code
+    row = {**TRANSFER, "state": state, "detail": {}, "error": "peer said: \u202eno" if state == "failed" else None}
+    daemon[("POST", "/send")] = row
+    daemon[("GET", "/transfers/tr-0001")] = row  # send --to follows the transfer (device_send.follow)
+    daemon[("GET", "/devices")] = [{"id": "dev \u202e1", "name": "laptop", "state": "online"}]
+    assert main(["send", "latest", "--to", "laptop", "--timeout", "0.3"]) == code
     captured = capsys.readouterr()
     assert captured.out == "tr-0001\n"
-    assert captured.err.startswith(f"Transfer tr-0001 to laptop: {state}")
+    assert ("Sent to laptop" in captured.err) == (state == "done")
+    assert (f"Not sent to laptop: {state}" in captured.err) == (state in ("failed", "cancelled"))
     assert ("— peer said: \\u202eno" in captured.err) == (state == "failed")
     assert ("Still under way" in captured.err) == (state == "running")
 

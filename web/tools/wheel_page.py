@@ -1,4 +1,5 @@
-"""Build hook (named in pyproject.toml's ``[tool.setuptools.cmdclass]``): the wheel carries the browser page, so an installed ``p2pd-signal`` serves it with no npm anywhere.
+"""Build hook (named in pyproject.toml's ``[tool.setuptools.cmdclass]``): the wheel carries the browser page, so
+an installed ``p2pd-signal`` serves it with no npm anywhere.
 
 Everything else about the package is in ``pyproject.toml``. When a wheel is built, ``build_py`` copies the page
 from ``web/`` into ``signaling/web/`` of the build (``signaling.page.default_web_dir`` looks there first):
