@@ -94,6 +94,9 @@ TYPOS: list[tuple[str, list[str]]] = [
     ("7-quiet-harbour", []),  # hand-chosen, far from every list word
     ("7-quiet-harbor", ["7-quiet-arbor"]),  # hand-chosen, but one letter from a list word
     ("8-zzyzx-quokka", []),
+    ("8-lotos-zzyzx", []),  # a word far from the list: hand-chosen, even though "lotos" is near "lotus"
+    ("8-purple-monkey", ["8-purple-donkey"]),
+    ("4242-apple-river", ["4242-ample-river"]),
     ("8-日本-東京", []),
 ]
 
