@@ -20,6 +20,8 @@ def register(sub: Any) -> None:
     s = sub.add_parser("pair", help="pair this device with another once; afterwards sends need no code")
     s.add_argument("code", nargs="?", help="the code the other device showed (omit to make one); '-' reads it "
                    "from stdin or $P2PD_CODE")
+    s.add_argument("--exact-code", action="store_true", help="use the code as given, even with a word one letter "
+                   "from a word of p2pd's list (else refused as a likely typo)")
     s.add_argument("--signal", help="signaling server URL (default: $P2PD_SIGNAL or the config file)")
     s.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the other device")
     s.set_defaults(func=cmd_pair)
@@ -40,19 +42,19 @@ def register(sub: Any) -> None:
 
 
 def cmd_pair(args: argparse.Namespace) -> int:
+    from p2pd.cli.codeentry import given_code
     from p2pd.config import signal_url
     from p2pd.daemon.device_pairing import pair_device
     from p2pd.daemon.devices import DeviceBook
     from p2pd.daemon.home import Home
     from p2pd.daemon.identity import load_identity
-    from p2pd.pairing.codes import read_code
 
+    code = given_code(args.code, exact=args.exact_code)
     home = Home.default().ensure()
     identity = load_identity(home.root)
-    code = read_code(args.code)
 
     class PairUI(CliUI):
-        def code_ready(self, code: str) -> None:
+        def code_ready(self, code: str, *, peer_present: bool = False) -> None:
             if args.code is None:
                 err.print(f"Code: [bold]{escape(code)}[/]")
                 err.print(f"  on the other device run: [bold]p2pd pair {escape(code)}[/]")

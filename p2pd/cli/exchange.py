@@ -21,6 +21,8 @@ def register(sub: Any) -> None:
     s = sub.add_parser("send", help="send a conversation to another machine (pairing code, peer to peer)")
     s.add_argument("session", help="session id, unique prefix, 'latest', transcript path, or .a2a.json file")
     s.add_argument("--code", help="use this code (else one is made); '-' reads it from stdin; or $P2PD_CODE")
+    s.add_argument("--exact-code", action="store_true", help="use --code as given, even with a word one letter "
+                   "from a word of p2pd's list (else refused as a likely typo)")
     s.add_argument("--signal", help="signaling server URL (default: $P2PD_SIGNAL, config, ws://127.0.0.1:8765)")
     s.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the receiver (default 300)")
     s.add_argument("--redact", action=argparse.BooleanOptionalAction, default=None,
@@ -33,8 +35,12 @@ def register(sub: Any) -> None:
     s.set_defaults(func=cmd_send)
 
     s = sub.add_parser("receive", help="receive a conversation sent with 'p2pd send'")
-    s.add_argument("code", nargs="?", help="the sender's code ('-' reads stdin; default $P2PD_CODE; none: make "
-                   "a code for the sender to use)")
+    s.add_argument("code", nargs="?", help="the sender's code ('-' reads stdin; default $P2PD_CODE; none: type "
+                   "it at a prompt, with Tab completing its words)")
+    s.add_argument("--make-code", action="store_true", help="make a code for the sender to use instead "
+                   "(the receiver goes first: p2pd send SESSION --code CODE)")
+    s.add_argument("--exact-code", action="store_true", help="use the code as given, even with a word one letter "
+                   "from a word of p2pd's list (else refused as a likely typo)")
     s.add_argument("-o", "--output", default=".", help="folder for the received .a2a.json (default: here), or "
                    "the file itself when it ends in .a2a.json")
     s.add_argument("--file", help="take a .a2a.json handed over as a file instead (the sender's fallback)")
@@ -63,10 +69,11 @@ def cmd_send(args: argparse.Namespace) -> int:
 
         return send_via_daemon(args)
     from p2pd.agents.sources import streamable_session
+    from p2pd.cli.codeentry import given_code
     from p2pd.config import DEFAULT_SIGNAL_URL, config_path, signal_url
     from p2pd.exchange.handover import send_document
-    from p2pd.pairing.codes import read_code
 
+    code = given_code(args.code, exact=args.exact_code)  # a typo is refused before the session is read
     streamable = None if _redacting(args) else streamable_session(args.session)
     if streamable is not None:
         doc: Any = streamable  # converted while it is packed: memory bounded by a message, not the session
@@ -74,7 +81,6 @@ def cmd_send(args: argparse.Namespace) -> int:
         with status(f"Reading {escape(args.session)}…"):
             doc = load_conversation(args.session)
         doc = redacted(doc, args.redact)
-    code = read_code(args.code)
     url = args.signal or signal_url()
     if not args.signal and url == DEFAULT_SIGNAL_URL:
         err.print(f"[yellow]note[/]: no signaling server is configured, so this tries {escape(url)} (this machine). "
@@ -147,7 +153,6 @@ def _place(path: Path, target: Path | None) -> Path:
 def cmd_receive(args: argparse.Namespace) -> int:
     from p2pd.config import signal_url
     from p2pd.exchange.handover import receive_document
-    from p2pd.pairing.codes import read_code
 
     out_dir, out_file = _output(args.output)
     outcome = None
@@ -164,7 +169,7 @@ def cmd_receive(args: argparse.Namespace) -> int:
         err.print(f"Read [bold]{shown(doc.title or doc.context_id)}[/] ({counted(doc.counts.messages, 'message')}) "
                   f"→ {escape(str(path))}")
     else:
-        code = read_code(args.code)
+        code = _receiving_code(args)
         ui = CliUI(yes=args.yes, receiving=True)
         url = args.signal or signal_url()
         outcome = run(receive_document(signal_url=url, code=str(code) if code else None, ui=ui,
@@ -200,6 +205,25 @@ def cmd_receive(args: argparse.Namespace) -> int:
                     "bytes_received": outcome.bytes_received if outcome else 0,
                     "resumed_bytes": outcome.resumed_bytes if outcome else 0, "imported": imported})
     return ExitCode.OK
+
+
+def _receiving_code(args: argparse.Namespace) -> Any:
+    """The code ``receive`` pairs with (None: make one), from the arguments or a prompt; refuses a likely typo, and
+    a run that could not ask "Accept?" (no terminal, no --yes) before anything is sent."""
+    from p2pd.cli.codeentry import given_code, prompt_code, usage_error
+
+    if args.make_code and args.code:
+        raise usage_error("--make-code makes a new code: give no code with it")
+    code = None if args.make_code else given_code(args.code, exact=args.exact_code)
+    terminal = sys.stdin.isatty()
+    if code is None and not args.make_code and not terminal:
+        raise usage_error("no code: give the sender's code (as an argument, '-' to read it from standard input, or "
+                          "$P2PD_CODE), or --make-code to make one for the sender")
+    if not args.yes and not terminal:
+        how = "the code came on standard input, so" if args.code == "-" else "standard input is not a terminal:"
+        raise usage_error(f"{how} there is no terminal to ask whether to accept the offer; add --yes to accept "
+                          "it without asking")
+    return prompt_code(exact=args.exact_code) if code is None and not args.make_code else code
 
 
 # ---------------------------------------------------------------- demo

@@ -178,20 +178,23 @@ class CliUI:
         err.print(f"Sending [bold]{shown(about['title'] or about['session_id'])}[/] ({shown(about['platform'])} "
                   f"session {shown(about['session_id'])}, {counted(about['messages'], 'message')})")
 
-    def code_ready(self, code: str) -> None:
+    def code_ready(self, code: str, *, peer_present: bool = False) -> None:
+        """The code, and how the other side uses it — unless it is in the room already (it has the code)."""
+        if peer_present:
+            return
         if self.receiving:
-            err.print(f"Waiting for the sender. Code: [bold]{escape(code)}[/]")
+            err.print(f"Code: [bold]{escape(code)}[/] (waiting for the sender)")
             err.print(f"  on the sending machine run: [bold]p2pd send SESSION --code {escape(code)}[/]")
-        else:
-            err.print(f"Code: [bold]{escape(code)}[/]")
-            err.print(f"  on the receiving machine run: [bold]p2pd receive {escape(code)}[/]")
-            if self.signal_url:
-                from p2pd.exchange.weblink import page_link, qr_text
+            return
+        err.print(f"Code: [bold]{escape(code)}[/] (waiting for the receiver)")
+        err.print(f"  on the receiving machine run: [bold]p2pd receive {escape(code)}[/]")
+        if self.signal_url:
+            from p2pd.exchange.weblink import page_link, qr_text
 
-                link = page_link(self.signal_url, code)
-                err.print(f"  or open in a browser: {escape(link)}", soft_wrap=True)
-                if self.qr and sys.stdout.isatty():
-                    out.print(qr_text(link), end="", highlight=False, markup=False)
+            link = page_link(self.signal_url, code)
+            err.print(f"  or open in a browser: {escape(link)}", soft_wrap=True)
+            if self.qr and sys.stdout.isatty():
+                out.print(qr_text(link), end="", highlight=False, markup=False)
 
     def paired(self, verification: str) -> None:
         err.print(f"Paired. Verification string (the same on both sides): [bold]{escape(verification)}[/]")

@@ -35,7 +35,7 @@ class TransferUI:
         self.code_event = asyncio.Event()
         self._progress = ProgressWriter(store, transfer_id, with_size=True)
 
-    def code_ready(self, code: str) -> None:
+    def code_ready(self, code: str, *, peer_present: bool = False) -> None:
         self.store.update_transfer(self.transfer_id, code=code)
         self.code_event.set()
 

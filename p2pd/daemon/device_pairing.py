@@ -32,7 +32,7 @@ async def pair_device(*, signal_url: str, code: str | None, identity: Identity, 
     role: Role = "sender" if code is None else "receiver"
     rv = await Rendezvous.open(signal_url, role=role, code=code, connect_timeout=connect_timeout)
     try:
-        ui.code_ready(str(rv.code))
+        ui.code_ready(str(rv.code), peer_present=rv.peer is not None)
         verification = await rv.pair(timeout=timeout)
         ui.paired(verification)
         await rv.send_sealed(make_proof(identity, rv.exporter, role, with_name=True))

@@ -42,7 +42,8 @@ SEND_WORK_PREFIX = "p2pd-send-"  # the send's work folder in the temp folder (sw
 class UI(Protocol):
     """What the orchestration tells the person (or the daemon's log) along the way."""
 
-    def code_ready(self, code: str) -> None: ...
+    def code_ready(self, code: str, *, peer_present: bool = False) -> None:
+        """The code is known; ``peer_present``: the other side is in the room already (it has the code)."""
 
     def sending(self, about: dict[str, Any]) -> None: ...
 
@@ -67,7 +68,7 @@ class QuietUI:
         self.codes: list[str] = []
         self.lines: list[str] = []
 
-    def code_ready(self, code: str) -> None:
+    def code_ready(self, code: str, *, peer_present: bool = False) -> None:
         self.codes.append(code)
 
     def sending(self, about: dict[str, Any]) -> None:
@@ -174,7 +175,7 @@ async def send_document(doc: ConversationDocument | Path, *, signal_url: str, co
                 return await fall_back(str(exc), exc.cause)
             return await fall_back(f"signaling server unreachable: {exc}", Cause.SIGNALING_UNREACHABLE)
         outcome.code = str(rv.code)
-        ui.code_ready(outcome.code)
+        ui.code_ready(outcome.code, peer_present=rv.peer is not None)
         # The peer-connection stack (aiortc, ~0.5 s to import) only after the code is shown.
         from p2pd.transfer.channel import send_blob
         from p2pd.transfer.frames import OfferInfo
@@ -226,8 +227,8 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
                            idle_timeout: float = 30.0, control: Any = None, pretty: bool = False,
                            limits: ReceiveLimits | None = None) -> ReceiveOutcome:
     """Receive one conversation into ``out_dir`` (as ``.a2a.json``). ``code=None`` allocates a code for the
-    sender to use (the receiver goes first). ``limits``: the receive caps (default: the configured ones).
-    Raises WrongCodeError, DeclinedError, TransferFailedError, NotFoundError (no such code)."""
+    sender to use (the receiver goes first); with a code either side may come first. ``limits``: the receive caps
+    (default: the configured ones). Raises WrongCodeError, DeclinedError, TransferFailedError."""
     from p2pd.config import receive_limits
     from p2pd.pairing.client import Rendezvous
     from p2pd.transfer.channel import receive_blob
@@ -250,7 +251,7 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
     rv = await Rendezvous.open(signal_url, role="receiver", code=code, connect_timeout=min(10.0, connect_timeout))
     link = None
     try:
-        ui.code_ready(str(rv.code))
+        ui.code_ready(str(rv.code), peer_present=rv.peer is not None)
         verification = await rv.pair(timeout=peer_timeout)
         ui.paired(verification)
         link = await _connect_or_hear_fallback(rv, connect_timeout, ui)

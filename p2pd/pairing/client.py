@@ -130,13 +130,14 @@ class Rendezvous:
 
     @classmethod
     async def open(cls, url: str, *, role: Role | Literal["auto"], code: Code | str | None = None,
-                   create: bool | None = None, words: int = 2, connect_timeout: float = 10.0) -> Rendezvous:
+                   create: bool = True, words: int = 2, connect_timeout: float = 10.0) -> Rendezvous:
         """Connect to the server and enter the room.
 
         ``code=None`` allocates a fresh nameplate (and words) on the server; ``rv.code`` is then the code to
-        hand to the other side. With a code, the room is created when missing if ``create`` (default: only
-        for the sender); otherwise a missing room raises :class:`NotFoundError`. ``role="auto"`` (peers that
-        are alike, such as two paired daemons) makes the first in the room the PAKE initiator ("sender").
+        hand to the other side. With a code, either side may come first: the room is created when missing
+        (``create``, default True), and the first to arrive waits in it for the other (:meth:`pair`'s timeout).
+        ``create=False`` only joins, and a missing room raises :class:`NotFoundError`. ``role="auto"`` (peers
+        that are alike, such as two paired daemons) makes the first in the room the PAKE initiator ("sender").
         """
         if role not in ("sender", "receiver", "auto"):
             raise ValueError(f"role must be 'sender', 'receiver' or 'auto', not {role!r}")
@@ -147,8 +148,7 @@ class Rendezvous:
             if parsed is None:
                 request = Allocate(type="allocate", id=1)
             else:
-                request = Join(type="join", id=1, room=parsed.nameplate,
-                               create=(role != "receiver") if create is None else create)
+                request = Join(type="join", id=1, room=parsed.nameplate, create=create)
             joined = await _enter(ws, request, connect_timeout, parsed)
             if parsed is None:
                 parsed = generate_code(joined.room, words=words)
@@ -160,7 +160,7 @@ class Rendezvous:
 
     @classmethod
     @contextlib.asynccontextmanager
-    async def connect(cls, url: str, code: Code | str | None, *, role: Role, create: bool | None = None,
+    async def connect(cls, url: str, code: Code | str | None, *, role: Role, create: bool = True,
                       peer_timeout: float = 60.0, connect_timeout: float = 10.0) -> AsyncIterator[Rendezvous]:
         """``open`` + ``pair`` as an async context manager that closes the connection on exit."""
         rv = await cls.open(url, role=role, code=code, create=create, connect_timeout=connect_timeout)
@@ -204,7 +204,9 @@ class Rendezvous:
         if not await self._until(self._peer_present.wait(), deadline):
             raise NoPeerError(f"no peer joined within {timeout:g} s", details={"timeout": timeout})
         if not await self._until(self._paired.wait(), deadline):
-            raise PeerTimeoutError(f"the peer did not complete the key exchange within {timeout:g} s",
+            # A receiver waits for the sender to start the exchange: two receivers on one code wait for ever.
+            hint = " (is the other side receiving too? one side sends)" if self.role == "receiver" else ""
+            raise PeerTimeoutError(f"the peer did not complete the key exchange within {timeout:g} s{hint}",
                                    details={"timeout": timeout})
         verification = self.verification
         assert verification is not None

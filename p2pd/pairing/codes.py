@@ -25,7 +25,17 @@ MAX_WORDS = 8
 MAX_NAMEPLATE_DIGITS = 9
 MAX_WORD_CHARS = 32
 
-_SEPARATORS = re.compile(r"[\s\-]+")
+# The one normalization (Python and the page, web/src/codes.js; pinned by tests/vectors/codes.json):
+#   1. NFKC;  2. drop the invisible characters below;  3. full Unicode case folding;  4. NFKC again;
+#   5. split on runs of separators: Unicode White_Space, the hyphen-minus, the hyphens and dashes U+2010–U+2015
+#      and the minus sign U+2212 (a code pasted from a typeset page);
+#   6. the first part is the nameplate (ASCII digits, leading zeros dropped), the others are the words: letters
+#      and digits (general categories L* and N*), with the marks of scripts that combine them (M*) after the
+#      first character (so नमस्ते, ไทย and i̇stanbul are words).
+# Case folding, not lowercasing: "STRASSE", "Straße" and "strasse" are one word, as are "ΟΔΟΣ" and "οδος".
+_IGNORED = dict.fromkeys(map(ord, "\u00ad\u200b\u200c\u200d\u2060\ufeff"))  # soft hyphen, zero-width, BOM
+_SEPARATORS = re.compile(
+    "[\t\n\u000b\u000c\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\\-\u2010-\u2015\u2212]+")
 
 
 class InvalidCodeError(InvalidInputError):
@@ -73,47 +83,50 @@ def generate_code(nameplate: str | int, *, words: int = DEFAULT_WORDS) -> Code:
     return Code(plate, tuple(secrets.choice(choices) for _ in range(words)))
 
 
-def parse_code(text: str) -> Code:
-    """Parse ``<digits>-<word>-<word>[-<word>…]``.
+def normalize_text(text: str) -> str:
+    """Steps 1–4 of the normalization: NFKC, invisible characters dropped, case folded, NFKC again."""
+    folded = unicodedata.normalize("NFKC", text).translate(_IGNORED).casefold()
+    return unicodedata.normalize("NFKC", folded)
 
-    Case, surrounding whitespace and Unicode forms are normalized; spaces work as separators too
-    (``"7 Guitar  Meadow"`` is ``7-guitar-meadow``). Words outside the word list are accepted.
-    Raises :class:`InvalidCodeError` with a message that names the problem but not the words.
+
+def parse_code(text: str) -> Code:
+    """Parse ``<digits>-<word>-<word>[-<word>…]``, normalized as the comment above ``_SEPARATORS`` says.
+
+    Spaces work as separators too (``"7 Guitar  Meadow"`` is ``7-guitar-meadow``). Words outside the word list
+    are accepted (:mod:`p2pd.pairing.typos` catches the near misses). Raises :class:`InvalidCodeError` with a
+    message that names the problem but not the words; its ``details["reason"]`` is the kind of problem (as
+    tests/vectors/codes.json names it).
     """
-    normalized = unicodedata.normalize("NFKC", text).strip().casefold()
-    if not normalized:
-        raise InvalidCodeError("the pairing code is empty (expected something like 4-amber-river)")
-    parts = [part for part in _SEPARATORS.split(normalized) if part]
+    parts = [part for part in _SEPARATORS.split(normalize_text(text)) if part]
     if not parts:
-        raise InvalidCodeError("the pairing code has no number and no words (expected e.g. 4-amber-river)")
+        raise _invalid("empty", "the pairing code is empty (expected something like 4-amber-river)")
     plate, words = parts[0], parts[1:]
-    if not plate.isascii() or not plate.isdigit():
-        raise InvalidCodeError(
-            "a pairing code starts with a number (the nameplate), as in 4-amber-river"
-        )
     plate = _normalize_nameplate(plate)
     if len(words) < 2:
-        raise InvalidCodeError(
-            f"the pairing code needs at least 2 words after the number, it has {len(words)}"
-            " (expected e.g. 4-amber-river)"
-        )
+        raise _invalid("too-few-words", f"the pairing code needs at least 2 words after the number, it has "
+                                        f"{len(words)} (expected e.g. 4-amber-river)")
     if len(words) > MAX_WORDS:
-        raise InvalidCodeError(f"the pairing code has {len(words)} words; at most {MAX_WORDS} are allowed")
+        raise _invalid("too-many-words", f"the pairing code has {len(words)} words; at most {MAX_WORDS} are allowed")
     for index, word in enumerate(words, start=1):
         if len(word) > MAX_WORD_CHARS:
-            raise InvalidCodeError(f"word {index} of the pairing code is longer than {MAX_WORD_CHARS} characters")
-        if not all(ch.isalnum() for ch in word):
-            raise InvalidCodeError(
-                f"word {index} of the pairing code contains characters other than letters and digits"
-            )
+            raise _invalid("word-too-long",
+                           f"word {index} of the pairing code is longer than {MAX_WORD_CHARS} characters")
+        if unicodedata.category(word[0])[0] not in "LN" or not all(unicodedata.category(ch)[0] in "LMN" for ch in word):
+            raise _invalid("not-letters",
+                           f"word {index} of the pairing code contains characters other than letters and digits")
     return Code(plate, tuple(words))
+
+
+def _invalid(reason: str, message: str) -> InvalidCodeError:
+    return InvalidCodeError(message, details={"reason": reason})
 
 
 def _normalize_nameplate(plate: str) -> str:
     if not plate.isascii() or not plate.isdigit():
-        raise InvalidCodeError("a nameplate is a number, e.g. 7")
+        raise _invalid("no-nameplate", "a pairing code starts with a number (the nameplate), as in 4-amber-river")
     if len(plate.lstrip("0")) > MAX_NAMEPLATE_DIGITS:
-        raise InvalidCodeError(f"the number at the start of the code is longer than {MAX_NAMEPLATE_DIGITS} digits")
+        raise _invalid("nameplate-too-long",
+                       f"the number at the start of the code is longer than {MAX_NAMEPLATE_DIGITS} digits")
     return str(int(plate))
 
 

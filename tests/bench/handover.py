@@ -161,7 +161,8 @@ def run_p2pd(session: Path, servers: Servers, work: Path, n: int) -> Run:
     env = dict(os.environ, HOME=str(home), P2PD_HOME=str(home / "p2pd"), P2PD_CONFIG=str(home / "none.toml"),
                P2PD_SIGNAL=f"ws://127.0.0.1:{servers.signal_port}", P2PD_ICE_HOST_ADDRESSES="127.0.0.1",
                TERM="dumb")
-    receiver = Proc([str(BIN / "p2pd"), "receive", "--yes", "-o", str(out)], env, work, watch_stderr=True)
+    receiver = Proc([str(BIN / "p2pd"), "receive", "--make-code", "--yes", "-o", str(out)], env, work,
+                    watch_stderr=True)
     if not receiver.code_seen.wait(60):
         receiver.p.kill()
         raise RuntimeError(f"p2pd receive printed no code: {''.join(receiver.stderr_lines)}")

@@ -23,7 +23,7 @@ class Terminal:
     """``python -m p2pd ARGS`` on a pty of ``columns`` x ``rows``; :meth:`expect` reads until a pattern shows."""
 
     def __init__(self, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
-                 columns: int = 80, rows: int = 24) -> None:
+                 columns: int = 80, rows: int = 24, ordered: bool = False) -> None:
         full_env = {**os.environ, "PYTHONPATH": str(ROOT), "TERM": "xterm-256color", "COLUMNS": str(columns),
                     "LINES": str(rows), **(env or {})}
         full_env.pop("NO_COLOR", None)
@@ -38,6 +38,8 @@ class Terminal:
         fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
         self.raw = b""
         self.status: int | None = None
+        self.ordered = ordered  # each expect looks only after what the previous one matched
+        self._seen = 0
 
     @property
     def text(self) -> str:
@@ -59,17 +61,22 @@ class Terminal:
         return "data"
 
     def expect(self, pattern: str, timeout: float = 60.0) -> re.Match[str]:
-        """Read until ``pattern`` (a regex) appears in :attr:`text`; fail with the output so far otherwise."""
+        """Read until ``pattern`` (a regex) appears in :attr:`text` (with ``ordered``: after the previous match);
+        fail with the output so far otherwise."""
         deadline = time.monotonic() + timeout
+        compiled = re.compile(pattern)
         while True:
-            match = re.search(pattern, self.text)
+            match = compiled.search(self.text, self._seen)
             if match:
-                return match
+                break
             if time.monotonic() > deadline or self._read(0.1) == "eof":
-                match = re.search(pattern, self.text)
+                match = compiled.search(self.text, self._seen)
                 if match:
-                    return match
+                    break
                 raise AssertionError(f"{pattern!r} not seen; the terminal shows:\n{self.text}")
+        if self.ordered:
+            self._seen = match.end()
+        return match
 
     def send(self, data: str) -> None:
         os.write(self.fd, data.encode())

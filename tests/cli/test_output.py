@@ -86,10 +86,18 @@ def test_code_lines_for_each_side(capsys: pytest.CaptureFixture[str]) -> None:
     CliUI(receiving=True).code_ready("12-word-word")
     CliUI().code_ready("12-word-word")
     assert capsys.readouterr().err.splitlines() == [
-        "Waiting for the sender. Code: 12-word-word",
+        "Code: 12-word-word (waiting for the sender)",
         "  on the sending machine run: p2pd send SESSION --code 12-word-word",
-        "Code: 12-word-word",
+        "Code: 12-word-word (waiting for the receiver)",
         "  on the receiving machine run: p2pd receive 12-word-word"]
+
+
+def test_no_directions_when_the_other_side_is_waiting_already(capsys: pytest.CaptureFixture[str]) -> None:
+    """The other side is in the room: it has the code (a receiver given the sender's code is not told to run
+    `p2pd send`; a sender given the receiver's code prints no link or QR code)."""
+    CliUI(receiving=True).code_ready("12-word-word", peer_present=True)
+    CliUI(signal_url="ws://127.0.0.1:1/").code_ready("12-word-word", peer_present=True)
+    assert capsys.readouterr() == ("", "")
 
 
 class _Recording(CliUI):

@@ -76,8 +76,15 @@ def test_ctrl_c_while_the_sender_waits_for_the_receiver(server: SignalProcess, t
 
 
 def test_ctrl_c_while_the_receiver_waits_for_the_sender(server: SignalProcess, tmp_path: Path) -> None:
-    with Terminal("receive", env=_env(server, tmp_path)) as t:
+    with Terminal("receive", "--make-code", env=_env(server, tmp_path)) as t:
         t.expect(r"Code: \d+-\w+-\w+")
+        t.ctrl_c()
+        _clean_interrupt(t)
+
+
+def test_ctrl_c_at_the_code_prompt(server: SignalProcess, tmp_path: Path) -> None:
+    with Terminal("receive", env=_env(server, tmp_path)) as t:
+        t.expect(r"Code: ")
         t.ctrl_c()
         _clean_interrupt(t)
 

@@ -157,7 +157,7 @@ def test_cli_inbox_roundtrip(tmp_path: Path, signaling: SignalProcess) -> None:
     """A CLI sender (``p2pd send --code``) → the daemon receives into its inbox → ``p2pd inbox`` import and rm."""
     d = Daemon(tmp_path, signal_url=signaling.url).start()
     try:
-        sender = subprocess.Popen([sys.executable, "-m", "p2pd", "send", SESSION_ID, "--code", "4711-apple-river",
+        sender = subprocess.Popen([sys.executable, "-m", "p2pd", "send", SESSION_ID, "--code", "4711-amber-river",
                                    "--timeout", "60"], env=d.env, cwd=tmp_path, text=True,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         assert sender.stderr is not None
@@ -165,7 +165,7 @@ def test_cli_inbox_roundtrip(tmp_path: Path, signaling: SignalProcess) -> None:
             if "Code:" in line:
                 break
         with d.client() as c:
-            rx = c.post("/receive", json={"code": "4711 Apple River", "wait": 90}, timeout=120).json()
+            rx = c.post("/receive", json={"code": "4711 Amber River", "wait": 90}, timeout=120).json()
         sender.communicate(timeout=60)
         assert sender.returncode == 0 and rx["state"] == "done", rx
         entry = rx["detail"]["inbox_id"]

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from p2pd.errors import ExitCode
+from tests.cli.terminal import Terminal
 from tests.corpus import claude_code_files
 
 SESSION = next(f for f in claude_code_files(include_subagents=False) if f.name.startswith("4d5611e5"))
@@ -63,10 +64,10 @@ def test_corpus_session_crosses_and_imports(server, tmp_path):
     _, url = server
     home, project, out = tmp_path / "home", tmp_path / "project", tmp_path / "inbox"
     project.mkdir()
-    sender = p2pd("send", str(SESSION), "--code", "4242-apple-river", "--timeout", "60", env=_env(url),
+    sender = p2pd("send", str(SESSION), "--code", "4242-amber-river", "--timeout", "60", env=_env(url),
                   cwd=tmp_path)
     wait_for_code(sender)
-    receiver = p2pd("receive", "4242-apple-river", "--yes", "-o", str(out), "--import", "--cwd", str(project),
+    receiver = p2pd("receive", "4242-amber-river", "--yes", "-o", str(out), "--import", "--cwd", str(project),
                     env=_env(url, CLAUDE_CONFIG_DIR=str(home)))
     rc, rout, rerr = finish(receiver)
     src, _sout, serr = finish(sender)
@@ -88,9 +89,9 @@ def test_corpus_session_crosses_and_imports(server, tmp_path):
 
 def test_wrong_code_fails_on_both_sides(server, tmp_path):
     _, url = server
-    sender = p2pd("send", str(SMALL), "--code", "4243-apple-river", "--timeout", "30", env=_env(url), cwd=tmp_path)
+    sender = p2pd("send", str(SMALL), "--code", "4243-amber-river", "--timeout", "30", env=_env(url), cwd=tmp_path)
     wait_for_code(sender)
-    receiver = p2pd("receive", "4243-apple-pear", "--yes", "-o", str(tmp_path / "inbox"), env=_env(url))
+    receiver = p2pd("receive", "4243-amber-lotus", "--yes", "-o", str(tmp_path / "inbox"), env=_env(url))
     rc, _, rerr = finish(receiver)
     src, _, serr = finish(sender)
     assert rc == ExitCode.WRONG_CODE and "wrong code" in rerr.lower()
@@ -101,11 +102,17 @@ def test_wrong_code_fails_on_both_sides(server, tmp_path):
 
 def test_declined_offer_transfers_nothing(server, tmp_path):
     _, url = server
-    sender = p2pd("send", str(SMALL), "--code", "4244-apple-river", "--timeout", "30", env=_env(url), cwd=tmp_path)
+    sender = p2pd("send", str(SMALL), "--code", "4244-amber-river", "--timeout", "30", env=_env(url), cwd=tmp_path)
     wait_for_code(sender)
     inbox = tmp_path / "inbox"
-    receiver = p2pd("receive", "4244-apple-river", "-o", str(inbox), env=_env(url))  # no --yes, no terminal
-    rc, _, rerr = finish(receiver)
+    # a person at a terminal, who says no
+    receiver = Terminal("receive", "4244-amber-river", "-o", str(inbox), env=_env(url), ordered=True)
+    try:
+        receiver.expect(r"Accept\? \[y/N\]")
+        receiver.send("n\r")
+        rc, rerr = receiver.wait(), receiver.text
+    finally:
+        receiver.close()
     src, _, serr = finish(sender)
     assert rc == ExitCode.DECLINED and src == ExitCode.DECLINED, rerr + serr
     assert "declin" in serr.lower()
@@ -116,10 +123,10 @@ def test_the_configured_receive_cap_refuses_a_larger_conversation(server, tmp_pa
     _, url = server
     config = tmp_path / "config.toml"
     config.write_text("receive_max_size = 2000\n")  # p2pd receive reads it (the daemon too)
-    sender = p2pd("send", str(SMALL), "--code", "4245-apple-river", "--timeout", "30", env=_env(url), cwd=tmp_path)
+    sender = p2pd("send", str(SMALL), "--code", "4245-amber-lotus", "--timeout", "30", env=_env(url), cwd=tmp_path)
     wait_for_code(sender)
     inbox = tmp_path / "inbox"
-    receiver = p2pd("receive", "4245-apple-river", "--yes", "-o", str(inbox), env=_env(url, P2PD_CONFIG=str(config)))
+    receiver = p2pd("receive", "4245-amber-lotus", "--yes", "-o", str(inbox), env=_env(url, P2PD_CONFIG=str(config)))
     rc, _, rerr = finish(receiver)
     src, _, serr = finish(sender)
     assert rc == ExitCode.TOO_LARGE and src == ExitCode.DECLINED, rerr + serr

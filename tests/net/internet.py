@@ -133,8 +133,8 @@ def transfer(net: Internet, *, modes: tuple[str, str], session: Path = CORPUS_SE
     started = time.monotonic()
     receiver_log = case / "receiver.err"
     with open(receiver_log, "wb") as err:
-        receiver = topo.spawn("hb", [sys.executable, "-m", "p2pd", "receive", "--yes", "-o", str(out_dir),
-                                     "--timeout", "60", *receive_args],
+        receiver = topo.spawn("hb", [sys.executable, "-m", "p2pd", "receive", "--make-code", "--yes",
+                                     "-o", str(out_dir), "--timeout", "60", *receive_args],
                               stdout=subprocess.DEVNULL, stderr=err, cwd=homes["b"],
                               env=_env(homes["b"], signal_port, receiver_env or {}))
     code = None

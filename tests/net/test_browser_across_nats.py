@@ -207,8 +207,8 @@ def test_https_page_sends_across_symmetric_nats(internet: Internet, tls_signal: 
     receiver_log = case / "receiver.err"
     started = time.monotonic()
     with open(receiver_log, "wb") as err:
-        receiver = topo.spawn("hb", [sys.executable, "-m", "p2pd", "receive", "--yes", "-o", str(case / "inbox"),
-                                     "--timeout", "60"],
+        receiver = topo.spawn("hb", [sys.executable, "-m", "p2pd", "receive", "--make-code", "--yes",
+                                     "-o", str(case / "inbox"), "--timeout", "60"],
                               stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, cwd=home_b, env=env)
     code = _read_until(receiver_log, re.compile(r"Code: (\S+)"), receiver, 30)
     page_env = {k: v for k, v in os.environ.items() if not k.startswith("P2PD_")}

@@ -67,7 +67,7 @@ def test_parse_code_normalizes(text: str, nameplate: str, words: tuple[str, ...]
     [
         ("", "empty"),
         ("   ", "empty"),
-        ("---", "no number"),
+        ("---", "empty"),
         ("guitar-meadow", "starts with a number"),
         ("7", "at least 2 words"),
         ("7-guitar", "at least 2 words"),
@@ -102,3 +102,28 @@ def test_read_code_sources():
         read_code("-", stdin=io.StringIO(""), environ={})
     with pytest.raises(InvalidCodeError):
         read_code(None, environ={"P2PD_CODE": "nonsense"})
+
+
+def test_a_likely_typo_is_refused_with_a_suggestion():
+    from p2pd.pairing.typos import LikelyTypoError, check_typos
+
+    with pytest.raises(LikelyTypoError) as caught:
+        check_typos(parse_code("5-amber-lotos"), hint="(or pass --exact-code)")
+    message = str(caught.value)
+    assert "did you mean 5-amber-lotus?" in message and message.endswith("(or pass --exact-code)")
+    assert caught.value.details == {"reason": "typo", "suggestions": ["5-amber-lotus"]}
+    assert caught.value.exit_code == ExitCode.INVALID_INPUT
+    assert str(check_typos(parse_code("5-amber-lotus"))) == "5-amber-lotus"
+    assert str(check_typos(parse_code("7-quiet-harbour"))) == "7-quiet-harbour"  # hand-chosen, far from the list
+
+
+def test_near_words_finds_every_single_edit_of_every_list_word():
+    from p2pd.pairing.typos import near_words
+
+    for word in wordlist()[::37]:
+        edits = {word[:i] + word[i + 1:] for i in range(len(word))}  # dropped
+        edits |= {word[:i] + "q" + word[i:] for i in range(len(word) + 1)}  # added
+        edits |= {word[:i] + word[i + 1] + word[i] + word[i + 2:] for i in range(len(word) - 1)}  # swapped
+        for typo in edits - set(wordlist()):
+            assert word in near_words(typo), (word, typo)
+    assert near_words("amber") == ()

@@ -8,7 +8,15 @@ from typing import Any
 
 import pytest
 
-from p2pd.errors import Cause, NoPeerError, NotFoundError, PeerGoneError, SignalingError, WrongCodeError
+from p2pd.errors import (
+    Cause,
+    NoPeerError,
+    NotFoundError,
+    PeerGoneError,
+    PeerTimeoutError,
+    SignalingError,
+    WrongCodeError,
+)
 from p2pd.pairing import Rendezvous, TamperedError, parse_code
 from tests.pairing.hostile_relay import hostile_relay
 from tests.signal_process import SignalProcess
@@ -19,7 +27,7 @@ CANDIDATES = [{"type": "ice", "candidate": f"candidate:{i} 1 udp 2130706431 127.
               for i in range(3)]
 
 
-async def receiver_side(url: str, code: str, received: list[Any], *, create: bool | None = None) -> str:
+async def receiver_side(url: str, code: str, received: list[Any], *, create: bool = True) -> str:
     async with Rendezvous.connect(url, code, role="receiver", create=create, peer_timeout=10) as rv:
         received.append(await rv.recv_sealed(timeout=10))
         await rv.send_sealed(ANSWER)
@@ -59,18 +67,37 @@ async def test_the_receiver_may_create_the_code(shared_server: SignalProcess):
         assert await sending == ANSWER
 
 
-async def test_a_chosen_code_works_whoever_comes_first(shared_server: SignalProcess):
-    code = "424242-violet-harbor"
-    received: list[Any] = []
-    receiving = asyncio.create_task(receiver_side(shared_server.url, code, received, create=True))
-    await asyncio.sleep(0.2)  # the receiver created the room
-    async with Rendezvous.connect(shared_server.url, code, role="sender") as sender:
-        await sender.send_sealed(OFFER)
-        assert await sender.recv_sealed(timeout=10) == ANSWER
-        for candidate in CANDIDATES:
-            await sender.send_sealed(candidate)
-    await receiving
-    assert received[0] == OFFER
+@pytest.mark.parametrize("first", ["receiver", "sender"])
+async def test_a_chosen_code_works_whoever_comes_first(shared_server: SignalProcess, first: str):
+    code = f"42424{first == 'sender':d}-violet-harbour"
+    url = shared_server.url
+    early = await Rendezvous.open(url, role=first, code=code)  # in the room, alone: it created it
+    late_role = "sender" if first == "receiver" else "receiver"
+    try:
+        assert early.peer is None
+        late = await Rendezvous.open(url, role=late_role, code=code)
+        try:
+            sender, receiver = (early, late) if first == "sender" else (late, early)
+            verifications = await asyncio.gather(sender.pair(timeout=10), receiver.pair(timeout=10))
+            assert verifications[0] == verifications[1]
+            await sender.send_sealed(OFFER)
+            assert await receiver.recv_sealed(timeout=10) == OFFER
+        finally:
+            await late.close()
+    finally:
+        await early.close()
+
+
+async def test_two_receivers_on_one_code_are_told_one_side_sends(shared_server: SignalProcess):
+    code = "424243-violet-harbour"
+    first = await Rendezvous.open(shared_server.url, role="receiver", code=code)
+    second = await Rendezvous.open(shared_server.url, role="receiver", code=code)
+    try:
+        with pytest.raises(PeerTimeoutError, match="is the other side receiving too"):
+            await second.pair(timeout=1)
+    finally:
+        await second.close()
+        await first.close()
 
 
 async def test_wrong_code_fails_on_both_sides_and_nothing_is_transferred(shared_server: SignalProcess):
@@ -104,7 +131,7 @@ async def test_unreachable_server():
 
 async def test_unknown_nameplate_and_full_room(shared_server: SignalProcess):
     with pytest.raises(NotFoundError, match="no one is waiting on nameplate 987654"):
-        await Rendezvous.open(shared_server.url, role="receiver", code="987654-amber-river")
+        await Rendezvous.open(shared_server.url, role="receiver", code="987654-amber-river", create=False)
     async with await Rendezvous.open(shared_server.url, role="sender") as sender:
         second = await Rendezvous.open(shared_server.url, role="receiver", code=str(sender.code))
         try:

@@ -118,14 +118,14 @@ def test_a_killed_receivers_partial_is_swept_by_the_next_receive_into_that_folde
         env = _env(tmp_path, server.url)
         inbox = tmp_path / "inbox"
         sender = subprocess.Popen([sys.executable, "-m", "p2pd", "send", str(_big_session(tmp_path)), "--code",
-                                   "4246-apple-river", "--timeout", "60"], env=env, cwd=tmp_path,
+                                   "4246-amber-lotus", "--timeout", "60"], env=env, cwd=tmp_path,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                   stdin=subprocess.DEVNULL)
         assert sender.stderr is not None
         for line in sender.stderr:
             if "Code:" in line:
                 break
-        receiver = subprocess.Popen([sys.executable, "-m", "p2pd", "receive", "4246-apple-river", "--yes", "-o",
+        receiver = subprocess.Popen([sys.executable, "-m", "p2pd", "receive", "4246-amber-lotus", "--yes", "-o",
                                      str(inbox)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                     stdin=subprocess.DEVNULL)
         try:
@@ -141,11 +141,11 @@ def test_a_killed_receivers_partial_is_swept_by_the_next_receive_into_that_folde
             sender.wait(10)
         partials = list((inbox / PARTIAL_DIR).iterdir())
         assert len(partials) == 1 and (partials[0] / "blob.part").stat().st_size > 0, "the kill left a partial"
-        again = subprocess.run([sys.executable, "-m", "p2pd", "receive", "4246-apple-river", "--yes", "-o",
+        again = subprocess.run([sys.executable, "-m", "p2pd", "receive", "4246-amber-lotus", "--yes", "-o",
                                 str(inbox), "--timeout", "3"], env=env, capture_output=True, text=True, timeout=60)
         assert again.returncode != 0 and partials[0].exists()  # a week is not over: kept for a resume
         age(inbox / PARTIAL_DIR, 8 * 24 * 3600)
-        again = subprocess.run([sys.executable, "-m", "p2pd", "receive", "4246-apple-river", "--yes", "-o",
+        again = subprocess.run([sys.executable, "-m", "p2pd", "receive", "4246-amber-lotus", "--yes", "-o",
                                 str(inbox), "--timeout", "3"], env=env, capture_output=True, text=True, timeout=60)
         assert again.returncode != 0 and not (inbox / PARTIAL_DIR).exists(), again.stderr
 

@@ -93,7 +93,7 @@ def test_browser_to_daemon(server: SignalProcess, page: Any, tmp_path: Path) -> 
     made = p2pd("export", str(source), "-o", str(exported), env=p2pd_env(server))
     assert made.wait(60) == 0
     inbox = tmp_path / "inbox"
-    receiver = p2pd("receive", "-o", str(inbox), "--yes", "--timeout", "60", env=p2pd_env(server))
+    receiver = p2pd("receive", "--make-code", "-o", str(inbox), "--yes", "--timeout", "60", env=p2pd_env(server))
     try:
         code, _ = read_until(receiver, re.compile(r"Code: (\S+)"))
         page.goto(server.http + "/")
@@ -113,7 +113,7 @@ def test_browser_to_daemon(server: SignalProcess, page: Any, tmp_path: Path) -> 
 
 
 def test_wrong_code(server: SignalProcess, page: Any, tmp_path: Path) -> None:
-    sender = p2pd("send", str(SMALL), "--code", "4343-apple-river", "--timeout", "30", env=p2pd_env(server),
+    sender = p2pd("send", str(SMALL), "--code", "4343-amber-river", "--timeout", "30", env=p2pd_env(server),
                   cwd=tmp_path)
     try:
         read_until(sender, LINK)

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from tests.cli.terminal import Terminal
 from tests.signal_process import ROOT, SignalProcess, signal_server
 from tests.web.conftest import ARTIFACTS, LINK, p2pd, p2pd_env, read_until, stop
 from tests.web.generated import conversation
@@ -165,7 +166,7 @@ def test_honest_progress_finish_line_and_import_command(server: SignalProcess, p
 
 
 def test_status_after_a_failure_shows_no_stale_step(server: SignalProcess, page: Any, tmp_path: Path) -> None:
-    sender = p2pd("send", str(SMALL), "--code", "4343-apple-river", "--timeout", "30", env=p2pd_env(server),
+    sender = p2pd("send", str(SMALL), "--code", "4343-amber-river", "--timeout", "30", env=p2pd_env(server),
                   cwd=tmp_path)
     try:
         read_until(sender, LINK)
@@ -392,14 +393,17 @@ def test_accessibility_tree_and_axe_audit(server: SignalProcess, browser: Any, t
 def test_a_receiver_that_declines_is_reported_once(server: SignalProcess, page: Any, tmp_path: Path) -> None:
     exported = tmp_path / "small.a2a.json"
     assert p2pd("export", str(SMALL), "-o", str(exported), env=p2pd_env(server)).wait(60) == 0
-    receiver = p2pd("receive", "-o", str(tmp_path / "inbox"), "--timeout", "60", env=p2pd_env(server))  # no --yes
+    receiver = Terminal("receive", "--make-code", "-o", str(tmp_path / "inbox"), "--timeout", "60",
+                        env=p2pd_env(server), ordered=True)  # a person at a terminal, who says no
     try:
-        code, _ = read_until(receiver, re.compile(r"Code: (\S+)"))
+        code = receiver.expect(r"Code: (\S+) ")
         page.goto(server.http + "/")
         page.wait_for_selector("body[data-ready=true]")
         page.set_input_files("#file", str(exported))
         page.fill("#send-code", code.group(1))
         page.click("#send-button")
+        receiver.expect(r"Accept\? \[y/N\]")
+        receiver.send("n\r")
         page.wait_for_selector(ENDED)
         assert state(page) == "failed" and page.get_attribute("#error", "data-kind") == "declined"
         error = page.inner_text("#error")
@@ -407,7 +411,7 @@ def test_a_receiver_that_declines_is_reported_once(server: SignalProcess, page: 
         assert error.count("The receiver declined the offer") == 1 and error.endswith("Nothing was transferred."), error
         assert page.inner_text("#status") == "Sending stopped."
     finally:
-        stop(receiver)
+        receiver.close()
 
 
 def test_5969_messages_from_p2pd_send_first_screen_and_frames(server: SignalProcess, page: Any,

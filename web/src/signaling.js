@@ -21,12 +21,12 @@ export function sameOriginSignalUrl(location) {
 
 export class Rendezvous {
   /**
-   * Connect and enter the room of `code`. The receiver only joins; the browser as sender also only joins
-   * (`create: false`): it sends to a `p2pd receive` that is already waiting, so a mistyped number says so.
+   * Connect and enter the room of `code`, creating it when missing (`create`, as p2pd does): either side may
+   * come first, and the first waits in the room for the other within `pair`'s timeout.
    * Without a code (`code: null`) the page makes one, either side: the server allocates a fresh nameplate
    * and the words are drawn here (they never reach the server); `rv.code` is the code to hand over.
    */
-  static async open(url, { role, code, create = false, timeoutMs = 10000 }) {
+  static async open(url, { role, code, create = true, timeoutMs = 10000 }) {
     const rv = new Rendezvous(url, role, code);
     await rv.#connect(create, timeoutMs);
     return rv;
