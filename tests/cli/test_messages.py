@@ -91,3 +91,14 @@ def test_every_failure_line_reads_once(code: Code) -> None:
         assert stutter(text) is None, (stutter(text), text)
         assert not (set(_INTERNAL.findall(text)) & causes) and code.name not in text, text
         assert text.count("not today") <= 1, text
+
+
+def test_counts_agree_with_their_noun(tmp_path: Path) -> None:
+    """'dropped 1 thinking blocks' was one of the lines: the sample conversation has exactly one."""
+    from tests.cli.helpers import SHORT, run
+
+    r = run("import", str(SHORT), "--cwd", str(tmp_path), "--dry-run",
+            env={"CLAUDE_CONFIG_DIR": str(tmp_path / "claude"), "P2PD_CONFIG": str(tmp_path / "none.toml")})
+    assert r.returncode == 0, r.stderr
+    assert "dropped 1 thinking block (" in r.stderr and "1 thinking blocks" not in r.stderr, r.stderr
+    assert stutter(r.stderr.splitlines()[0]) is None
