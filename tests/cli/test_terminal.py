@@ -154,7 +154,7 @@ def test_the_receiver_names_each_long_step_after_the_bar(server: SignalProcess, 
     assert all(p >= 0 for p in positions) and positions == sorted(positions), t.text
     assert t.text.find("Received mix phx.server") > positions[1]
     # before them the transfer's bar: percentage, bytes done of all, time left (never 'acknowledged')
-    assert re.search(r"receiving ━+ +100% (\d+\.\d)/\1 kB .* eta 0:00:00", t.text), t.text
+    assert re.search(r"receiving ━+ +100% (\d+\.\d KB)/\1 .* eta 0:00:00", t.text), t.text
     assert t.text.find("receiving ━") < positions[0] and "acknowledged" not in t.text
 
 
