@@ -73,12 +73,19 @@ class Activity:
         self._kind = self._name = ""
 
 
+def human(n: float) -> str:
+    """A byte count for people: ``512 B``, ``1.5 KB``, ``3.2 GB`` (powers of 1000)."""
+    for unit in ("B", "KB", "MB", "GB"):
+        if abs(n) < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} GB"  # pragma: no cover - the loop returns at GB
+
+
 def _bytes_column() -> Any:
-    """``1.5 MB/3.2 MB``: done of all, in the units of every other line p2pd prints (:func:`p2pd.cli.output.human`)."""
+    """``1.5 MB/3.2 MB``: done of all, in the units of every other line p2pd prints (:func:`human`)."""
     from rich.progress import ProgressColumn
     from rich.text import Text
-
-    from p2pd.cli.output import human
 
     class Bytes(ProgressColumn):
         def render(self, task: Any) -> Text:
@@ -92,8 +99,6 @@ def _rate_column() -> Any:
     """``12.5 MB/s`` (``?`` until there is a rate), in the same units."""
     from rich.progress import ProgressColumn
     from rich.text import Text
-
-    from p2pd.cli.output import human
 
     class Rate(ProgressColumn):
         def render(self, task: Any) -> Text:
