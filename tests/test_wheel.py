@@ -163,3 +163,11 @@ def test_the_systemd_unit_runs_the_venvs_p2pd(installed: tuple[Path, dict[str, s
         unit = tmp_path / "p2pd.service"
         unit.write_text(r.stdout)
         sh("systemd-analyze", "verify", unit)
+
+
+def test_the_installed_p2pd_prints_its_manual_page_and_completion(installed: tuple[Path, dict[str, str]]) -> None:
+    bin_dir, env = installed
+    page = sh(bin_dir / "p2pd", "man", env=env, cwd=env["HOME"]).stdout
+    assert page.startswith(".TH P2PD 1 ") and ".SS p2pd send\n" in page and page.isascii()
+    script = sh(bin_dir / "p2pd", "completion", "bash", env=env, cwd=env["HOME"]).stdout
+    assert script.rstrip().endswith("complete -o default -F _p2pd p2pd")

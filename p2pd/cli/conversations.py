@@ -220,14 +220,16 @@ def cmd_convert(args: argparse.Namespace) -> int:
     own = doc.origin.platform if doc.origin.platform in registry.restore_targets() else "claude-code"
     to = args.format or (own if dst.suffix == ".jsonl" else "a2a")  # a .jsonl goes back to the agent it came from
     if to == "a2a":
-        size = write_document(doc, dst, compressed=dst.name.endswith(".p2pd"))
+        with status(f"Writing {escape(str(dst))}…"):
+            size = write_document(doc, dst, compressed=dst.name.endswith(".p2pd"))
         err.print(f"Wrote A2A conversation {escape(str(dst))} ({human(size)})")
         return ExitCode.OK
     agent = registry.get(to)
     if agent.restore is None:
         raise InvalidInputError(agent.no_restore_reason)
-    data = agent.restore(doc, keep_ids=args.keep_ids)
-    atomic_write_bytes(dst, data)
+    with status(f"Converting to {agent.display} and writing {escape(str(dst))}…"):
+        data = agent.restore(doc, keep_ids=args.keep_ids)
+        atomic_write_bytes(dst, data)
     err.print(f"Wrote {agent.display} session file {escape(str(dst))} ({human(len(data))}"
               f"{', ids kept' if args.keep_ids else ''})")
     return ExitCode.OK

@@ -98,6 +98,10 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ("p2pd completion zsh > ~/.zfunc/_p2pd", "zsh (with fpath+=~/.zfunc before compinit)"),
         ("p2pd completion fish > ~/.config/fish/completions/p2pd.fish", "fish"),
     ],
+    "man": [
+        ("p2pd man | man -l -", "read the manual page"),
+        ("p2pd man > ~/.local/share/man/man1/p2pd.1", "install it for `man p2pd`"),
+    ],
 }
 
 

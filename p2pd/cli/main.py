@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from p2pd import __version__
-from p2pd.cli import completion, conversations, daemon, devices, examples, exchange, hook
+from p2pd.cli import completion, conversations, daemon, devices, examples, exchange, hook, manpage
 from p2pd.cli.output import err, escape, print_json, shown
 from p2pd.errors import ExitCode, InterruptedByUserError, P2pdError, Party
 
@@ -29,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     for group in (conversations, exchange, daemon, hook, devices):
         group.register(sub)
     completion.register(sub, p)
+    manpage.register(sub, p)
     for command in sub.choices.values():  # --debug also after the command (default only from the top level)
         command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                              help="show tracebacks on errors")

@@ -15,6 +15,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from p2pd.cli.progress import human
 from p2pd.errors import ExitCode
 from p2pd.support.text import visible
 
@@ -66,15 +67,6 @@ def shown(text: str, limit: int | None = 300) -> str:
 def shown_block(text: str) -> str:
     """Like :func:`shown` for text that may span lines: each line made safe, the line breaks kept."""
     return "\n".join(shown(line, None) for line in text.split("\n"))
-
-
-def human(n: float) -> str:
-    """A byte count for people: ``512 B``, ``1.5 KB``, ``3.2 GB`` (powers of 1000)."""
-    for unit in ("B", "KB", "MB", "GB"):
-        if abs(n) < 1000 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-    return f"{n:.1f} GB"  # pragma: no cover - the loop returns at GB
 
 
 def status(message: str) -> AbstractContextManager[Any]:

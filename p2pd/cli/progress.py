@@ -32,17 +32,10 @@ class Activity:
         if not self.console.is_terminal:
             return
         if self._kind != "transfer" or self._name != label:
-            from rich.progress import (
-                BarColumn,
-                DownloadColumn,
-                TaskProgressColumn,
-                TextColumn,
-                TimeRemainingColumn,
-                TransferSpeedColumn,
-            )
+            from rich.progress import BarColumn, TaskProgressColumn, TextColumn, TimeRemainingColumn
 
-            self._start("transfer", label, BarColumn(bar_width=20), TaskProgressColumn(), DownloadColumn(),
-                        TransferSpeedColumn(), TextColumn("eta"), TimeRemainingColumn(), total=total)
+            self._start("transfer", label, BarColumn(bar_width=20), TaskProgressColumn(), _bytes_column(),
+                        _rate_column(), TextColumn("eta"), TimeRemainingColumn(), total=total)
         self._update(done, total)
 
     def step(self, name: str, done: int | None = None, total: int | None = None) -> None:
@@ -51,9 +44,9 @@ class Activity:
             return
         kind = "sized" if total else "step"
         if self._kind != kind or self._name != name:
-            from rich.progress import BarColumn, DownloadColumn, SpinnerColumn, TimeElapsedColumn
+            from rich.progress import BarColumn, SpinnerColumn, TimeElapsedColumn
 
-            columns: tuple[Any, ...] = (BarColumn(bar_width=20), DownloadColumn()) if total else ()
+            columns: tuple[Any, ...] = (BarColumn(bar_width=20), _bytes_column()) if total else ()
             self._start(kind, name, *columns, TimeElapsedColumn(), total=total, spinner=SpinnerColumn())
         if total:
             self._update(done or 0, total)
@@ -78,6 +71,41 @@ class Activity:
             self._progress.stop()
         self._progress = self._task = None
         self._kind = self._name = ""
+
+
+def human(n: float) -> str:
+    """A byte count for people: ``512 B``, ``1.5 KB``, ``3.2 GB`` (powers of 1000)."""
+    for unit in ("B", "KB", "MB", "GB"):
+        if abs(n) < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} GB"  # pragma: no cover - the loop returns at GB
+
+
+def _bytes_column() -> Any:
+    """``1.5 MB/3.2 MB``: done of all, in the units of every other line p2pd prints (:func:`human`)."""
+    from rich.progress import ProgressColumn
+    from rich.text import Text
+
+    class Bytes(ProgressColumn):
+        def render(self, task: Any) -> Text:
+            total = f"/{human(task.total)}" if task.total is not None else ""
+            return Text(f"{human(task.completed)}{total}", style="progress.download")
+
+    return Bytes()
+
+
+def _rate_column() -> Any:
+    """``12.5 MB/s`` (``?`` until there is a rate), in the same units."""
+    from rich.progress import ProgressColumn
+    from rich.text import Text
+
+    class Rate(ProgressColumn):
+        def render(self, task: Any) -> Text:
+            speed = task.finished_speed or task.speed
+            return Text("?" if speed is None else f"{human(speed)}/s", style="progress.data.speed")
+
+    return Rate()
 
 
 @contextmanager

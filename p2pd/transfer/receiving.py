@@ -223,7 +223,7 @@ class ReceiveSide(Runner):
             return
         if isinstance(error, UnreadableBlob):  # verified, yet not something this side can read: never DONE
             self.checksum_failed = True  # (the partial is already gone; nothing to resume)
-            self.perform(m.fail(Code.INVALID, f"the received conversation cannot be read: {error.error}"))
+            self.perform(m.fail(Code.INVALID, str(error.error)))
             return
         if error is not None:
             self.perform(m.fail(Code.IO, f"cannot {done.kind.value} the received blob: {error}"))

@@ -15,7 +15,8 @@ timestamped messages. Prints the good clients' pairing rate and failures, relay 
 abusers achieved, and the server's RSS. Everything is on loopback and ends after ``--seconds``.
 
 Goal: good-client relay p99 < 50 ms. Clients and server share the machine's cores, so the figures are a lower
-bound for a server with the machine to itself.
+bound for a server with the machine to itself; ``--control`` relays the same messages through a second server
+that no abuser touches, at the same time, to tell the abuse's cost from other load on the machine.
 """
 
 from __future__ import annotations
@@ -305,6 +306,9 @@ def main() -> None:
                         help="run the abusive clients this much nicer than the rest (they share the machine's "
                              "cores with the server and the good clients; on a real network they would not)")
     parser.add_argument("--server-arg", action="append", default=[], help="extra p2pd-signal option (repeatable)")
+    parser.add_argument("--control", action="store_true",
+                        help="also relay the same timestamped messages through a second server no abuser touches, "
+                             "at the same time: its p99 is the machine's own noise (other load on shared cores)")
     args = parser.parse_args()
     if args.seconds > 600:
         raise SystemExit("--seconds is at most 600")
@@ -327,6 +331,8 @@ def main() -> None:
     sampler.start()
     abuse = ctx.Queue()
     good = ctx.Queue()
+    control: Any = None
+    control_samples: list[float] = []
     processes: list[Any] = []
     address = iter(f"127.0.0.{n}" for n in range(2, 255))
     try:
@@ -352,9 +358,17 @@ def main() -> None:
         workers = [ctx.Process(target=pairing_worker, args=(url, args.pairers, good_seconds, good)),
                    ctx.Process(target=latency_worker, args=(url, args.latency_pairs, args.latency_rate,
                                                             good_seconds, good))]
+        if args.control:
+            control, control_url = start_server(args.server_arg)
+            control_queue = ctx.Queue()
+            workers.append(ctx.Process(target=latency_worker, args=(control_url, args.latency_pairs,
+                                                                    args.latency_rate, good_seconds, control_queue)))
         for process in workers:
             process.start()
         processes += workers
+        if args.control:
+            control_samples = control_queue.get(timeout=seconds + 120)[0]
+            workers.pop()
         results = [good.get(timeout=seconds + 120) for _ in workers]
         durations, errors = next(r for r in results if isinstance(r[1], dict))
         samples, latency_errors = next(r for r in results if isinstance(r[1], list))
@@ -369,8 +383,10 @@ def main() -> None:
             process.join(30)
             if process.is_alive():
                 process.kill()
-        server.terminate()
-        server.wait(30)
+        for process in (server, control):
+            if process is not None:
+                process.terminate()
+                process.wait(30)
 
     print(f"signaling abuse benchmark: one server process (default limits), {os.cpu_count()} cores shared with "
           f"{abusers} abusive (nice +{args.abuser_nice}) and 2 good client processes, {args.seconds:g} s")
@@ -386,6 +402,10 @@ def main() -> None:
         print(f"good relay p50 / p99:     {percentile(samples, 0.5) * 1000:.1f} ms / "
               f"{percentile(samples, 0.99) * 1000:.1f} ms (max {max(samples) * 1000:.1f} ms; {len(samples)} "
               f"relays, {args.latency_pairs} pairs at {args.latency_rate:g}/s; errors: {latency_errors or 'none'})")
+    if control_samples:
+        print(f"control relay p50 / p99:  {percentile(control_samples, 0.5) * 1000:.1f} ms / "
+              f"{percentile(control_samples, 0.99) * 1000:.1f} ms (max {max(control_samples) * 1000:.1f} ms; "
+              "a second server no abuser touches, at the same time: the machine's own noise)")
     print(f"server RSS:               {rss_start / 2**20:.0f} MiB at start, peak {peak[0] / 2**20:.0f} MiB, "
           f"{rss_end / 2**20:.0f} MiB at the end")
     print(f"server CPU:               {cpu:.1f} s in {wall:.1f} s ({100 * cpu / wall:.0f} % of one core)")

@@ -60,7 +60,7 @@ def test_example_commands_parse() -> None:
     parser = build_parser()
     for path, lines in EXAMPLES.items():
         for line, _ in lines:
-            words = shlex.split(line.split(" > ")[0].split(" && ")[-1].replace("~", "/home/me"))
+            words = shlex.split(line.split(" > ")[0].split(" | ")[0].split(" && ")[-1].replace("~", "/home/me"))
             words = [w for w in words if "=" not in w or w.startswith("-")][1:]
             if path == "" and words == ["COMMAND", "--help"]:
                 continue

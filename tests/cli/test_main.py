@@ -18,7 +18,7 @@ from tests.cli.helpers import run
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMANDS = {"sessions", "export", "import", "convert", "show", "send", "receive", "demo", "serve", "transfers",
-            "inbox", "handoffs", "hook", "pair", "devices", "links", "completion", "gc"}
+            "inbox", "handoffs", "hook", "pair", "devices", "links", "completion", "gc", "man"}
 
 
 @pytest.mark.parametrize(("args", "code", "words"), [

@@ -185,7 +185,7 @@ def test_the_transfer_bar_shows_percentage_bytes_rate_and_time_left() -> None:
         now[0] += 1.0
     bar._progress.refresh()  # type: ignore[union-attr]  # what the screen shows at this moment
     shown = buffer.getvalue()
-    assert "sending" in shown and "67%" in shown and "2.0/3.0 MB" in shown
+    assert "sending" in shown and "67%" in shown and "2.0 MB/3.0 MB" in shown  # the units of every other line
     assert "1.0 MB/s" in shown and "eta 0:00:01" in shown, shown
     assert "acknowledged" not in shown
     bar.stop()

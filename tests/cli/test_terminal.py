@@ -153,3 +153,19 @@ def test_the_receiver_names_each_long_step_after_the_bar(server: SignalProcess, 
     positions = [t.text.find(step) for step in steps]
     assert all(p >= 0 for p in positions) and positions == sorted(positions), t.text
     assert t.text.find("Received mix phx.server") > positions[1]
+    # before them the transfer's bar: percentage, bytes done of all, time left (never 'acknowledged')
+    assert re.search(r"receiving ━+ +100% (\d+\.\d KB)/\1 .* eta 0:00:00", t.text), t.text
+    assert t.text.find("receiving ━") < positions[0] and "acknowledged" not in t.text
+
+
+def test_send_latest_names_the_session_it_picked_before_the_code(server: SignalProcess, tmp_path: Path) -> None:
+    env = _env(server, tmp_path)
+    project = Path(env["CLAUDE_CONFIG_DIR"]) / "projects" / "-work-demo"
+    project.mkdir(parents=True)
+    (project / SHORT.name.replace("short", "55604662-cf2a-4331-851a-ec234028f8ca")).write_bytes(SHORT.read_bytes())
+    with Terminal("send", "latest", env=env, cwd=tmp_path, ordered=True) as t:
+        t.expect(r"Sending mix phx\.server doesnt seem to start \(claude-code session 55604662-[0-9a-f-]+, "
+                 r"5 messages\)")
+        t.expect(r"Code: \d+-\w+-\w+")
+        t.ctrl_c()
+        _clean_interrupt(t)
