@@ -14,7 +14,7 @@ import pytest
 
 from tests.signal_process import SignalProcess
 from tests.web.conftest import LINK, p2pd, p2pd_env, read_until, stop
-from tests.web.test_browser import ENDED, SMALL, state
+from tests.web.flows import SMALL, accepted, opened, state
 
 
 def refused_once(page: Any, field: str, text: str) -> str:
@@ -29,8 +29,7 @@ def refused_once(page: Any, field: str, text: str) -> str:
 
 @pytest.mark.parametrize("field", ["code", "send-code"])
 def test_a_likely_typo_is_refused_with_suggestions(server: SignalProcess, page: Any, field: str) -> None:
-    page.goto(server.http + "/")
-    page.wait_for_selector("body[data-ready=true]")
+    opened(page, server)
     said = refused_once(page, field, "3-Lone-CORN")
     assert "“lone”, “corn” are each one letter from a word of p2pd's list" in said, said
     assert "did you mean 3-alone-acorn or 3-alone-coin or 3-alone-horn?" in said, said
@@ -53,15 +52,11 @@ def test_the_suggestion_pairs_with_the_sender(server: SignalProcess, page: Any, 
                   cwd=tmp_path)
     try:
         read_until(sender, LINK)
-        page.goto(server.http + "/")
-        page.wait_for_selector("body[data-ready=true]")
+        opened(page, server)
         assert "did you mean 5-amber-lotus?" in refused_once(page, "code", "5-amber-lotos")
         page.click("#code-typo button")
-        page.wait_for_selector("#accept", state="visible")
+        accepted(page)
         assert page.input_value("#code") == "5-amber-lotus"
-        page.click("#accept")
-        page.wait_for_selector(ENDED)
-        assert state(page) == "done", page.inner_text("#session")
         assert sender.wait(30) == 0
     finally:
         stop(sender)
@@ -72,15 +67,11 @@ def test_the_same_code_again_is_used_as_typed(server: SignalProcess, page: Any, 
                   env=p2pd_env(server), cwd=tmp_path)
     try:
         read_until(sender, LINK)
-        page.goto(server.http + "/")
-        page.wait_for_selector("body[data-ready=true]")
+        opened(page, server)
         said = refused_once(page, "code", "4242-apple-river")
         assert "did you mean 4242-ample-river?" in said and "press the button again" in said, said
         page.press("#code", "Enter")  # the person means it
-        page.wait_for_selector("#accept", state="visible")
-        page.click("#accept")
-        page.wait_for_selector(ENDED)
-        assert state(page) == "done", page.inner_text("#session")
+        accepted(page)
         assert sender.wait(30) == 0
     finally:
         stop(sender)

@@ -19,7 +19,7 @@ export async function keepOffline(window) {
       .map((path) => new URL(path, window.location).pathname); // the worker's modules
     const urls = new Set([window.location.pathname, ...worker, ...performance.getEntriesByType('resource').map((e) => e.name)
       .filter((url) => new URL(url).origin === window.location.origin)]);
-    await Promise.all([...urls].map((url) => fetch(url).catch(() => null)));
+    for (const url of urls) await fetch(url).catch(() => null); // one at a time: never a burst on the page's thread
     window.document.body.dataset.offlineReady = 'true';
   } catch {
     // no service worker (a private window, or refused): the page works online as before

@@ -15,6 +15,7 @@ function job(message) {
         return;
       }
       worker?.terminate();
+      globalThis.performance?.mark(`p2pd-${message.op}-done`); // the benchmark's split: worker and hand-over, then drawing
       if (reply.kind === 'error') reject(new P2pdError(reply.error.kind, reply.error.message));
       else resolve({ ...reply, doc: assembly.doc });
     };
@@ -33,10 +34,10 @@ function job(message) {
   });
 }
 
-/** Decompress a verified payload of `rawSize` bytes and parse it: {raw (the document's bytes), doc, info}. */
+/** Decompress a verified payload of `rawSize` bytes and parse it: {file (a Blob of the document), rawSize, doc, info}. */
 export const unpack = (payload, rawSize) => job({ op: 'unpack', buffer: ownBuffer(payload), rawSize });
 
-/** Parse a picked file's bytes (an ArrayBuffer, handed over): {raw, doc, info}. */
+/** Parse a picked file's bytes (an ArrayBuffer, handed over): {rawSize, doc, info}. */
 export const read = (buffer) => job({ op: 'read', buffer });
 
 /** Check a file to send and pack it: {payload, sha256, rawSize, info, messageCount}. */

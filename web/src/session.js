@@ -105,12 +105,19 @@ export async function receiveConversation({ signalUrl, code, ui, signal, timeout
     performance.mark('p2pd-verified');
     ui.status('SHA-256 verified. Decompressing…');
     const closing = lingerThenClose(link);
-    const { raw, doc } = await unpack(payload, offer.rawSize); // in a worker: the page keeps drawing
+    const { file, doc } = await unpack(payload, offer.rawSize); // in a worker: the page keeps drawing
     await closing;
     partial?.remove().catch(() => {}).finally(() => partial.close());
-    return { offer, raw, doc, verification, sha256: hex(offer.sha256), seconds, resumedBytes: run.resumedBytes };
+    return { offer, file, doc, verification, sha256: hex(offer.sha256), seconds, resumedBytes: run.resumedBytes };
   } catch (error) {
-    if (error instanceof P2pdError && error.kind === 'checksum') run?.partial?.remove().catch(() => {}); // known bad
+    const partial = run?.partial;
+    if (partial && error instanceof P2pdError) {
+      // known bad (or verified but not a conversation): forgotten; else what was stored stays for a new try of
+      // the same conversation, after a reload as after a dropped connection (SPEC.md §7's held ranges)
+      if (error.kind === 'checksum' || error.kind === 'invalid') await partial.remove().catch(() => {});
+      else if (partial.heldBytes > 0) error.keptBytes = partial.heldBytes;
+      partial.close();
+    }
     if (run?.cancelled) await run.drained();
     setTimeout(() => link.close(), 300); // let the CANCEL frame leave SCTP's own queue too
     throw error;

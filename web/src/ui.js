@@ -36,9 +36,11 @@ function show(id, visible = true) {
   $(id).hidden = !visible;
 }
 
+const kept = (e) => (e.keptBytes ? `${human(e.keptBytes)} of it are kept in this browser: receive the same ` +
+  'conversation again (with a new code) to go on from there.' : 'Nothing was kept.');
 const WORDS = {
-  'peer-gone': () => 'The other side went away (it closed or lost its connection) before the transfer finished. ' +
-    'Nothing was kept.',
+  'peer-gone': (e) => 'The other side went away (it closed or lost its connection) before the transfer finished. ' +
+    kept(e),
   checksum: () => 'Checksum failure: what arrived does not match the SHA-256 the sender announced. Nothing was kept.',
   tampered: (e) => `${e.message} Nothing was transferred.`,
   declined: (e) => (direction === 'receive' && declinedHere ? 'You declined the offer. Nothing was transferred.'
@@ -153,9 +155,8 @@ function downloadName(doc) {
 }
 
 async function showConversation(doc) {
-  const { openReader } = await import('./reader.js');
-  await new Promise((resolve) => setTimeout(resolve, 0)); // let the status paint before indexing the messages
-  const reader = openReader(doc);
+  const { indexMessagesInSlices, openReader } = await import('./reader.js');
+  const reader = openReader(doc, { index: await indexMessagesInSlices(doc.messages ?? []) }); // no long task
   $('conversation').replaceChildren(reader.element);
   await reader.ready;
 }
@@ -184,12 +185,12 @@ async function receive(codeText) {
         `${seconds.toFixed(2)} s${rate}`
       : ` in ${seconds.toFixed(2)} s${rate}`;
     $('result-text').textContent = `SHA-256 verified (${result.sha256.slice(0, 16)}…). ${result.doc.messages.length} ` +
-      `messages: ${human(result.raw.length)} of conversation, sent as ${human(offer.compressedSize)} compressed` +
+      `messages: ${human(offer.rawSize)} of conversation, sent as ${human(offer.compressedSize)} compressed` +
       `${timing}.`;
     $('result').dataset.sha256 = result.sha256;
     $('result').dataset.seconds = String(seconds);
     const name = downloadName(result.doc);
-    const file = new Blob([result.raw], { type: 'application/json' });
+    const { file } = result;
     $('download').onclick = () => {
       const a = document.createElement('a');
       a.href = URL.createObjectURL(file);
@@ -407,7 +408,9 @@ async function start() {
     document.body.dataset.ready = 'true';
     return;
   }
-  loading = Promise.all([import('./session.js'), import('./signaling.js'), import('./offthread.js')])
+  // the reader too (markdown, sanitiser, diff): compiled now, not in a long task while a conversation arrives
+  loading = Promise.all([import('./session.js'), import('./signaling.js'), import('./offthread.js'),
+    import('./reader.js')])
     .then(([session, signaling, offthread]) => ({ session, offthread,
       signalUrl: signaling.sameOriginSignalUrl(window.location) }));
   wire();
