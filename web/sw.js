@@ -6,7 +6,8 @@
 
 const CACHE = 'p2pd-page-v1';
 const SHELL = ['./', 'index.html', 'style.css', 'favicon.svg', 'manifest.json', 'src/ui.js', 'src/codes.js',
-  'src/errors.js', 'src/status.js', 'src/text.js'];
+  'src/errors.js', 'src/status.js', 'src/text.js', 'src/codeinput.js', 'src/typos.js', 'src/wordlist.js',
+  'src/install.js'];
 
 self.addEventListener('install', (event) => {
   event.waitUntil(caches.open(CACHE).then((cache) => cache.addAll(SHELL)).then(() => self.skipWaiting()));

@@ -98,6 +98,10 @@ TYPOS: list[tuple[str, list[str]]] = [
     ("8-purple-monkey", ["8-purple-donkey"]),
     ("4242-apple-river", ["4242-ample-river"]),
     ("8-日本-東京", []),
+    ("3-Ämber-lotus", ["3-amber-lotus"]),  # a letter changed to one outside a–z
+    ("3-lone-corn", ["3-alone-acorn", "3-alone-coin", "3-alone-horn"]),  # at most three, in list order
+    ("3-amber-lotus-lotos", ["3-amber-lotus-lotus"]),  # three words
+    ("3-amber-lotus-zzyzx", []),  # list words and a hand-chosen one
 ]
 
 

@@ -9,22 +9,18 @@ from typing import Any
 
 from tests.signal_process import SignalProcess
 from tests.web.conftest import p2pd, p2pd_env, stop
-from tests.web.test_browser import ENDED, SMALL, state
+from tests.web.flows import ENDED, SMALL, accepted, opened, state
 
 
 def test_the_page_receives_first_with_a_typed_code(server: SignalProcess, page: Any, tmp_path: Path) -> None:
-    page.goto(server.http + "/")
-    page.wait_for_selector("body[data-ready=true]")
+    opened(page, server)
     page.fill("#code", "321-Straße-Maß")
     page.click("#receive-button")
     page.wait_for_selector("#status:has-text('Waiting for the sender')")  # in the room, alone
     sender = p2pd("send", str(SMALL), "--code", "321-STRASSE-MASS", "--timeout", "60", env=p2pd_env(server),
                   cwd=tmp_path)
     try:
-        page.wait_for_selector("#accept", state="visible")
-        page.click("#accept")
-        page.wait_for_selector(ENDED)
-        assert state(page) == "done", page.inner_text("body")
+        accepted(page)
         _, err = sender.communicate(timeout=60)
         assert sender.returncode == 0, err
         assert "open in a browser" not in err and "Code:" not in err, err
@@ -35,8 +31,7 @@ def test_the_page_receives_first_with_a_typed_code(server: SignalProcess, page: 
 def test_the_page_sends_first_with_a_typed_code(server: SignalProcess, page: Any, tmp_path: Path) -> None:
     exported = tmp_path / "small.a2a.json"
     assert p2pd("export", str(SMALL), "-o", str(exported), env=p2pd_env(server)).wait(60) == 0
-    page.goto(server.http + "/")
-    page.wait_for_selector("body[data-ready=true]")
+    opened(page, server)
     page.set_input_files("#file", str(exported))
     page.fill("#send-code", "322 quiet harbour")
     page.click("#send-button")

@@ -11,15 +11,9 @@ from typing import Any
 
 from tests.signal_process import SignalProcess
 from tests.web.conftest import p2pd, p2pd_env, read_until, stop
-from tests.web.test_browser import ENDED, SMALL, state
+from tests.web.flows import ENDED, SMALL, accepted, exported_small, opened, state
 
 CODE = re.compile(r"^\d+-[a-z]+-[a-z]+$")
-
-
-def exported_small(server: SignalProcess, tmp_path: Path) -> Path:
-    path = tmp_path / "small.a2a.json"
-    assert p2pd("export", str(SMALL), "-o", str(path), env=p2pd_env(server)).wait(60) == 0
-    return path
 
 
 def made_code(page: Any) -> str:
@@ -47,8 +41,7 @@ def downloaded(page: Any) -> Any:
 def test_page_makes_a_code_to_send_and_another_page_receives(server: SignalProcess, page: Any, browser: Any,
                                                                tmp_path: Path) -> None:
     source = exported_small(server, tmp_path)
-    page.goto(server.http + "/")
-    page.wait_for_selector("body[data-ready=true]")
+    opened(page, server)
     page.set_input_files("#file", str(source))
     page.click("#make-send-code")
     code = made_code(page)
@@ -74,8 +67,7 @@ def test_page_makes_a_code_to_send_and_another_page_receives(server: SignalProce
 def test_page_makes_a_code_to_receive_and_another_page_sends(server: SignalProcess, page: Any, browser: Any,
                                                                tmp_path: Path) -> None:
     source = exported_small(server, tmp_path)
-    page.goto(server.http + "/")
-    page.wait_for_selector("body[data-ready=true]")
+    opened(page, server)
     page.click("#make-receive-code")
     code = made_code(page)
     link = page.get_attribute("#made-code-link", "href")
@@ -101,8 +93,7 @@ def test_page_makes_a_code_to_receive_and_another_page_sends(server: SignalProce
 
 def test_page_makes_a_code_and_p2pd_receive_uses_it(server: SignalProcess, page: Any, tmp_path: Path) -> None:
     source = exported_small(server, tmp_path)
-    page.goto(server.http + "/")
-    page.wait_for_selector("body[data-ready=true]")
+    opened(page, server)
     page.set_input_files("#file", str(source))
     page.click("#make-send-code")
     code = made_code(page)
@@ -120,18 +111,14 @@ def test_page_makes_a_code_and_p2pd_receive_uses_it(server: SignalProcess, page:
 
 
 def test_page_makes_a_code_and_p2pd_send_uses_it(server: SignalProcess, page: Any, tmp_path: Path) -> None:
-    page.goto(server.http + "/")
-    page.wait_for_selector("body[data-ready=true]")
+    opened(page, server)
     page.click("#make-receive-code")
     code = made_code(page)
     assert page.inner_text("#made-code-command") == f"p2pd send SESSION --code {code}"
     sender = p2pd("send", str(SMALL), "--code", code, "--timeout", "60", env=p2pd_env(server), cwd=tmp_path)
     try:
-        read_until(sender, re.compile(r"open in a browser|Code"))
-        page.wait_for_selector("#accept", state="visible")
-        page.click("#accept")
-        page.wait_for_selector(ENDED)
-        assert state(page) == "done", page.inner_text("#session")
+        # the receiving page waits already, so the sender prints no code, link or QR: nothing to read first
+        accepted(page)
         _, err = sender.communicate(timeout=60)
         assert sender.returncode == 0, err
         assert page.inner_text("#sas-value") in err

@@ -14,46 +14,79 @@ const SLICE_MS = 12; // render for at most this long before letting the browser 
 
 const nextTask = () => new Promise((resolve) => setTimeout(resolve, 0));
 
-/** Which tool results belong to which call, which messages are left to show, and the user's turns. */
-export function indexMessages(messages) {
+const EVERY = 256; // messages between the indexing's chances to yield
+
+/** The indexing as steps: it yields every EVERY messages, so a caller can let the browser draw in between. */
+function* indexing(messages) {
+  const partsOf = (m) => (Array.isArray(m?.parts) ? m.parts : []);
   const calls = new Set();
-  messages.forEach((m) => (Array.isArray(m?.parts) ? m.parts : []).forEach((p) => {
-    if (isToolUse(p) && toolUseId(p) !== null) calls.add(toolUseId(p));
-  }));
+  const callAt = new Map(); // tool_use id → the message holding the call
+  for (const [i, m] of messages.entries()) {
+    for (const p of partsOf(m)) {
+      if (!isToolUse(p)) continue;
+      const id = toolUseId(p);
+      if (id !== null) calls.add(id);
+      if (!callAt.has(id)) callAt.set(id, i);
+    }
+    if (i % EVERY === EVERY - 1) yield;
+  }
   const results = new Map();
   const attached = new Set();
-  const callAt = new Map(); // tool_use id → the message holding the call
-  messages.forEach((m, i) => (Array.isArray(m?.parts) ? m.parts : []).forEach((p) => {
-    if (isToolUse(p) && !callAt.has(toolUseId(p))) callAt.set(toolUseId(p), i);
-  }));
   const owner = new Map(); // a message holding only results → the message whose call shows them
-  messages.forEach((m, i) => (Array.isArray(m?.parts) ? m.parts : []).forEach((p) => {
-    const id = isToolResult(p) ? toolResultId(p) : null;
-    if (id !== null && calls.has(id) && !results.has(id)) {
-      results.set(id, { part: p, messageIndex: i });
-      attached.add(p);
-      if (!owner.has(i)) owner.set(i, callAt.get(id));
+  for (const [i, m] of messages.entries()) {
+    for (const p of partsOf(m)) {
+      const id = isToolResult(p) ? toolResultId(p) : null;
+      if (id !== null && calls.has(id) && !results.has(id)) {
+        results.set(id, { part: p, messageIndex: i });
+        attached.add(p);
+        if (!owner.has(i)) owner.set(i, callAt.get(id));
+      }
     }
-  }));
+    if (i % EVERY === EVERY - 1) yield;
+  }
   const shown = [];
   const turns = [];
-  messages.forEach((m, i) => {
-    const parts = Array.isArray(m?.parts) ? m.parts : [];
-    if (parts.length && parts.every((p) => attached.has(p))) return; // only results, shown with their calls
+  for (const [i, m] of messages.entries()) {
+    if (i % EVERY === EVERY - 1) yield;
+    const parts = partsOf(m);
+    if (parts.length && parts.every((p) => attached.has(p))) continue; // only results, shown with their calls
     shown.push(i);
     const text = parts.find((p) => typeof p?.text === 'string' && p.text.trim())?.text;
     if (m?.role === 'ROLE_USER' && text !== undefined && !noticeOf(m)) turns.push({ index: i, text: oneLine(text, 90) });
-  });
+  }
   return { results, attached, shown, turns, owner };
+}
+
+/** Which tool results belong to which call, which messages are left to show, and the user's turns. */
+export function indexMessages(messages) {
+  const steps = indexing(messages);
+  for (;;) {
+    const step = steps.next();
+    if (step.done) return step.value;
+  }
+}
+
+/** indexMessages in slices of at most SLICE_MS, letting the browser draw between them (thousands of messages). */
+export async function indexMessagesInSlices(messages) {
+  const steps = indexing(messages);
+  let started = performance.now();
+  for (;;) {
+    const step = steps.next();
+    if (step.done) return step.value;
+    if (performance.now() - started > SLICE_MS) {
+      await nextTask();
+      started = performance.now();
+    }
+  }
 }
 
 /** Pages through `messages`; `element` is the list with its pagers. */
 export class MessagePager {
   constructor(messages, { pageSize = PAGE_SIZE, attribute = 'data-message', idPrefix = 'm', label = 'Messages',
-    expanded = () => false, subagentFor = null } = {}) {
+    expanded = () => false, subagentFor = null, index = null } = {}) {
     this.messages = messages;
     this.subagentFor = subagentFor;
-    this.index = indexMessages(messages);
+    this.index = index ?? indexMessages(messages);
     this.pageSize = pageSize;
     this.attribute = attribute;
     this.idPrefix = idPrefix;
@@ -257,11 +290,14 @@ export function placeSubagents(messages, subagents) {
   return { byCall, unplaced };
 }
 
-/** The whole reader for a conversation document. `ready` resolves once the first page is on screen. */
-export function openReader(doc, { pageSize = PAGE_SIZE } = {}) {
+/**
+ * The whole reader for a conversation document. `ready` resolves once the first page is on screen. `index`:
+ * indexMessages' (or indexMessagesInSlices') answer for doc.messages, made here when not given.
+ */
+export function openReader(doc, { pageSize = PAGE_SIZE, index = null } = {}) {
   const messages = Array.isArray(doc.messages) ? doc.messages : [];
   let expanded = false;
-  const pager = new MessagePager(messages, { pageSize, expanded: () => expanded });
+  const pager = new MessagePager(messages, { pageSize, expanded: () => expanded, index });
   const root = el('div', { class: 'conversation', 'data-reader': true });
   const origin = doc.origin ?? {};
   const counts = doc.counts ?? {};

@@ -7,10 +7,10 @@
 // the transfer the pairing is left; during it a CANCEL frame goes to the peer (SPEC.md §6).
 
 import { hex } from './bytes.js';
-import { encodeBlob, lz4Decompress, readConversation } from './blob.js';
 import { ReceiveRun, SendRun, connectPeer } from './channel.js';
 import { P2pdError } from './errors.js';
 import { normalizedInfo } from './frames.js';
+import { pack, unpack } from './offthread.js';
 import { PartialStore } from './partial.js';
 import { Rendezvous } from './signaling.js';
 
@@ -102,14 +102,22 @@ export async function receiveConversation({ signalUrl, code, ui, signal, timeout
     cancelOnAbort(run, signal);
     const { offer, payload, partial } = await run.start();
     const seconds = (performance.now() - started) / 1000;
+    performance.mark('p2pd-verified');
     ui.status('SHA-256 verified. Decompressing…');
-    const raw = lz4Decompress(payload, offer.rawSize);
-    const { doc } = readConversation(raw);
-    await lingerThenClose(link);
+    const closing = lingerThenClose(link);
+    const { file, doc } = await unpack(payload, offer.rawSize); // in a worker: the page keeps drawing
+    await closing;
     partial?.remove().catch(() => {}).finally(() => partial.close());
-    return { offer, raw, doc, verification, sha256: hex(offer.sha256), seconds, resumedBytes: run.resumedBytes };
+    return { offer, file, doc, verification, sha256: hex(offer.sha256), seconds, resumedBytes: run.resumedBytes };
   } catch (error) {
-    if (error instanceof P2pdError && error.kind === 'checksum') run?.partial?.remove().catch(() => {}); // known bad
+    const partial = run?.partial;
+    if (partial && error instanceof P2pdError) {
+      // known bad (or verified but not a conversation): forgotten; else what was stored stays for a new try of
+      // the same conversation, after a reload as after a dropped connection (SPEC.md §7's held ranges)
+      if (error.kind === 'checksum' || error.kind === 'invalid') await partial.remove().catch(() => {});
+      else if (partial.heldBytes > 0) error.keptBytes = partial.heldBytes;
+      partial.close();
+    }
     if (run?.cancelled) await run.drained();
     setTimeout(() => link.close(), 300); // let the CANCEL frame leave SCTP's own queue too
     throw error;
@@ -118,21 +126,22 @@ export async function receiveConversation({ signalUrl, code, ui, signal, timeout
   }
 }
 
-export async function sendConversation({ signalUrl, code, bytes, ui, signal, timeoutMs = 300000 }) {
-  const { doc, info } = readConversation(bytes);
+/** Send `file` (an ArrayBuffer of a .a2a.json document: checked and packed in a worker, handed over to it). */
+export async function sendConversation({ signalUrl, code, file, ui, signal, timeoutMs = 300000 }) {
   ui.status('Packing the conversation…');
-  const packed = await encodeBlob(bytes);
+  const packed = await pack(file);
   const { rv, link, verification } = await pairAndConnect(signalUrl, code, 'sender', ui, { timeoutMs, signal });
   let run = null;
   try {
     ui.status('Offering the conversation; waiting for the receiver to accept…');
     run = new SendRun(link, { payload: packed.payload, rawSize: packed.rawSize, sha256: packed.sha256,
-      info: normalizedInfo(info), onProgress: ui.progress });
+      info: normalizedInfo(packed.info), onProgress: ui.progress });
     watchPeer(rv, run);
     cancelOnAbort(run, signal);
     const started = performance.now();
     await run.start();
-    return { doc, verification, sha256: hex(packed.sha256), bytes: packed.payload.length,
+    return { messageCount: packed.messageCount, rawSize: packed.rawSize, verification, sha256: hex(packed.sha256),
+      bytes: packed.payload.length,
       seconds: (performance.now() - started) / 1000 };
   } catch (error) {
     if (run?.cancelled) await run.drained(); // the CANCEL frame goes out before the connection closes

@@ -4,8 +4,10 @@
 // step the page has left. Either side can start here: "Make a code" shows a code (and its QR) for the other side;
 // Cancel stops any exchange in progress (a CANCEL frame once the transfer runs).
 
+import { typedCode } from './codeinput.js';
 import { parseCode } from './codes.js';
 import { P2pdError } from './errors.js';
+import { keepOffline } from './install.js';
 import { formatProgress, human, importCommand, secureContextProblem } from './status.js';
 import { visible } from './text.js';
 
@@ -34,9 +36,11 @@ function show(id, visible = true) {
   $(id).hidden = !visible;
 }
 
+const kept = (e) => (e.keptBytes ? `${human(e.keptBytes)} of it are kept in this browser: receive the same ` +
+  'conversation again (with a new code) to go on from there.' : 'Nothing was kept.');
 const WORDS = {
-  'peer-gone': () => 'The other side went away (it closed or lost its connection) before the transfer finished. ' +
-    'Nothing was kept.',
+  'peer-gone': (e) => 'The other side went away (it closed or lost its connection) before the transfer finished. ' +
+    kept(e),
   checksum: () => 'Checksum failure: what arrived does not match the SHA-256 the sender announced. Nothing was kept.',
   tampered: (e) => `${e.message} Nothing was transferred.`,
   declined: (e) => (direction === 'receive' && declinedHere ? 'You declined the offer. Nothing was transferred.'
@@ -151,9 +155,8 @@ function downloadName(doc) {
 }
 
 async function showConversation(doc) {
-  const { openReader } = await import('./reader.js');
-  await new Promise((resolve) => setTimeout(resolve, 0)); // let the status paint before indexing the messages
-  const reader = openReader(doc);
+  const { indexMessagesInSlices, openReader } = await import('./reader.js');
+  const reader = openReader(doc, { index: await indexMessagesInSlices(doc.messages ?? []) }); // no long task
   $('conversation').replaceChildren(reader.element);
   await reader.ready;
 }
@@ -174,7 +177,6 @@ async function receive(codeText) {
     const result = await modules.session.receiveConversation({ signalUrl: modules.signalUrl, code, ui: ui(),
       signal: controller.signal });
     show('cancel', false);
-    performance.mark('p2pd-verified'); // verified, decompressed and parsed: from here on it is the page's rendering
     const { offer, seconds } = result;
     const moved = offer.compressedSize - result.resumedBytes;
     const rate = seconds > 0 ? ` (${human(moved / seconds)}/s on the wire)` : '';
@@ -183,12 +185,12 @@ async function receive(codeText) {
         `${seconds.toFixed(2)} s${rate}`
       : ` in ${seconds.toFixed(2)} s${rate}`;
     $('result-text').textContent = `SHA-256 verified (${result.sha256.slice(0, 16)}…). ${result.doc.messages.length} ` +
-      `messages: ${human(result.raw.length)} of conversation, sent as ${human(offer.compressedSize)} compressed` +
+      `messages: ${human(offer.rawSize)} of conversation, sent as ${human(offer.compressedSize)} compressed` +
       `${timing}.`;
     $('result').dataset.sha256 = result.sha256;
     $('result').dataset.seconds = String(seconds);
     const name = downloadName(result.doc);
-    const file = new Blob([result.raw], { type: 'application/json' });
+    const { file } = result;
     $('download').onclick = () => {
       const a = document.createElement('a');
       a.href = URL.createObjectURL(file);
@@ -224,15 +226,15 @@ async function send(codeText) {
   }
   try {
     const code = codeText === null ? null : parseCode(codeText);
-    const bytes = new Uint8Array(await pickedFile.arrayBuffer());
+    const file = await pickedFile.arrayBuffer();
     const modules = await loading;
-    const result = await modules.session.sendConversation({ signalUrl: modules.signalUrl, code, bytes, ui: ui(),
+    const result = await modules.session.sendConversation({ signalUrl: modules.signalUrl, code, file, ui: ui(),
       signal: controller.signal });
     show('cancel', false);
     const rate = result.seconds > 0 ? ` (${human(result.bytes / result.seconds)}/s on the wire)` : '';
     setState('sent', 'Sent.');
     $('result-text').textContent = `The receiver verified SHA-256 ${result.sha256.slice(0, 16)}…. ` +
-      `${result.doc.messages.length} messages: ${human(bytes.length)} of conversation, sent as ` +
+      `${result.messageCount} messages: ${human(result.rawSize)} of conversation, sent as ` +
       `${human(result.bytes)} compressed in ${result.seconds.toFixed(2)} s${rate}.`;
     show('download', false);
     show('result');
@@ -251,7 +253,7 @@ async function read() {
   }
   try {
     const modules = await loading;
-    const { doc } = modules.blob.readConversation(new Uint8Array(await pickedFile.arrayBuffer()));
+    const { doc } = await modules.offthread.read(await pickedFile.arrayBuffer()); // parsed in a worker
     show('cancel', false);
     setState('reading', `Reading ${pickedFile.name}.`);
     show('again');
@@ -321,14 +323,13 @@ function offerToSend(text) {
 }
 
 function wire() {
-  $('receive-form').addEventListener('submit', (event) => {
-    event.preventDefault();
-    receive($('code').value);
-  });
-  $('send-form').addEventListener('submit', (event) => {
-    event.preventDefault();
-    send($('send-code').value);
-  });
+  for (const [form, input, go] of [['receive-form', 'code', receive], ['send-form', 'send-code', send]]) {
+    $(form).addEventListener('submit', (event) => { // a likely typo is said under the field first (codeinput.js)
+      event.preventDefault();
+      const text = typedCode($(input), $(`${input}-typo`), () => $(form).requestSubmit());
+      if (text !== null) go(text);
+    });
+  }
   $('read-button').addEventListener('click', () => read());
   $('make-receive-code').addEventListener('click', () => receive(null));
   $('make-send-code').addEventListener('click', () => send(null));
@@ -407,34 +408,16 @@ async function start() {
     document.body.dataset.ready = 'true';
     return;
   }
-  loading = Promise.all([import('./session.js'), import('./signaling.js'), import('./blob.js')])
-    .then(([session, signaling, blob]) => ({ session, blob, signalUrl: signaling.sameOriginSignalUrl(window.location) }));
+  // the reader too (markdown, sanitiser, diff): compiled now, not in a long task while a conversation arrives
+  loading = Promise.all([import('./session.js'), import('./signaling.js'), import('./offthread.js'),
+    import('./reader.js')])
+    .then(([session, signaling, offthread]) => ({ session, offthread,
+      signalUrl: signaling.sameOriginSignalUrl(window.location) }));
   wire();
   fromFragment();
   await loading;
   document.body.dataset.ready = 'true';
-  offline();
-}
-
-/** Installable and loading offline: the service worker (sw.js), then the reader's modules fetched once idle. */
-async function offline() {
-  if (!('serviceWorker' in navigator)) return;
-  try {
-    await navigator.serviceWorker.register('sw.js');
-    await navigator.serviceWorker.ready;
-    if (!navigator.serviceWorker.controller) {
-      await new Promise((resolve) => navigator.serviceWorker.addEventListener('controllerchange', resolve, { once: true }));
-    }
-    await new Promise((resolve) => setTimeout(resolve, 500)); // after the page's own work
-    await Promise.all([import('./reader.js'), import('./codecard.js')]);
-    // what loaded before the worker took over is fetched again through it, so it is kept too
-    const urls = new Set([window.location.pathname, ...performance.getEntriesByType('resource').map((e) => e.name)
-      .filter((url) => new URL(url).origin === window.location.origin)]);
-    await Promise.all([...urls].map((url) => fetch(url).catch(() => null)));
-    document.body.dataset.offlineReady = 'true';
-  } catch {
-    // no service worker (a private window, or refused): the page works online as before
-  }
+  keepOffline(window);
 }
 
 start();

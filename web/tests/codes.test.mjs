@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { hex } from '../src/bytes.js';
 import { parseCode } from '../src/codes.js';
+import { checkTypos, suggestions } from '../src/typos.js';
 
 const V = JSON.parse(readFileSync(new URL('../../tests/vectors/codes.json', import.meta.url)));
 
@@ -17,6 +18,21 @@ for (const [index, vector] of V.parse.entries()) {
       const code = parseCode(vector.input);
       assert.equal(code.toString(), vector.code);
       assert.equal(hex(code.password), vector.password);
+    }
+  });
+}
+
+// The typo rule (typos.js, as p2pd/pairing/typos.py) against the same file's `typos` cases: the same suggestions,
+// in the same order, and a refusal exactly when there are some.
+for (const vector of V.typos) {
+  test(`typo vector: ${vector.input}`, () => {
+    const code = parseCode(vector.input);
+    assert.deepEqual(suggestions(code), vector.suggestions);
+    if (vector.suggestions.length) {
+      assert.throws(() => checkTypos(code), (error) => error.kind === 'invalid' && error.reason === 'typo' &&
+        error.message.includes(`did you mean ${vector.suggestions.join(' or ')}?`));
+    } else {
+      assert.equal(checkTypos(code), code);
     }
   });
 }
