@@ -1,0 +1,54 @@
+"""What the agent-session hooks do, on the store (the daemon runs the same code when the hook reaches it):
+
+- ``session-start`` and ``prompt-submit`` (Claude Code's SessionStart and UserPromptSubmit): the context the
+  session is given — where a delegated session came from, the messages waiting in its inbox (a linked session's
+  turn output, its parent's messages), the links it is in;
+- ``stop`` (Stop): the turn's output (``last_assistant_message`` when Claude Code passes it, else the end of the
+  transcript; bounded, redacted when redaction is on) goes to the other members of the session's live links;
+- ``session-end`` (SessionEnd): the session leaves every link it is in.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from p2pd.daemon.delegating import delegation_context
+from p2pd.daemon.home import Home
+from p2pd.daemon.session_desk import SessionDesk
+from p2pd.daemon.session_tables import SessionStore
+from p2pd.daemon.turn_output import last_turn
+from p2pd.errors import InvalidInputError
+
+EVENTS: dict[str, str] = {"SessionStart": "session-start", "UserPromptSubmit": "prompt-submit", "Stop": "stop",
+                          "SessionEnd": "session-end"}  # Claude Code's hook event → p2pd's hook action
+
+
+def local_desk(home: Home) -> SessionDesk:
+    """The desk on the store itself, for a hook when no daemon runs."""
+    from p2pd.daemon.identity import load_identity
+
+    home.ensure()
+    return SessionDesk(home.root, SessionStore(home.db_path), load_identity(home.root).device_id)
+
+
+def session_context(desk: SessionDesk, session_id: str) -> str:
+    return "\n\n".join(part for part in (delegation_context(desk.store, session_id), desk.context(session_id))
+                       if part)
+
+
+def on_event(action: str, record: dict[str, Any], desk: SessionDesk, *, redact: bool) -> dict[str, Any]:
+    """Handle one hook event for the session ``record["session_id"]``; returns what it did."""
+    sid = record.get("session_id")
+    if not isinstance(sid, str) or not sid:
+        raise InvalidInputError("the hook input has no session_id")
+    if action in ("session-start", "prompt-submit"):
+        return {"session_context": session_context(desk, sid)}
+    if action == "stop":
+        text = record.get("last_assistant_message")
+        if not isinstance(text, str) or not text.strip():
+            path = record.get("transcript_path")
+            text = last_turn(path) if isinstance(path, str) and path else ""
+        return {"delivered": desk.turn(sid, text, redact=redact)}
+    if action == "session-end":
+        return {"left": [v.id for v in desk.end_session(sid)]}
+    raise InvalidInputError(f"unknown hook event {action!r} (one of {', '.join(EVENTS.values())})")
