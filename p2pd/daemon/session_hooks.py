@@ -52,3 +52,39 @@ def on_event(action: str, record: dict[str, Any], desk: SessionDesk, *, redact: 
     if action == "session-end":
         return {"left": [v.id for v in desk.end_session(sid)]}
     raise InvalidInputError(f"unknown hook event {action!r} (one of {', '.join(EVENTS.values())})")
+
+
+def run_hook(action: str, raw: str, home: Home) -> dict[str, Any]:
+    """``p2pd hook prompt-submit|stop|session-end``: the hook input (JSON) handled by the daemon, else on the store
+    (what concerns paired devices then waits for the daemon). Returns the JSON Claude Code reads: the added
+    context for a prompt, nothing for the others (a Stop hook never blocks)."""
+    import json
+
+    from p2pd.daemon.client import DaemonClient
+    from p2pd.errors import P2pdError
+
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise InvalidInputError(f"the hook input is not JSON: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("session_id"), str) or not data["session_id"]:
+        raise InvalidInputError("the hook input has no session_id (is this run by Claude Code?)")
+    record = {k: data[k] for k in ("session_id", "transcript_path", "cwd", "last_assistant_message")
+              if isinstance(data.get(k), str)}
+    out: dict[str, Any] | None = None
+    client = DaemonClient.find(home)
+    if client is not None:
+        with client:
+            try:
+                answer = client.post(f"/hooks/{action}", record, timeout=10)
+                out = answer if isinstance(answer, dict) else {}
+            except P2pdError:
+                out = None  # done on the store below; the session must go on anyway
+    if out is None:
+        from p2pd.config import redact_default
+
+        out = on_event(action, record, local_desk(home), redact=redact_default())
+    context = out.get("session_context")
+    if action == "prompt-submit" and isinstance(context, str) and context:
+        return {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": context}}
+    return {}
