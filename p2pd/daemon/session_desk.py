@@ -163,9 +163,9 @@ class SessionDesk:
                                ref=ref, text=text[:MESSAGE_MAX])
         return next(m for m in self.store.messages(session, limit=20) if m.id == mid)
 
-    def context(self, session: str) -> str:
+    def context(self, session: str, *, links: bool = True) -> str:
         """What a hook adds to ``session``'s context: the messages waiting for it (then marked delivered), and
-        the links it is in. "" when there is nothing."""
+        (``links``: at session start) the links it is in. "" when there is nothing."""
         lines: list[str] = []
         for m in self.store.take_undelivered(session, CONTEXT_MESSAGES):
             where = f"session {m.from_session or '?'} on {self.device_name(m.from_device)}"
@@ -179,7 +179,7 @@ class SessionDesk:
         waiting = len(self.store.messages(session, undelivered=True))
         if waiting:
             lines.append(f"({waiting} more p2pd messages wait: MCP tool read_session_messages)")
-        live = [v for v in self.links_of(session) if rules.live(v) and self.ref(session) in rules.active(v)]
+        live = [v for v in self.links_of(session) if links and rules.live(v) and self.ref(session) in rules.active(v)]
         if live:
             names = ", ".join(f"{v.id}" + (f" ({visible(v.name, 64)})" if v.name else "") for v in live)
             lines.append(f"This session is linked ({names}): your turn output goes to the linked sessions; "

@@ -31,9 +31,11 @@ def local_desk(home: Home) -> SessionDesk:
     return SessionDesk(home.root, SessionStore(home.db_path), load_identity(home.root).device_id)
 
 
-def session_context(desk: SessionDesk, session_id: str) -> str:
-    return "\n\n".join(part for part in (delegation_context(desk.store, session_id), desk.context(session_id))
-                       if part)
+def session_context(desk: SessionDesk, session_id: str, *, start: bool = True) -> str:
+    """At session start: where a delegated session came from, its messages, its links; at a prompt: its new
+    messages only."""
+    parts = (delegation_context(desk.store, session_id) if start else "", desk.context(session_id, links=start))
+    return "\n\n".join(part for part in parts if part)
 
 
 def on_event(action: str, record: dict[str, Any], desk: SessionDesk, *, redact: bool) -> dict[str, Any]:
@@ -42,7 +44,7 @@ def on_event(action: str, record: dict[str, Any], desk: SessionDesk, *, redact: 
     if not isinstance(sid, str) or not sid:
         raise InvalidInputError("the hook input has no session_id")
     if action in ("session-start", "prompt-submit"):
-        return {"session_context": session_context(desk, sid)}
+        return {"session_context": session_context(desk, sid, start=action == "session-start")}
     if action == "stop":
         text = record.get("last_assistant_message")
         if not isinstance(text, str) or not text.strip():
