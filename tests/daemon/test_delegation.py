@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shlex
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -140,3 +142,48 @@ async def test_a_delegation_to_a_folder_is_created_but_not_started_unless_config
         assert c.get(f"/delegations/{made['id']}").json()["state"] == "created"
         r = c.post(f"/delegations/{made['id']}/start", json={})
         assert r.status_code == 400 and r.json()["cause"] == "invalid_input"
+
+
+def test_the_cli_and_a_delegated_agent_that_outlives_its_daemon(tmp_path: Path) -> None:
+    """``p2pd delegate`` / ``delegations``; the agent it starts keeps running when the daemon is killed, and the
+    restarted daemon watches it until it ends (exited, no exit code: it is not its child any more)."""
+    release = tmp_path / "release"
+    waiter = tmp_path / "waiter.py"  # the "agent": runs until the test releases it
+    waiter.write_text(f"import os, time\nwhile not os.path.exists({str(release)!r}):\n    time.sleep(0.1)\n")
+    d = Daemon(tmp_path / "m", P2PD_DELEGATE_COMMAND=shlex.join([sys.executable, str(waiter), "{prompt}"]))
+    folder = tmp_path / "there"
+    folder.mkdir()
+    try:
+        d.start()
+        made = d.p2pd("delegate", SESSION_ID, "--dir", str(folder), "--prompt", "wait", "--start")
+        assert made.returncode == 0, made.stderr
+        assert made.stdout.strip().endswith("claude --resume " + made.stdout.split()[-1])
+        listed = d.p2pd("delegations", "--json")
+        row = json.loads(listed.stdout)[0]
+        assert row["state"] == "running" and row["cwd"] == str(folder)
+        sent = d.p2pd("delegations", "message", row["id"], "hello child")
+        assert sent.returncode == 0 and "hello child" in sent.stdout
+        assert d.p2pd("delegations", "show").returncode == 2  # needs an id
+        d.kill()
+        d.start()
+        release.touch()
+
+        def ended() -> Any:
+            with d.client() as c:
+                r = c.get(f"/delegations/{row['id']}").json()
+            return r if r["state"] == "exited" else None
+
+        final = wait_sync(ended)
+        assert final["exit_code"] is None and "not watching" in final["reason"] and final["messages_waiting"] == 1
+    finally:
+        d.kill()
+
+
+def wait_sync(check: Any, timeout: float = 60.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"not met within {timeout} s")
