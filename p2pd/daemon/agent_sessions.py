@@ -30,7 +30,8 @@ class AgentSessions:
         self.desk = SessionDesk(owner.home.root, self.store, load_identity(owner.home.root).device_id)
         self.delegator = Delegator(owner, self.store, self.desk)
 
-    def _flush(self) -> None:
+    def flush(self) -> None:
+        """Send what waits for online paired devices (session-link changes, turn output)."""
         if self.owner.network is not None:
             self.owner.network.session_relay.flush()
 
@@ -53,7 +54,7 @@ class AgentSessions:
     # ---- links and messages --------------------------------------------------------------------------------
     async def create_link(self, session: str, members: list[dict[str, Any]], name: str = "") -> dict[str, Any]:
         view = await asyncio.to_thread(self.desk.create_link, session, members, name)
-        self._flush()
+        self.flush()
         return self.desk.view(view)
 
     async def links(self, session: str | None = None) -> list[dict[str, Any]]:
@@ -65,12 +66,12 @@ class AgentSessions:
 
     async def sever(self, link_id: str, session: str, close: bool = False) -> dict[str, Any]:
         view = await asyncio.to_thread(self.desk.sever, link_id, session, close)
-        self._flush()
+        self.flush()
         return self.desk.view(view)
 
     async def close_link(self, link_id: str) -> dict[str, Any]:
         view = await asyncio.to_thread(self.desk.close, link_id)
-        self._flush()
+        self.flush()
         return self.desk.view(view)
 
     async def message(self, session: str, text: str, from_session: str | None = None) -> dict[str, Any]:
@@ -86,7 +87,7 @@ class AgentSessions:
 
         redact = await asyncio.to_thread(redact_default)
         out = await asyncio.to_thread(on_event, action, record, self.desk, redact=redact)
-        self._flush()
+        self.flush()
         return out
 
     async def start(self) -> None:

@@ -87,6 +87,7 @@ class DaemonService:
         while True:
             try:
                 await self.work.release_expired()
+                self.agent_sessions.flush()  # session-link messages a failed send left waiting
                 if time.monotonic() - last_prune >= PRUNE_EVERY:
                     last_prune = time.monotonic()
                     report = await self.gc()

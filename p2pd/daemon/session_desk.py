@@ -175,7 +175,7 @@ class SessionDesk:
                 head = f"[p2pd delegation {m.ref}] message from the parent {where}:"
             else:
                 head = f"[p2pd message] from {where}:"
-            lines.append(f"{head}\n{visible(m.text, MESSAGE_MAX)}")
+            lines.append(f"{head}\n{_block(m.text)}")
         waiting = len(self.store.messages(session, undelivered=True))
         if waiting:
             lines.append(f"({waiting} more p2pd messages wait: MCP tool read_session_messages)")
@@ -185,3 +185,9 @@ class SessionDesk:
             lines.append(f"This session is linked ({names}): your turn output goes to the linked sessions; "
                          "sever a link with the p2pd MCP tool sever_session_link.")
         return "\n\n".join(lines)
+
+
+def _block(text: str) -> str:
+    """Peer text that may span lines, for an agent's context: each line through ``visible`` (control, bidi and
+    invisible characters escaped), the line breaks kept, at most :data:`MESSAGE_MAX` characters."""
+    return "\n".join(visible(line, None) for line in text[:MESSAGE_MAX].split("\n"))
