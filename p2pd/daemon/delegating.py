@@ -92,14 +92,16 @@ class Delegator:
         sid, tpath = await self.owner.resolve_session(session_id=session_id, transcript_path=transcript_path, cwd=cwd)
         doc = await self.owner.load(sid, transcript_path=tpath, redact=False)  # stays on this machine
         to = agent or (doc.origin.platform if doc.origin.platform in import_targets() else "claude-code")
-        parent_cwd = Path(cwd or doc.origin.cwd or ".")
+        parent_cwd = Path(cwd or doc.origin.cwd or "")
         repo = worktree = None
         if branch is not None:
-            start_in = parent_cwd if parent_cwd.is_dir() else Path(directory or ".")
-            made = await asyncio.to_thread(add_worktree, start_in, branch, base=base,
+            if not parent_cwd.is_absolute() or not parent_cwd.is_dir():
+                raise InvalidInputError(f"the session's folder {str(parent_cwd)!r} is not a folder here; pass cwd (a "
+                                        "folder inside the git repository to make the worktree of)")
+            made = await asyncio.to_thread(add_worktree, parent_cwd, branch, base=base,
                                            path=Path(path) if path else None)
             repo, worktree = made.repo, made.path
-            folder = subfolder_in(Path(made.path), Path(made.repo), parent_cwd if parent_cwd.is_dir() else None)
+            folder = subfolder_in(Path(made.path), Path(made.repo), parent_cwd)
         else:
             assert directory is not None
             folder = Path(directory).expanduser()
