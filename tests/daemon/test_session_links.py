@@ -100,7 +100,9 @@ async def test_two_linked_claude_code_sessions_on_one_machine(claude_daemon: Dae
         hook(d, "stop", session_id=a, last_assistant_message="A: anyone?")
         assert "A: anyone?" not in [m["text"] for m in await _messages(agent, b)]
         # the creator closes a link for everyone
-        third = await call(agent, "link_sessions", session_id=a, members=[{"session": b}])
+        made = d.p2pd("session-links", "create", "--session", a, "--with", b, "--name", "cli", "--json")
+        assert made.returncode == 0, made.stderr
+        third = json.loads(made.stdout)
         closed = await call(agent, "sever_session_link", link_id=third["id"], session_id=a, close=True)
         assert closed["state"] == "closed"
         hook(d, "stop", session_id=a, last_assistant_message="A: closed?")
@@ -164,7 +166,8 @@ async def test_a_link_between_sessions_on_two_paired_machines(paired: tuple[Daem
                                                     close=True)
             with laptop.client() as c:
                 assert c.post(f"/session-links/{lid}/close").status_code == 409
-            await call(again, "sever_session_link", link_id=lid, session_id=b)
+            cut = laptop.p2pd("session-links", "sever", lid, "--session", b, "--json")  # from the CLI
+            assert cut.returncode == 0 and json.loads(cut.stdout)["state"] == "ended", cut.stderr
 
         async def ended_at_desk() -> Any:
             views = (await call(at_desk, "list_session_links", session_id=a))["links"]
