@@ -1,7 +1,8 @@
 """Links between agent sessions (seed 003) — the rules, pure (no I/O).
 
 A session link joins agent sessions on this machine and on paired ones (each member a :class:`SessionRef`: device
-and session id). The rules are those of the device links (:mod:`p2pd.daemon.links`), with a session as the member:
+and session id). The rules are those of the device links (:mod:`p2pd.daemon.links`, whose
+:func:`~p2pd.daemon.links.merge_membership` both use), with a session as the member:
 
 - the link is made by one member session (its creator); its device tells the other members' devices;
 - only a member says it left: a device's update can only mark *its own* sessions as left, so a paired device can
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import secrets
 
+from p2pd.daemon.links import merge_membership
 from p2pd.daemon.peer_protocol import SessionLinkView, SessionRef
 from p2pd.errors import ConflictError, InvalidInputError, NotFoundError
 
@@ -82,11 +84,9 @@ def merge(current: SessionLinkView | None, incoming: SessionLinkView, from_devic
     devices = {m.device for m in current.members}
     if own_device not in devices or from_device not in devices:
         return None
-    left = list(current.left)
-    for m in incoming.left:  # a device speaks only for its own sessions
-        if m.device == from_device and m in current.members and m not in left:
-            left.append(m)
-    closed = current.closed or (incoming.closed and from_device == current.created_by.device)
+    left, closed = merge_membership(current.left, current.closed, incoming.left, incoming.closed,
+                                    speaks_for=lambda m: m.device == from_device and m in current.members,
+                                    from_creator=from_device == current.created_by.device)  # its own sessions only
     return current.model_copy(update={"left": left, "closed": closed})
 
 
