@@ -35,7 +35,7 @@ from p2pd.daemon.session_tables import DelegationRow, SessionStore
 from p2pd.daemon.store import Store
 from p2pd.daemon.turn_output import bounded, last_turn
 from p2pd.daemon.worktree import add_worktree, subfolder_in
-from p2pd.errors import InvalidInputError, NotFoundError
+from p2pd.errors import ConflictError, InvalidInputError, NotFoundError
 from p2pd.support.text import visible
 
 PROMPT_MAX = 5000
@@ -125,6 +125,8 @@ class Delegator:
             raise InvalidInputError("starting the agent is off: set delegate_command in the config file (or "
                                     "P2PD_DELEGATE_COMMAND)")
         row = await asyncio.to_thread(self.sessions.get_delegation, delegation_id)
+        if row.state == "running":
+            raise ConflictError(f"delegation {delegation_id} is running already (pid {row.pid})")
         await self._start(row, command, prompt)
         return await self.status(delegation_id)
 

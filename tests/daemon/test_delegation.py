@@ -161,6 +161,8 @@ def test_the_cli_and_a_delegated_agent_that_outlives_its_daemon(tmp_path: Path) 
         listed = d.p2pd("delegations", "--json")
         row = json.loads(listed.stdout)[0]
         assert row["state"] == "running" and row["cwd"] == str(folder)
+        again = d.p2pd("delegations", "start", row["id"])
+        assert again.returncode != 0 and "running already" in again.stderr  # one agent per delegation
         sent = d.p2pd("delegations", "message", row["id"], "hello child")
         assert sent.returncode == 0 and "hello child" in sent.stdout
         assert d.p2pd("delegations", "show").returncode == 2  # needs an id
