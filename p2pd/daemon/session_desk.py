@@ -26,6 +26,7 @@ from p2pd.errors import InvalidInputError, NotFoundError
 from p2pd.support.text import visible
 
 CONTEXT_MESSAGES = 10  # messages one hook puts in a session's context (the rest wait for the next)
+CONTEXT_CHARS = 24_000  # … and characters of their text (past the first message)
 MESSAGE_MAX = 12_000  # characters of one message
 
 
@@ -167,7 +168,7 @@ class SessionDesk:
         """What a hook adds to ``session``'s context: the messages waiting for it (then marked delivered), and
         (``links``: at session start) the links it is in. "" when there is nothing."""
         lines: list[str] = []
-        for m in self.store.take_undelivered(session, CONTEXT_MESSAGES):
+        for m in self.store.take_undelivered(session, CONTEXT_MESSAGES, CONTEXT_CHARS):
             where = f"session {m.from_session or '?'} on {self.device_name(m.from_device)}"
             if m.kind == "link":
                 head = f"[p2pd session link {m.ref}] the linked {where} finished a turn; its output:"

@@ -295,13 +295,22 @@ class SessionStore:
                               "LIMIT ?", (session, limit)).fetchall()
         return [SessionMessageRow(**dict(r)) for r in rows]
 
-    def take_undelivered(self, session: str, limit: int = 50) -> list[SessionMessageRow]:
-        """The messages no hook has given ``session`` yet, oldest first, marked delivered (atomically: two hooks
-        never both deliver one)."""
+    def take_undelivered(self, session: str, limit: int = 50, max_chars: int | None = None) -> list[SessionMessageRow]:
+        """The messages no hook has given ``session`` yet, oldest first — at most ``limit`` of them and, past the
+        first, no more than ``max_chars`` of text in all — marked delivered (atomically: two hooks never both
+        deliver one). The rest wait for the next hook."""
         ts = now()
         with self._write() as db:
             rows = db.execute("SELECT * FROM session_messages WHERE session=? AND delivered_at IS NULL ORDER BY "
                               "created_at, rowid LIMIT ?", (session, limit)).fetchall()
+            if max_chars is not None:
+                total, kept = 0, list[sqlite3.Row]()
+                for r in rows:
+                    total += len(r["text"])
+                    if kept and total > max_chars:
+                        break
+                    kept.append(r)
+                rows = kept
             db.executemany("UPDATE session_messages SET delivered_at=? WHERE id=?", [(ts, r["id"]) for r in rows])
         return [SessionMessageRow(**{**dict(r), "delivered_at": ts}) for r in rows]
 

@@ -123,6 +123,18 @@ def test_a_turn_is_filed_once_and_a_forged_sender_is_refused(tmp_path: Path) -> 
     assert [m.text for m in store.messages("s-c")] == ["hello"]  # not its own words
 
 
+def test_a_hook_gives_a_bounded_share_of_what_waits(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "state.sqlite3")
+    for n in range(5):
+        store.add_message(id=f"m{n}", session="s", kind="message", from_device="d", from_session=None, ref=None,
+                          text=str(n) * 10_000)
+    taken = [[m.id for m in store.take_undelivered("s", 10, 24_000)] for _ in range(4)]
+    assert taken == [["m0", "m1"], ["m2", "m3"], ["m4"], []]
+    store.add_message(id="big", session="s", kind="message", from_device="d", from_session=None, ref=None,
+                      text="x" * 50_000)
+    assert [m.id for m in store.take_undelivered("s", 10, 24_000)] == ["big"]  # the first always goes
+
+
 def _line(kind: str, content: object, **extra: object) -> str:
     return json.dumps({"type": kind, "message": {"role": kind, "content": content}, **extra})
 
