@@ -61,6 +61,9 @@ class ConfigFile(BaseModel):
     outbox_max_age_hours: Positive | None = None
     outbox_max_mb: Positive | None = None
     accept: dict[str, Any] | None = None
+    # delegation (seed 002): the command that starts an agent on a delegated session; absent: never started
+    delegate_command: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)] \
+        | Annotated[str, Field(min_length=1)] | None = None
 
     @field_validator("handoff_agent")
     @classmethod

@@ -12,7 +12,9 @@
 - ``daemon``        — ``p2pd serve``, ``transfers``, ``inbox``, ``handoffs``, ``send --to``: the daemon's clients;
 - ``devices``       — ``p2pd pair``, ``devices``, ``links``;
 - ``netopts``       — ``--relay-only`` and ``--connect-timeout`` of ``send``/``receive``;
-- ``hook``          — ``p2pd hook``: the Claude Code SessionStart hook (its logic is :mod:`p2pd.daemon.hook`).
+- ``hook``          — ``p2pd hook``: the Claude Code hooks (their logic is :mod:`p2pd.daemon.hook` and
+                      :mod:`p2pd.daemon.session_hooks`);
+- ``agent_sessions`` — ``p2pd delegate``, ``delegations``, ``session-links``: agents working with agents.
 
 What the commands print, ``--json`` objects included: ``OUTPUT.md`` beside this file.
 """

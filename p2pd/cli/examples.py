@@ -76,8 +76,23 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ("p2pd handoffs stats", "counts by state"),
     ],
     "hook": [
-        ("p2pd hook install", "tell each Claude Code session P2PD_URL and its id"),
-        ("p2pd hook uninstall", "remove the hook"),
+        ("p2pd hook install", "tell each Claude Code session P2PD_URL and its id; link and delegation messages"),
+        ("p2pd hook uninstall", "remove the hooks"),
+    ],
+    "delegate": [
+        ("p2pd delegate --branch fix-parser --prompt 'split the parser'", "fork the session the hook recorded "
+         "here into a new git worktree; prints its resume command"),
+        ("p2pd delegate 4d5611e5-… --dir ~/src/other --start", "into a folder, and start the agent there"),
+    ],
+    "delegations": [
+        ("p2pd delegations", "the delegated sessions and their state"),
+        ("p2pd delegations message dg_1a2b 'also update the docs'", "shown to it at its next prompt"),
+    ],
+    "session-links": [
+        ("p2pd session-links", "links between agent sessions, their members and state"),
+        ("p2pd session-links create --session 4d5611e5-… --with 9b1c07aa-…@laptop", "link with a session on a "
+         "paired device"),
+        ("p2pd session-links sever slink-1a2b --session 9b1c07aa-…", "that session leaves the link"),
     ],
     "pair": [
         ("p2pd pair", "on machine A: prints a code"),

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from p2pd import __version__
-from p2pd.cli import completion, conversations, daemon, devices, examples, exchange, hook, manpage
+from p2pd.cli import agent_sessions, completion, conversations, daemon, devices, examples, exchange, hook, manpage
 from p2pd.cli.output import err, escape, print_json, shown
 from p2pd.errors import ExitCode, InterruptedByUserError, P2pdError, Party
 
@@ -26,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"p2pd {__version__}")
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for group in (conversations, exchange, daemon, hook, devices):
+    for group in (conversations, exchange, daemon, hook, devices, agent_sessions):
         group.register(sub)
     completion.register(sub, p)
     manpage.register(sub, p)

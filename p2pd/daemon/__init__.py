@@ -4,7 +4,7 @@ Files and their roles:
 
 - Entry and surfaces: ``serve.py`` (runs uvicorn, daemon.json, signals), ``api.py`` (HTTP API; errors carry their
   cause, status from ``HTTP_STATUS``), ``mcp_tools.py`` (MCP tools; errors ``[cause] message``), ``client.py`` (the
-  CLI's HTTP client; rebuilds errors with ``errors.from_wire``), ``hook.py`` (Claude Code SessionStart hook).
+  CLI's HTTP client; rebuilds errors with ``errors.from_wire``), ``hook.py`` (Claude Code hooks: settings, start).
 - What the daemon does: ``service.py`` (``DaemonService``: the one object the API and MCP call),
   ``code_transfers.py`` (sends and receives with a pairing code), ``inbox.py`` (received conversations, import),
   ``handoff_work.py`` (work on handoffs both sides: imports, worker reports, claim leases, a resumed session's
@@ -22,4 +22,11 @@ Files and their roles:
   device's control channel and outbox worker), ``device_transfers.py`` (transfers to and from devices),
   ``offer_desk.py`` (offers recorded, claimed, the worker's reports sent back),
   ``outbox.py`` (packed blobs kept for resume), ``links.py`` (fan-out groups of devices).
+- Agent sessions (seeds 002, 003): ``agent_sessions.py`` (the one object the API and MCP call for them),
+  ``session_api.py`` / ``session_tools.py`` (their HTTP routes and MCP tools), ``delegations.py`` (delegation
+  lifecycle, pure), ``delegating.py`` (fork a session into a folder or worktree, start and watch its agent),
+  ``worktree.py`` (``git worktree add``), ``session_links.py`` (session-link rules, pure), ``session_desk.py``
+  (links, turn output and session messages on the store), ``session_relay.py`` (the same across paired devices),
+  ``session_hooks.py`` (the SessionStart/UserPromptSubmit/Stop/SessionEnd hook events), ``turn_output.py`` (a
+  transcript's last turn), ``session_tables.py`` (their SQLite tables, enforcing the lifecycles).
 """

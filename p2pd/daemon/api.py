@@ -31,6 +31,7 @@ from p2pd import __version__
 from p2pd.daemon.handoffs import HandoffPackage
 from p2pd.daemon.mcp_tools import build_mcp, session_manager
 from p2pd.daemon.service import DaemonService, SendTo
+from p2pd.daemon.session_api import session_routes
 from p2pd.daemon.store import HandoffRow, InboxRow, TransferRow
 from p2pd.errors import Cause, InvalidInputError, P2pdError
 
@@ -224,6 +225,7 @@ def create_app(service: DaemonService, token: str, *, host: str = "127.0.0.1",
                   description="Local API of the p2pd daemon. Every endpoint but /health needs "
                               "`Authorization: Bearer <token>` (the token file is printed by `p2pd serve`).")
     app.include_router(_routes(service))
+    app.include_router(session_routes(service.agent_sessions))  # delegations, session links (seeds 002, 003)
     app.router.routes.append(Route("/mcp", endpoint=_MCPApp(mcp_sessions)))
     app.state.service = service
 

@@ -1,16 +1,20 @@
-"""The Claude Code SessionStart hook: editing Claude Code's ``settings.json`` and recording a starting session.
-The ``p2pd hook install|uninstall|status|session-start`` command that drives it is :mod:`p2pd.cli.hook`.
+"""The Claude Code hooks: editing Claude Code's ``settings.json`` and recording a starting session. The
+``p2pd hook install|uninstall|status|session-start|prompt-submit|stop|session-end`` command that drives them is
+:mod:`p2pd.cli.hook`; what the last three do is :mod:`p2pd.daemon.session_hooks`.
 
-``install`` adds one entry to ``hooks.SessionStart`` in Claude Code's ``settings.json`` (``--settings PATH``, else
-``$CLAUDE_CONFIG_DIR/settings.json``, else ``~/.claude/settings.json``) running ``p2pd hook session-start``. It is
-idempotent, keeps every other setting and hook, and refuses (touching nothing) a file that is not valid JSON or
-whose ``hooks`` are not shaped as Claude Code expects. ``uninstall`` removes only p2pd's entry.
+``install`` adds one entry to each of ``hooks.SessionStart``, ``hooks.UserPromptSubmit``, ``hooks.Stop`` and
+``hooks.SessionEnd`` in Claude Code's ``settings.json`` (``--settings PATH``, else
+``$CLAUDE_CONFIG_DIR/settings.json``, else ``~/.claude/settings.json``) running ``p2pd hook <action>``. It is
+idempotent (a missing entry is added, an existing one kept or pointed at the current p2pd), keeps every other
+setting and hook, and refuses (touching nothing) a file that is not valid JSON or whose ``hooks`` are not shaped
+as Claude Code expects. ``uninstall`` removes only p2pd's entries.
 
 ``session-start`` is what Claude Code runs: it reads the hook input on stdin (``session_id``, ``transcript_path``,
 ``cwd``, ``source``), records it with the daemon (``POST /hooks/session-start``) or, when no daemon runs, in the
 store directly; prints ``hookSpecificOutput.additionalContext`` telling the agent the daemon's URL and its own
 session id — and, for a session that continues a handoff this machine received, the handoff's goal, summary, notes
-and files and how to report the work (:func:`p2pd.daemon.handoff_work.session_context`); and appends
+and files and how to report the work (:func:`p2pd.daemon.handoff_work.session_context`), and what waits for the
+session (:func:`p2pd.daemon.session_hooks.session_context`: its delegation, messages, links); and appends
 ``P2PD_URL``/``P2PD_SESSION_ID`` to ``$CLAUDE_ENV_FILE`` when Claude Code provides one.
 """
 
@@ -25,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from p2pd.daemon.home import Home
+from p2pd.daemon.session_hooks import EVENTS
 from p2pd.errors import InvalidInputError, P2pdError
 from p2pd.support.atomic import atomic_write_bytes
 
@@ -40,17 +45,17 @@ def settings_path(explicit: str | None = None) -> Path:
     return (Path(env).expanduser() if env else Path.home() / ".claude") / "settings.json"
 
 
-def hook_command() -> str:
+def hook_command(action: str = "session-start") -> str:
     """How Claude Code should run us: the installed ``p2pd`` by absolute path, else this Python with ``-m p2pd``."""
     exe = shutil.which("p2pd")
     if exe:
-        return f"{shlex.quote(str(Path(exe).resolve()))} {MARKER}"
-    return f"{shlex.quote(sys.executable)} -m p2pd {MARKER}"
+        return f"{shlex.quote(str(Path(exe).resolve()))} hook {action}"
+    return f"{shlex.quote(sys.executable)} -m p2pd hook {action}"
 
 
-def _is_ours(hook: Any) -> bool:
+def _is_ours(hook: Any, action: str) -> bool:
     return isinstance(hook, dict) and isinstance(hook.get("command"), str) and "p2pd" in hook["command"] \
-        and MARKER in hook["command"]
+        and hook["command"].rstrip().endswith(f"hook {action}")
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -71,13 +76,13 @@ def _load(path: Path) -> dict[str, Any]:
     return data
 
 
-def _entries(data: dict[str, Any], path: Path) -> list[Any]:
+def _entries(data: dict[str, Any], path: Path, event: str = EVENT) -> list[Any]:
     hooks = data.get("hooks", {})
     if not isinstance(hooks, dict):
         raise InvalidInputError(f"'hooks' in {path} is not an object; it was not changed")
-    entries = hooks.get(EVENT, [])
+    entries = hooks.get(event, [])
     if not isinstance(entries, list):
-        raise InvalidInputError(f"'hooks.{EVENT}' in {path} is not a list; it was not changed")
+        raise InvalidInputError(f"'hooks.{event}' in {path} is not a list; it was not changed")
     return entries
 
 
@@ -85,23 +90,31 @@ def _save(path: Path, data: dict[str, Any]) -> None:
     atomic_write_bytes(path, (json.dumps(data, ensure_ascii=False, indent=2) + "\n").encode("utf-8"))
 
 
-def install(path: Path) -> bool:
-    """Add our hook; returns False when it was already there (same command)."""
-    data = _load(path)
-    entries = _entries(data, path)
-    command = hook_command()
+def _install_one(data: dict[str, Any], path: Path, event: str, action: str) -> bool:
+    entries = _entries(data, path, event)
+    command = hook_command(action)
     for entry in entries:
         for hook in (entry.get("hooks") or []) if isinstance(entry, dict) else []:
-            if _is_ours(hook):
+            if _is_ours(hook, action):
                 if hook["command"] == command:
                     return False
                 hook["command"] = command  # p2pd moved: point at the current one
-                _save(path, data)
                 return True
     entries.append({"hooks": [{"type": "command", "command": command, "timeout": 15}]})
-    data.setdefault("hooks", {})[EVENT] = entries
-    _save(path, data)
+    data.setdefault("hooks", {})[event] = entries
     return True
+
+
+def install(path: Path) -> bool:
+    """Add our hooks (SessionStart, UserPromptSubmit, Stop, SessionEnd), keeping every other one; returns False
+    when all were already there (same commands). Every event is checked before anything is written."""
+    data = _load(path)
+    for event in EVENTS:
+        _entries(data, path, event)
+    changed = [_install_one(data, path, event, action) for event, action in EVENTS.items()]
+    if any(changed):
+        _save(path, data)
+    return any(changed)
 
 
 def uninstall(path: Path) -> int:
@@ -109,34 +122,39 @@ def uninstall(path: Path) -> int:
     if not path.exists():
         return 0
     data = _load(path)
-    entries = _entries(data, path)
+    for event in EVENTS:
+        _entries(data, path, event)
     removed = 0
-    kept: list[Any] = []
-    for entry in entries:
-        if isinstance(entry, dict) and isinstance(entry.get("hooks"), list):
-            mine = [h for h in entry["hooks"] if _is_ours(h)]
-            removed += len(mine)
-            if mine:
-                rest = [h for h in entry["hooks"] if not _is_ours(h)]
-                if not rest:
-                    continue
-                entry = {**entry, "hooks": rest}
-        kept.append(entry)
+    for event, action in EVENTS.items():
+        kept: list[Any] = []
+        mine_here = 0
+        for entry in _entries(data, path, event):
+            if isinstance(entry, dict) and isinstance(entry.get("hooks"), list):
+                mine = [h for h in entry["hooks"] if _is_ours(h, action)]
+                mine_here += len(mine)
+                if mine:
+                    rest = [h for h in entry["hooks"] if not _is_ours(h, action)]
+                    if not rest:
+                        continue
+                    entry = {**entry, "hooks": rest}
+            kept.append(entry)
+        if mine_here:
+            removed += mine_here
+            if kept:
+                data["hooks"][event] = kept
+            else:
+                del data["hooks"][event]
     if removed:
-        if kept:
-            data["hooks"][EVENT] = kept
-        else:
-            del data["hooks"][EVENT]
-            if not data["hooks"]:
-                del data["hooks"]
+        if not data["hooks"]:
+            del data["hooks"]
         _save(path, data)
     return removed
 
 
 def installed(path: Path) -> list[str]:
     data = _load(path)
-    return [h["command"] for e in _entries(data, path) if isinstance(e, dict)
-            for h in (e.get("hooks") or []) if _is_ours(h)]
+    return [h["command"] for event, action in EVENTS.items() for e in _entries(data, path, event)
+            if isinstance(e, dict) for h in (e.get("hooks") or []) if _is_ours(h, action)]
 
 
 def daemon_url(home: Home) -> str:
@@ -165,23 +183,27 @@ def session_start(raw: str, home: Home, env_file: str | None) -> dict[str, Any]:
               "cwd": data.get("cwd") if isinstance(data.get("cwd"), str) else None,
               "source": data.get("source") if isinstance(data.get("source"), str) else None}
     client = DaemonClient.find(home)
-    running, recorded, context = client is not None, False, None
+    running, recorded, context, sessions = client is not None, False, None, None
     if client is not None:
         with client:
             try:
                 answer = client.post("/hooks/session-start", record, timeout=5)
                 recorded = True
                 context = answer.get("handoff_context") if isinstance(answer, dict) else None
+                sessions = answer.get("session_context") if isinstance(answer, dict) else None
             except P2pdError:
                 pass  # recorded in the store below; the session must start anyway
     if not recorded:
         from p2pd.daemon.handoff_work import session_context
+        from p2pd.daemon.session_hooks import local_desk
+        from p2pd.daemon.session_hooks import session_context as agent_session_context
         from p2pd.daemon.store import Store
 
         home.ensure()
         store = Store(home.db_path)
         store.record_hook_session(**record)
         context = session_context(store, record["session_id"], record["transcript_path"])
+        sessions = agent_session_context(local_desk(home), record["session_id"])
     url = daemon_url(home)
     sid = record["session_id"]
     lines = [f"p2pd is available: P2PD_URL={url} (MCP endpoint {url}/mcp); your session id is P2PD_SESSION_ID={sid}.",
@@ -189,8 +211,9 @@ def session_start(raw: str, home: Home, env_file: str | None) -> dict[str, Any]:
              "(summary, goal, relevant files, notes)."]
     if not running:
         lines.append("The p2pd daemon is not running right now; start it with `p2pd serve`.")
-    if isinstance(context, str) and context:
-        lines.append("\n" + context)
+    for extra in (context, sessions):
+        if isinstance(extra, str) and extra:
+            lines.append("\n" + extra)
     if env_file:
         with open(env_file, "a", encoding="utf-8") as fh:
             fh.write(f"export P2PD_URL={shlex.quote(url)}\nexport P2PD_SESSION_ID={shlex.quote(sid)}\n")

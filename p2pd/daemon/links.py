@@ -15,13 +15,28 @@ from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from p2pd.daemon.peer_protocol import LinkMember, LinkView
 from p2pd.errors import ConflictError, InvalidInputError, NotFoundError
 from p2pd.support.atomic import atomic_write_bytes
 
 LINKS_FILE = "links.json"
+M = TypeVar("M")
+
+
+def merge_membership(left: list[M], closed: bool, incoming_left: list[M], incoming_closed: bool, *,
+                     speaks_for: Callable[[M], bool], from_creator: bool) -> tuple[list[M], bool]:
+    """The membership rule of every link (device links here, session links in :mod:`p2pd.daemon.session_links`):
+    an update adds to ``left`` only the members its sender speaks for (itself, or its own sessions), and closes the
+    link only when it comes from the creator; both only grow, so updates merge in any order."""
+    merged = list(left)
+    for member in incoming_left:
+        if speaks_for(member) and member not in merged:
+            merged.append(member)
+    return merged, closed or (incoming_closed and from_creator)
 
 
 class LinkBook:
@@ -64,11 +79,9 @@ class LinkBook:
         member_ids = {m.id for m in current.members}
         if self.own_id not in member_ids or from_device not in member_ids:
             return None
-        left = set(current.left)
-        if from_device in incoming.left:
-            left.add(from_device)  # a member can only say that it left itself
-        by_creator = incoming.closed and from_device == current.created_by
-        closed = current.closed or by_creator
+        left, closed = merge_membership(current.left, current.closed, incoming.left, incoming.closed,
+                                        speaks_for=lambda m: m == from_device,
+                                        from_creator=from_device == current.created_by)
         merged = current.model_copy(update={
             "left": sorted(left),
             "closed": closed,

@@ -8,7 +8,8 @@ API's middleware before a request reaches the MCP transport.
 
 Tools: list_sessions, export_conversation, send_conversation, list_transfers, get_transfer, list_inbox,
 answer_transfer, import_conversation, handoff, get_handoff; for the receiving agent (the worker): list_offered_handoffs,
-get_offered_handoff, claim_handoff, start_handoff, complete_handoff, fail_handoff.
+get_offered_handoff, claim_handoff, start_handoff, complete_handoff, fail_handoff; and the agent-session tools of
+:mod:`p2pd.daemon.session_tools` (delegation, session links).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import Field
 
+from p2pd.daemon import session_tools
 from p2pd.daemon.handoffs import HandoffFile, HandoffPackage
 from p2pd.daemon.service import DaemonService, SendTo
 from p2pd.errors import Cause, InvalidInputError, P2pdError
@@ -49,7 +51,8 @@ async def _call(work: Awaitable[T]) -> T:
 
 
 def build_mcp(service: DaemonService) -> MCPServer:
-    mcp: MCPServer = MCPServer("p2pd", instructions=INSTRUCTIONS, version="1")
+    mcp: MCPServer = MCPServer("p2pd", instructions=INSTRUCTIONS + "\n" + session_tools.INSTRUCTIONS, version="1")
+    session_tools.register(mcp, service.agent_sessions, _call)  # delegations and session links (seeds 002, 003)
 
     @mcp.tool()
     async def list_sessions(platform: Literal["claude-code", "codex", "gemini"] | None = None,

@@ -39,8 +39,13 @@ from p2pd.daemon.peer_protocol import (
     LinkUpdate,
     LinkView,
     Rtc,
+    SessionLinkUpdate,
+    SessionTurn,
     TransferStart,
 )
+from p2pd.daemon.session_desk import SessionDesk
+from p2pd.daemon.session_relay import SessionRelay
+from p2pd.daemon.session_tables import SessionStore
 from p2pd.daemon.store import HandoffRow, TransferRow
 from p2pd.errors import Cause, ConflictError, DeviceKeyChangedError, InvalidInputError, NotFoundError, P2pdError
 from p2pd.transfer.partial import sweep
@@ -77,6 +82,8 @@ class DeviceNetwork:
         self.outbox = folder / "outbox"
         self.sessions: dict[str, DeviceSession] = {}
         self.offers = OfferDesk(self)  # handoffs paired devices offer to this daemon
+        self.session_relay = SessionRelay(self, SessionDesk(folder, SessionStore(folder / "state.sqlite3"),
+                                                            identity.device_id))  # session links (seed 003)
         self.transfers = DeviceTransfers(host, self.links, self.partial, self.offers, idle_timeout=idle_timeout,
                                          policy=policy if policy is not None else configured_policy(),
                                          limits=limits if limits is not None else receive_limits())
@@ -265,6 +272,7 @@ class DeviceNetwork:
         for view in self.links.links.values():
             if device_id in {m.id for m in view.members}:
                 await session.send(LinkUpdate(link=view))
+        await self.session_relay.greet(session)
 
     def _handoff_offer(self, row: HandoffRow) -> HandoffOffer:
         package = row.package if isinstance(row.package, dict) else {}
@@ -284,7 +292,8 @@ class DeviceNetwork:
         return {Rtc: self._on_rtc, TransferStart: self._on_transfer_start, HandoffOffer: self.offers.offered,
                 HandoffClaim: self._on_claim, HandoffClaimResult: self.offers.claim_result,
                 HandoffClosed: self.offers.closed, HandoffState: self._on_handoff_state,
-                LinkUpdate: self._on_link_update}
+                LinkUpdate: self._on_link_update, SessionLinkUpdate: self.session_relay.on_update,
+                SessionTurn: self.session_relay.on_turn}
 
     async def _on_rtc(self, session: DeviceSession, message: Rtc) -> None:
         session.deliver_rtc(message)

@@ -121,8 +121,44 @@ class LinkUpdate(_Msg):
     link: LinkView
 
 
+class SessionRef(_Msg):
+    """An agent session on a device (a member of a session link)."""
+
+    device: Id
+    session: Id
+
+
+class SessionLinkView(_Msg):
+    """A link between agent sessions (seed 003; rules in :mod:`p2pd.daemon.session_links`)."""
+
+    id: Id
+    name: Annotated[str, Field(max_length=64)] = ""
+    created_by: SessionRef
+    members: Annotated[list[SessionRef], Field(min_length=2, max_length=16)]
+    left: Annotated[list[SessionRef], Field(max_length=16)] = []
+    closed: bool = False
+
+
+class SessionLinkUpdate(_Msg):
+    kind: Literal["session-link"] = "session-link"
+    link: SessionLinkView
+
+
+TURN_MAX = 12_000  # characters of a linked session's turn output that travel
+
+
+class SessionTurn(_Msg):
+    """A linked session's last turn output, for the receiving device's members of the link (never the sender)."""
+
+    kind: Literal["session-turn"] = "session-turn"
+    id: Id
+    link: Id
+    sender: SessionRef
+    text: Annotated[str, Field(max_length=TURN_MAX)]
+
+
 Control = Annotated[Rtc | TransferStart | HandoffOffer | HandoffClaim | HandoffClaimResult | HandoffState
-                    | HandoffClosed | LinkUpdate, Field(discriminator="kind")]
+                    | HandoffClosed | LinkUpdate | SessionLinkUpdate | SessionTurn, Field(discriminator="kind")]
 _CONTROL: TypeAdapter[Control] = TypeAdapter(Control)
 
 

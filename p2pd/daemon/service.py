@@ -23,6 +23,7 @@ from p2pd.agents.sources import document_file_name
 from p2pd.conversation.document_io import write_document
 from p2pd.conversation.model import ConversationDocument
 from p2pd.daemon import housekeeping
+from p2pd.daemon.agent_sessions import AgentSessions
 from p2pd.daemon.code_transfers import CodeTransfers
 from p2pd.daemon.handoff_work import HandoffWork, session_context
 from p2pd.daemon.handoffs import FINAL, HandoffPackage, attach_package
@@ -61,6 +62,7 @@ class DaemonService:
         self.inbox = Inbox(home, store)
         self.codes = CodeTransfers(home, store, self.running, self.inbox, self.signal_url)
         self.work = HandoffWork(self)
+        self.agent_sessions = AgentSessions(self)  # delegations and session links (seeds 002, 003)
         self._chores: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------ lifecycle
@@ -71,6 +73,7 @@ class DaemonService:
         interrupted = await asyncio.to_thread(self.store.interrupted_transfers)
         if self.network is not None:
             await self.network.start()
+        await self.agent_sessions.start()
         self._chores = asyncio.create_task(self._housekeeping())
         return interrupted
 
@@ -84,6 +87,7 @@ class DaemonService:
         while True:
             try:
                 await self.work.release_expired()
+                self.agent_sessions.flush()  # session-link messages a failed send left waiting
                 if time.monotonic() - last_prune >= PRUNE_EVERY:
                     last_prune = time.monotonic()
                     report = await self.gc()
@@ -107,6 +111,7 @@ class DaemonService:
         if self._chores is not None:
             self._chores.cancel()
         await self.running.stop_tasks(timeout=5)
+        await self.agent_sessions.stop()
         if self.network is not None:
             await self.network.stop()
 
@@ -426,4 +431,5 @@ class DaemonService:
         row = await asyncio.to_thread(self.store.record_hook_session, session_id=session_id,
                                       transcript_path=transcript_path, cwd=cwd, source=source)
         context = await asyncio.to_thread(session_context, self.store, session_id, transcript_path)
-        return {**row.to_json(), "handoff_context": context}
+        sessions = await self.agent_sessions.hook("session-start", {"session_id": session_id})
+        return {**row.to_json(), "handoff_context": context, **sessions}

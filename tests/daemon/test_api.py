@@ -20,6 +20,11 @@ EXPECTED_PATHS = {
     "/handoffs/{handoff_id}/cancel", "/handoffs/{handoff_id}/start", "/handoffs/{handoff_id}/complete",
     "/handoffs/{handoff_id}/fail", "/offers", "/offers/{handoff_id}", "/offers/{handoff_id}/claim",
     "/hooks/session-start",
+    # agent sessions (seeds 002, 003)
+    "/delegations", "/delegations/{delegation_id}", "/delegations/{delegation_id}/start",
+    "/delegations/{delegation_id}/message", "/session-links", "/session-links/{link_id}",
+    "/session-links/{link_id}/sever", "/session-links/{link_id}/close", "/sessions/{session_id}/messages",
+    "/hooks/{event}",
 }
 PACKAGE = {"summary": "ported the parser", "goal": "finish the tests", "notes": "careful with unicode",
            "files": [{"path": "p2pd/x.py", "summary": "the parser", "content": "print('hi')\n"}],

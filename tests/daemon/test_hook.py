@@ -18,7 +18,10 @@ from tests.daemon.conftest import SESSION_ID, Daemon, make_env
 
 OTHER = {"model": "opus", "hooks": {
     "SessionStart": [{"matcher": "startup", "hooks": [{"type": "command", "command": "echo hi"}]}],
+    "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
     "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "guard.sh"}]}]}}
+EVENTS = {"SessionStart": "session-start", "UserPromptSubmit": "prompt-submit", "Stop": "stop",
+          "SessionEnd": "session-end"}
 
 
 def p2pd(env: dict[str, str], *args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -37,16 +40,29 @@ def test_install_is_idempotent_and_uninstall_removes_only_ours(tmp_path: Path) -
     assert data["model"] == "opus" and data["hooks"]["PreToolUse"] == OTHER["hooks"]["PreToolUse"]
     starts = data["hooks"]["SessionStart"]
     assert starts[0] == OTHER["hooks"]["SessionStart"][0]
-    ours = [h for e in starts for h in e["hooks"] if "hook session-start" in h["command"]]
-    assert len(ours) == 1 and ours[0]["type"] == "command"
+    assert data["hooks"]["Stop"][0] == OTHER["hooks"]["Stop"][0]
+    for event, action in EVENTS.items():  # one entry of ours per event, whatever else is there
+        ours = [h for e in data["hooks"][event] for h in e["hooks"] if h["command"].endswith(f"hook {action}")]
+        assert len(ours) == 1 and ours[0]["type"] == "command", (event, data["hooks"][event])
     assert "Already installed" in p2pd(env, "hook", "install").stderr
     r = p2pd(env, "hook", "status")
-    assert r.returncode == 0 and "hook session-start" in r.stdout
+    assert r.returncode == 0 and all(f"hook {a}" in r.stdout for a in EVENTS.values())
     r = p2pd(env, "hook", "uninstall")
-    assert r.returncode == 0 and "Removed 1" in r.stderr
+    assert r.returncode == 0 and "Removed 4" in r.stderr
     assert json.loads(settings.read_text()) == OTHER
     assert "No p2pd hook" in p2pd(env, "hook", "uninstall").stderr
     assert "not installed" in p2pd(env, "hook", "status").stderr
+
+
+def test_install_adds_the_missing_hooks_to_an_older_install(tmp_path: Path) -> None:
+    """A settings file with only the SessionStart hook (an older p2pd) gets the other three, once."""
+    env = make_env(tmp_path)
+    settings = Path(env["CLAUDE_CONFIG_DIR"]) / "settings.json"
+    settings.write_text(json.dumps({"hooks": {"SessionStart": [{"hooks": [
+        {"type": "command", "command": hook.hook_command("session-start"), "timeout": 15}]}]}}))
+    assert "Installed" in p2pd(env, "hook", "install").stderr
+    data = json.loads(settings.read_text())
+    assert sorted(data["hooks"]) == sorted(EVENTS) and all(len(v) == 1 for v in data["hooks"].values())
 
 
 def test_install_into_a_new_file_and_explicit_path(tmp_path: Path) -> None:
@@ -112,8 +128,9 @@ def test_the_hook_logic_in_process(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     settings = tmp_path / "settings.json"
     settings.write_text(json.dumps(OTHER))
     assert hook.install(settings) is True and hook.install(settings) is False
-    assert hook.installed(settings) == [hook.hook_command()] and hook.MARKER in hook.hook_command()
-    assert hook.uninstall(settings) == 1 and json.loads(settings.read_text()) == OTHER
+    assert hook.installed(settings) == [hook.hook_command(a) for a in EVENTS.values()]
+    assert hook.MARKER in hook.hook_command()
+    assert hook.uninstall(settings) == 4 and json.loads(settings.read_text()) == OTHER
     assert hook.settings_path(str(settings)) == settings
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "cc"))
     assert hook.settings_path() == tmp_path / "cc" / "settings.json"

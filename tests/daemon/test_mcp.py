@@ -21,7 +21,9 @@ from tests.signal_process import SignalProcess
 
 TOOLS = {"list_sessions", "export_conversation", "send_conversation", "list_transfers", "get_transfer",
          "list_inbox", "answer_transfer", "import_conversation", "handoff", "get_handoff", "list_offered_handoffs",
-         "get_offered_handoff", "claim_handoff", "start_handoff", "complete_handoff", "fail_handoff"}
+         "get_offered_handoff", "claim_handoff", "start_handoff", "complete_handoff", "fail_handoff",
+         "delegate", "get_delegation", "list_delegations", "start_delegation", "message_delegation", "link_sessions",
+         "list_session_links", "sever_session_link", "message_session", "read_session_messages"}
 
 
 @asynccontextmanager
