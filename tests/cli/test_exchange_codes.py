@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from p2pd.errors import ExitCode
+from tests import pipe_lines
 from tests.cli.helpers import SHORT
 from tests.cli.terminal import Terminal
 from tests.signal_process import ROOT, SignalProcess, signal_server
@@ -52,18 +53,13 @@ def spawn(*args: str, server: SignalProcess | None, cwd: Path, stdin: str | None
 
 def read_until(proc: subprocess.Popen[str], pattern: str) -> tuple[re.Match[str], str]:
     """Read ``proc``'s stderr line by line until ``pattern`` shows; the match and every line read. Byte by byte
-    from the pipe, so nothing after that line waits in a buffer that ``communicate`` would not see."""
+    from the pipe, so nothing after that line waits in a buffer that ``communicate`` would not see; fails after
+    60 s even if the process prints nothing (tests/pipe_lines.py)."""
     assert proc.stderr is not None
-    said, line = "", b""
-    while chunk := os.read(proc.stderr.fileno(), 1):
-        line += chunk
-        if chunk == b"\n":
-            said += line.decode()
-            match = re.search(pattern, said.splitlines()[-1])
-            line = b""
-            if match:
-                return match, said
-    raise AssertionError(f"{pattern!r} never showed (exit {proc.wait()}): {said + line.decode()}")
+    match, said = pipe_lines.read_until(proc.stderr, re.compile(pattern), 60)
+    if match is None:
+        raise AssertionError(f"{pattern!r} never showed within 60 s (exit {proc.poll()}): {said}")
+    return match, said
 
 
 def finish(proc: subprocess.Popen[str]) -> tuple[int, str, str]:

@@ -9,12 +9,12 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from p2pd.errors import ExitCode
+from tests import pipe_lines
 from tests.cli.terminal import Terminal
 from tests.corpus import claude_code_files
 
@@ -26,9 +26,10 @@ SMALL = next(f for f in claude_code_files(include_subagents=False) if f.name == 
 def server():
     proc = subprocess.Popen([sys.executable, "-m", "signaling", "--port", "0"], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
-    line = proc.stdout.readline()
-    m = re.search(r"ws://127\.0\.0\.1:(\d+)", line)
-    assert m, line
+    m, said = pipe_lines.read_until(proc.stdout, re.compile(r"ws://127\.0\.0\.1:(\d+)"), 30)
+    if m is None:
+        proc.kill()
+    assert m, said
     yield proc, f"ws://127.0.0.1:{m.group(1)}/"
     proc.kill()
     proc.wait()
@@ -45,14 +46,8 @@ def p2pd(*args: str, env: dict, cwd: Path | None = None) -> subprocess.Popen:
 
 def wait_for_code(proc: subprocess.Popen) -> None:
     """Read the sender's stderr until it shows its code (the room exists from then on)."""
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        line = proc.stderr.readline()
-        if "Code:" in line:
-            return
-        if not line and proc.poll() is not None:
-            break
-    raise AssertionError("the sender never showed its code")
+    match, said = pipe_lines.read_until(proc.stderr, re.compile("Code:"), 30)
+    assert match, f"the sender never showed its code (exit {proc.poll()}):\n{said}"
 
 
 def finish(proc: subprocess.Popen, timeout: float = 90) -> tuple[int, str, str]:

@@ -1,11 +1,16 @@
-"""The browser page, served over https by p2pd-signal, receives a conversation across two NATs: ``p2pd send`` in
-home A (trusting the server's self-signed certificate through ``SSL_CERT_FILE``), headless Chromium inside home
-B's namespace (tests/net/page.py) opening the https link the sender printed. Both routers are symmetric, so the
-only way through is coturn; the test asserts what the page verified and the path, from the routers' counters and
-from what the sender says.
+"""The browser page, served over https by p2pd-signal on the public address, moves a conversation across two
+NATs, with headless Chromium inside a home's namespace (tests/net/page.py) trusting the server's self-signed
+certificate by its public key:
 
-A page cannot wait for a sender (it joins rooms, it never creates them: web/src/signaling.js), so there is no
-page-to-page case.
+* page ← CLI: ``p2pd send`` in home A (trusting the certificate through ``SSL_CERT_FILE``), the page in home B
+  opening the https link the sender printed;
+* page → CLI: the page in home A sends to ``p2pd receive --make-code`` in home B;
+* page → page: the page in home A makes a code to send and the page in home B types it, or the page in home B
+  makes a code to receive and the page in home A types it (each page starts either side: web/src/ui.js).
+
+Both routers are symmetric, so the only way through is coturn; the tests assert what the pages verified (SHA-256,
+the same verification string on both sides, the conversation received equal to the one sent) and the path, from
+the routers' counters and, where a CLI takes part, from what it says.
 """
 
 from __future__ import annotations
@@ -25,11 +30,12 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.net.internet import CORPUS_SESSION, ICE_URLS, ROOT, Internet, _env, _wait_listening
-from tests.net.topology import PUBLIC_IP
+from tests.net.topology import PUBLIC_IP, Topology
 from tests.web.conftest import CHROMIUM
 
 TLS_SIGNAL_PORT = 8443
@@ -128,11 +134,11 @@ def test_https_page_receives_across_symmetric_nats(internet: Internet, tls_signa
     assert link.startswith(f"https://{PUBLIC_IP}:{TLS_SIGNAL_PORT}/#"), link
     page_env = {k: v for k, v in os.environ.items() if not k.startswith("P2PD_")}
     page_env.update(HOME=str(home_b), PYTHONPATH=str(ROOT))
-    browser = topo.spawn("hb", [sys.executable, "-m", "tests.net.page", link, str(case / "downloads"),
+    browser = topo.spawn("hb", [sys.executable, "-m", "tests.net.page", "receive", link, str(case / "downloads"),
                                 tls_signal.spki],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=home_b, env=page_env)
     try:
-        out, page_err = browser.communicate(timeout=90)
+        out, page_err = browser.communicate(timeout=120)
         sender.wait(timeout=30)
     finally:
         for proc in (browser, sender):
@@ -213,11 +219,11 @@ def test_https_page_sends_across_symmetric_nats(internet: Internet, tls_signal: 
     code = _read_until(receiver_log, re.compile(r"Code: (\S+)"), receiver, 30)
     page_env = {k: v for k, v in os.environ.items() if not k.startswith("P2PD_")}
     page_env.update(HOME=str(home_a), PYTHONPATH=str(ROOT))
-    browser = topo.spawn("ha", [sys.executable, "-m", "tests.net.page", f"https://{PUBLIC_IP}:{TLS_SIGNAL_PORT}/",
-                                str(exported), tls_signal.spki, code],
+    browser = topo.spawn("ha", [sys.executable, "-m", "tests.net.page", "send",
+                                f"https://{PUBLIC_IP}:{TLS_SIGNAL_PORT}/", str(exported), tls_signal.spki, code],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=home_a, env=page_env)
     try:
-        out, page_err = browser.communicate(timeout=90)
+        out, page_err = browser.communicate(timeout=120)
         received_out, _ = receiver.communicate(timeout=30)
     finally:
         for proc in (browser, receiver):
@@ -243,5 +249,90 @@ def test_https_page_sends_across_symmetric_nats(internet: Internet, tls_signal: 
         assert counters[side]["udp_from_peer"] == 0, counters
         assert counters[side]["udp_to_peer"] < 5_000, counters
     # Chromium sent through coturn (over UDP or TCP); p2pd received over UDP (TURN, or from the page's relay)
-    assert counters["a"]["udp_to_relay"] + counters["a"]["tcp_to_relay"] > 500_000, counters
+    # (TCP to coturn's port only: all TCP to the public host counts the page's https too, ~600 KB a page load —
+    # ~150 requests, each on its own TLS connection)
+    assert counters["a"]["udp_to_relay"] + counters["a"]["tcp_to_turn"] > 500_000, counters
     assert counters["b"]["udp_from_relay"] > 500_000, counters
+
+
+def _page(topo: Topology, ns: str, home: Path, args: list[str], log: Path) -> subprocess.Popen[bytes]:
+    """``tests.net.page`` with ``args`` in namespace ``ns``; its stdout goes to ``log`` (its stderr beside it)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("P2PD_")}
+    env.update(HOME=str(home), PYTHONPATH=str(ROOT))
+    with open(log, "wb") as out, open(log.with_suffix(".err"), "wb") as err:
+        return topo.spawn(ns, [sys.executable, "-m", "tests.net.page", *args], stdout=out, stderr=err,
+                          stdin=subprocess.DEVNULL, cwd=home, env=env)
+
+
+def _last_json(log: Path) -> dict[str, Any]:
+    lines = log.read_text(errors="replace").strip().splitlines()
+    assert lines, f"the page printed nothing:\n{log.with_suffix('.err').read_text(errors='replace')}"
+    return json.loads(lines[-1])  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("maker", ["sending page", "receiving page"])
+def test_https_page_to_page_across_symmetric_nats(internet: Internet, tls_signal: TlsSignal, maker: str) -> None:
+    """A page in home A sends an exported conversation to a page in home B; one of them makes the code (the
+    sending page: "Make a code to send"; or the receiving page: "Make a code to receive") and the other page has
+    it typed into its form."""
+    topo = internet.topo
+    topo.nat("a", "symmetric")
+    topo.nat("b", "symmetric")
+    case = internet.tmp / f"page-to-page-{secrets.token_hex(3)}"
+    home_a, home_b = case / "home-a", case / "home-b"
+    home_a.mkdir(parents=True)
+    home_b.mkdir(parents=True)
+    exported = case / "spotter.a2a.json"
+    made = subprocess.run([sys.executable, "-m", "p2pd", "export", str(CORPUS_SESSION), "-o", str(exported)],
+                          env=_env(home_a, TLS_SIGNAL_PORT, {}), cwd=home_a, capture_output=True, timeout=60)
+    assert made.returncode == 0, made.stderr
+    url = f"https://{PUBLIC_IP}:{TLS_SIGNAL_PORT}/"
+    downloads = case / "downloads"
+    send_log, receive_log = case / "sending-page.out", case / "receiving-page.out"
+    sending = ["send", url, str(exported), tls_signal.spki]
+    receiving = ["receive", url, str(downloads), tls_signal.spki]
+    started = time.monotonic()
+    if maker == "sending page":
+        first = _page(topo, "ha", home_a, [*sending, "make"], send_log)
+        first_log = send_log
+    else:
+        first = _page(topo, "hb", home_b, [*receiving, "make"], receive_log)
+        first_log = receive_log
+    second: subprocess.Popen[bytes] | None = None
+    try:
+        code = _read_until(first_log, re.compile(r'^\{"code": "([^"]+)"', re.MULTILINE), first, 60)
+        if maker == "sending page":
+            second = _page(topo, "hb", home_b, [*receiving, code], receive_log)
+        else:
+            second = _page(topo, "ha", home_a, [*sending, code], send_log)
+        second.wait(timeout=150)
+        first.wait(timeout=60)
+    finally:
+        for proc in (first, second):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    seconds = time.monotonic() - started
+    counters = {side: topo.counters(side) for side in ("a", "b")}
+    for proc, log in ((first, first_log), (second, receive_log if first_log == send_log else send_log)):
+        assert proc is not None and proc.returncode == 0, log.with_suffix(".err").read_text(errors="replace")
+    sent, got = _last_json(send_log), _last_json(receive_log)
+    print(f"\nhttps page → page across symmetric NATs, code made by the {maker} ({code}): sender {sent['state']}, "
+          f"receiver {got['state']} in {seconds:.1f} s (receiver: offer after {got['offer_seconds']:.1f} s, "
+          f"accept → verified {got['seconds']:.2f} s); counters {counters}")
+    report = f"sending page: {json.dumps(sent, indent=1)}\nreceiving page: {json.dumps(got, indent=1)}"
+    assert got["state"] == "done" and sent["state"] == "sent", report
+    # the receiving page verified the SHA-256 the sending page announced, and the sender heard so
+    assert got["sha256"] and f"The receiver verified SHA-256 {got['sha256'][:16]}" in sent["result_text"], report
+    assert got["sas"] and got["sas"] == sent["sas"], report  # the same verification string on both pages
+    assert json.loads(Path(got["download"]).read_text()) == json.loads(exported.read_text())
+    assert got["messages"] > 0 and got["tool_calls"] > 0, report
+    # the path: relayed by coturn; nothing went straight between the homes
+    for side in ("a", "b"):
+        assert counters[side]["udp_from_peer"] == 0, counters
+        assert counters[side]["udp_to_peer"] < 5_000, counters
+    # Chromium allocates on coturn over UDP and TCP and takes either, on both sides
+    # (TCP to coturn's port only: all TCP to the public host counts the page's https too, ~600 KB a page load —
+    # ~150 requests, each on its own TLS connection)
+    assert counters["a"]["udp_to_relay"] + counters["a"]["tcp_to_turn"] > 500_000, counters
+    assert counters["b"]["udp_from_relay"] + counters["b"]["tcp_from_turn"] > 500_000, counters

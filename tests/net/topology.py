@@ -17,7 +17,7 @@ processes started with :meth:`Topology.spawn` are killed first). Router modes (i
 * ``noudp``     cone, and every forwarded UDP packet dropped: only TCP leaves (TURN over TCP)
 
 Counters on each router's wan: UDP to/from the relay (203.0.113.1) and to/from the other home's router, TCP to the
-public host and TCP from coturn's port.
+public host (TURN, https and wss alike) and TCP from and to coturn's port (TURN over TCP).
 """
 
 from __future__ import annotations
@@ -121,6 +121,7 @@ class Topology:
         self.x(r, *ipt, "-A", "FORWARD", "-i", "wan", "-p", "udp", "-s", other)
         self.x(r, *ipt, "-A", "FORWARD", "-o", "wan", "-p", "tcp", "-d", PUBLIC_IP)
         self.x(r, *ipt, "-A", "FORWARD", "-i", "wan", "-p", "tcp", "-s", PUBLIC_IP, "--sport", str(TURN_PORT))
+        self.x(r, *ipt, "-A", "FORWARD", "-o", "wan", "-p", "tcp", "-d", PUBLIC_IP, "--dport", str(TURN_PORT))
         if mode == "noudp":
             self.x(r, *ipt, "-A", "FORWARD", "-p", "udp", "-j", "DROP")
         self.x(r, *ipt, "-A", "FORWARD", "-i", "lan", "-o", "lan", "-j", "ACCEPT")
@@ -134,9 +135,10 @@ class Topology:
 
     def counters(self, side: str) -> dict[str, int]:
         """Bytes through router ``side``'s wan: UDP to/from the relay, to/from the other home; TCP to the relay
-        (TURN and https/wss); TCP from coturn's port (TURN over TCP)."""
-        out = self.x(f"r{side}", "iptables", "-w", "-L", "FORWARD", "-v", "-x", "-n").splitlines()[2:8]
-        names = ("udp_to_relay", "udp_from_relay", "udp_to_peer", "udp_from_peer", "tcp_to_relay", "tcp_from_turn")
+        (TURN and https/wss); TCP from and to coturn's port (TURN over TCP)."""
+        out = self.x(f"r{side}", "iptables", "-w", "-L", "FORWARD", "-v", "-x", "-n").splitlines()[2:9]
+        names = ("udp_to_relay", "udp_from_relay", "udp_to_peer", "udp_from_peer", "tcp_to_relay", "tcp_from_turn",
+                 "tcp_to_turn")
         return {name: int(line.split()[1]) for name, line in zip(names, out, strict=True)}
 
     def spawn(self, name: str, argv: Sequence[str], **kwargs: object) -> subprocess.Popen[bytes]:

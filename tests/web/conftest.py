@@ -8,13 +8,13 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests import pipe_lines
 from tests.signal_process import ROOT, SignalProcess, signal_server
 
 CHROMIUM = os.environ.get("P2PD_CHROMIUM", "/usr/bin/chromium")
@@ -94,19 +94,14 @@ def p2pd(*args: str, env: dict[str, str], cwd: Path | None = None) -> subprocess
 
 
 def read_until(proc: subprocess.Popen[str], pattern: re.Pattern[str], timeout: float = 60) -> tuple[re.Match[str], str]:
-    """Read the process's stderr line by line until ``pattern`` matches; returns the match and what was read."""
+    """Read the process's stderr line by line until ``pattern`` matches; returns the match and what was read.
+    Fails after ``timeout`` seconds even if the process prints nothing (tests/pipe_lines.py)."""
     assert proc.stderr is not None
-    seen: list[str] = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        line = proc.stderr.readline()
-        seen.append(line)
-        match = pattern.search(line)
-        if match:
-            return match, "".join(seen)
-        if not line and proc.poll() is not None:
-            break
-    raise AssertionError(f"the process never printed {pattern.pattern!r}:\n{''.join(seen)}")
+    match, seen = pipe_lines.read_until(proc.stderr, pattern, timeout)
+    if match is None:
+        raise AssertionError(f"the process never printed {pattern.pattern!r} within {timeout} s "
+                             f"(exit {proc.poll()}):\n{seen}")
+    return match, seen
 
 
 def stop(proc: subprocess.Popen[str]) -> None:
