@@ -27,6 +27,8 @@ from urllib.parse import urljoin, urlsplit
 
 import pytest
 
+from tests.pipe_lines import read_until
+
 pytestmark = [pytest.mark.wheel, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -102,10 +104,11 @@ def test_signal_serves_the_page_and_every_module_it_imports(installed: tuple[Pat
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         assert server.stdout is not None
-        lines = [server.stdout.readline() for _ in range(2)]
-        url = re.search(r"listening on ws://(\S+?)/?$", lines[0])
-        assert url, lines
-        assert "serves the browser client from" in lines[1] and "site-packages/signaling/web" in lines[1], lines
+        served, said = read_until(server.stdout, re.compile(r"serves the browser client from"), timeout=60)
+        assert served, said  # a silent or stuck server fails within the minute, it does not hang the run
+        url = re.search(r"listening on ws://(\S+?)/?$", said, re.M)
+        assert url, said
+        assert "site-packages/signaling/web" in said, said
         base = f"http://{url.group(1)}/"
         status, kind, html = fetch(base)
         assert status == 200 and kind.startswith("text/html") and "<script type=\"module\"" in html
