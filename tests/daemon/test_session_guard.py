@@ -12,8 +12,8 @@ import pytest
 from p2pd.daemon.network import DeviceNetwork
 from p2pd.daemon.peer_protocol import SessionLinkUpdate, SessionLinkView, SessionRef, SessionRefusal, SessionTurn
 from p2pd.daemon.session_guard import SessionGuard
-from p2pd.daemon.session_links import new_link
 from p2pd.daemon.session_limits import LinkLimits, Refusals
+from p2pd.daemon.session_links import new_link
 from p2pd.daemon.session_tables import SessionStore
 from p2pd.daemon.store import Store
 from tests.daemon.test_control_dispatch import RecordingSession, wired
@@ -55,7 +55,7 @@ def _refusals(session: RecordingSession) -> list[SessionRefusal]:
 
 
 async def test_members_must_be_sessions_known_here_and_links_per_device_are_capped(gate: Any) -> None:
-    net, session, clock = gate
+    net, session, _ = gate
     store: SessionStore = net.session_relay.desk.store
     await net.dispatch(session, SessionLinkUpdate(link=_link(net, session, "l-ghost", here="s-nobody")))
     assert store.find_link("l-ghost") is None
