@@ -32,6 +32,19 @@ class IceServer(BaseModel):
     credential: str | None = None
 
 
+class SessionLinksTable(BaseModel):
+    """``[session_links]``: what one paired device may push into session links here (checked on receipt, before
+    anything is stored; :mod:`p2pd.daemon.session_limits`), and how long what waits for a device is kept."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    rate_per_minute: Annotated[int, Field(ge=1, le=100_000)] = 60  # session-link messages a device may send
+    backlog_per_session: Annotated[int, Field(ge=1, le=100_000)] = 50  # undelivered, per session and device
+    backlog_per_device: Annotated[int, Field(ge=1, le=1_000_000)] = 500  # undelivered from a device, in all
+    links_per_device: Annotated[int, Field(ge=1, le=100_000)] = 64  # links a device introduced, kept here
+    queue_max_messages: Annotated[int, Field(ge=1, le=1_000_000)] = 1000  # waiting for one offline device
+    queue_max_age_hours: Positive = 168.0  # … and for at most this long
+
+
 class ConfigFile(BaseModel):
     """Every key of ``config.toml``; all optional (the defaults are the accessors')."""
 
@@ -61,6 +74,7 @@ class ConfigFile(BaseModel):
     outbox_max_age_hours: Positive | None = None
     outbox_max_mb: Positive | None = None
     accept: dict[str, Any] | None = None
+    session_links: SessionLinksTable | None = None
     # delegation (seed 002): the command that starts an agent on a delegated session; absent: never started
     delegate_command: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)] \
         | Annotated[str, Field(min_length=1)] | None = None

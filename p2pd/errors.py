@@ -77,6 +77,7 @@ class Cause(StrEnum):
     DECLINED = "declined"  # the other side declined the offer
     NOT_ALLOWED = "not_allowed"  # the receiver's accept policy takes nothing from this sender
     RATE_LIMITED = "rate_limited"  # the receiver's accept policy: this sender sent too much in the last hour
+    LIMIT_REACHED = "limit_reached"  # a paired device holds as much here as it may (e.g. session links)
     CANCELLED = "cancelled"
     TRANSFER_FAILED = "transfer_failed"  # the transfer stopped for another reason (see the message)
     DEVICE_OFFLINE = "device_offline"  # a paired device is not connected
@@ -278,6 +279,7 @@ CLASS_BY_CAUSE: dict[Cause, type[P2pdError]] = {
     Cause.DECLINED: DeclinedError,
     Cause.NOT_ALLOWED: DeclinedError,
     Cause.RATE_LIMITED: DeclinedError,
+    Cause.LIMIT_REACHED: DeclinedError,
     Cause.CANCELLED: TransferCancelledError,
     Cause.TRANSFER_FAILED: TransferFailedError,
     Cause.DEVICE_OFFLINE: DeviceOfflineError,

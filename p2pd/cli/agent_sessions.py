@@ -39,8 +39,10 @@ def register(sub: Any) -> None:
     options.usage_error(s)
     s.set_defaults(func=cmd_delegations)
 
-    s = sub.add_parser("session-links", help="links between agent sessions: list, create, sever, close, messages")
-    s.add_argument("action", nargs="?", choices=["list", "create", "sever", "close", "messages"], default="list")
+    s = sub.add_parser("session-links", help="links between agent sessions: list, create, sever, close, messages, "
+                       "limits")
+    s.add_argument("action", nargs="?", choices=["list", "create", "sever", "close", "messages", "limits"],
+                   default="list")
     s.add_argument("id", nargs="?", help="a link id (sever, close) or a session id (messages)")
     s.add_argument("--session", help="create: the session making the link; sever: the session leaving it; "
                    "list: only this session's links")
@@ -109,6 +111,20 @@ def _member(text: str) -> dict[str, Any]:
     return {"session": session, "device": device or None}
 
 
+def _limits(view: dict[str, Any], as_json: bool) -> int:
+    """What paired devices may push into session links here, and what each pushed since the daemon started."""
+    if as_json:
+        print_json(view)
+        return ExitCode.OK
+    err.print("Limits per paired device: " + ", ".join(f"{k} {v:g}" for k, v in view["limits"].items()))
+    return print_rows(view["devices"], as_json=False, empty="No paired device sent session-link messages.",
+                      columns=("device", "received", "filed", "dropped", "refused", "queued for it"),
+                      cells=lambda d: (shown(d["name"]), str(d.get("received", 0)), str(d.get("filed", 0)),
+                                       str(d.get("dropped", 0) + d.get("links_dropped", 0)),
+                                       ", ".join(f"{k} {n}" for k, n in sorted(d.get("refused", {}).items()))
+                                       or "0", str(d["queued"])))
+
+
 def cmd_session_links(args: argparse.Namespace) -> int:
     with _client() as c:
         if args.action == "list":
@@ -123,6 +139,8 @@ def cmd_session_links(args: argparse.Namespace) -> int:
                 args.usage("session-links create needs --session SESSION and at least one --with SESSION[@DEVICE]")
             row = c.post("/session-links", {"session_id": args.session, "members": [_member(m) for m in args.members],
                                             "name": args.name})
+        elif args.action == "limits":
+            return _limits(c.get("/session-links/limits"), args.json)
         elif args.action == "messages":
             if not args.id:
                 args.usage("session-links messages needs a session id")

@@ -81,6 +81,17 @@ class AgentSessions:
         rows = await asyncio.to_thread(self.store.messages, session, undelivered=undelivered, limit=limit)
         return [r.to_json() for r in rows]
 
+    async def limits(self) -> dict[str, Any]:
+        """What paired devices may push into session links here, and what each did (counters since the daemon
+        started) and has waiting for it."""
+        network = self.owner.network
+        if network is None:
+            from p2pd.daemon.session_limits import LinkLimits
+
+            limits = await asyncio.to_thread(LinkLimits.configured)
+            return {"limits": limits.to_json(), "devices": []}
+        return await asyncio.to_thread(network.session_relay.view)
+
     # ---- hooks ---------------------------------------------------------------------------------------------
     async def hook(self, action: str, record: dict[str, Any]) -> dict[str, Any]:
         from p2pd.config import redact_default

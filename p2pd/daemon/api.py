@@ -64,6 +64,7 @@ HTTP_STATUS: dict[Cause, int] = {
     Cause.DECLINED: 409,
     Cause.NOT_ALLOWED: 403,
     Cause.RATE_LIMITED: 429,
+    Cause.LIMIT_REACHED: 429,
     Cause.CANCELLED: 409,
     Cause.TRANSFER_FAILED: 502,
     Cause.DEVICE_OFFLINE: 503,

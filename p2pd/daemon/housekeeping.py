@@ -8,6 +8,11 @@ pile up.
   oldest while they take more than ``partial_max_mb``; one a transfer is writing (locked) is never touched. A
   received blob left beside them (a crash between receiving and filing it) is removed after an hour.
 
+- session-link messages waiting for a paired device (``session_outbox``): those older than
+  ``[session_links] queue_max_age_hours``, and each device's oldest while more than ``queue_max_messages`` wait
+  (what is dropped there is turn output nobody received in time, or a link update a reconnecting device is sent
+  again anyway).
+
 The daemon prunes at start-up and every hour (:func:`plan` with the limits, then :func:`remove`); ``p2pd gc``
 removes everything nothing needs (``everything=True``), or shows it with ``--dry-run``. Blocking I/O: call in a
 thread.
@@ -35,14 +40,17 @@ class Limits:
     outbox_max_bytes: int = 1024 * MB
     partial_max_age: float = 168 * 3600.0
     partial_max_bytes: int = 2048 * MB
+    queue_max_messages: int = 1000  # session-link messages waiting for one paired device
+    queue_max_age: float = 168 * 3600.0
 
     @classmethod
     def configured(cls) -> Limits:
         from p2pd.config import daemon_settings
+        from p2pd.daemon.session_limits import LinkLimits
 
-        s = daemon_settings()
+        s, links = daemon_settings(), LinkLimits.configured()
         return cls(s.outbox_max_age_hours * 3600, int(s.outbox_max_mb * MB), s.partial_max_age_hours * 3600,
-                   int(s.partial_max_mb * MB))
+                   int(s.partial_max_mb * MB), links.queue_max_messages, links.queue_max_age_hours * 3600)
 
 
 @dataclass(frozen=True)
@@ -165,8 +173,13 @@ def prune(root: Path, store: Store, limits: Limits, *, everything: bool = False,
     """Plan and (unless ``dry_run``) remove; the report ``p2pd gc`` and ``POST /gc`` show."""
     items = plan(root, store, limits, everything=everything)
     done = items if dry_run else remove(items, store)
+    dropped = 0
+    if not dry_run:
+        from p2pd.daemon.session_tables import SessionStore
+
+        dropped = SessionStore(store.path).prune_outgoing(limits.queue_max_messages, limits.queue_max_age)
     return {"dry_run": dry_run, "items": [i.to_json() for i in done], "freed": sum(i.size for i in done),
-            "left": usage(root)}
+            "left": usage(root), "session_messages_dropped": dropped}
 
 
 __all__ = ["Item", "Limits", "needed_blobs", "plan", "prune", "remove", "usage"]

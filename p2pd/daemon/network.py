@@ -40,6 +40,7 @@ from p2pd.daemon.peer_protocol import (
     LinkView,
     Rtc,
     SessionLinkUpdate,
+    SessionRefusal,
     SessionTurn,
     TransferStart,
 )
@@ -293,7 +294,7 @@ class DeviceNetwork:
                 HandoffClaim: self._on_claim, HandoffClaimResult: self.offers.claim_result,
                 HandoffClosed: self.offers.closed, HandoffState: self._on_handoff_state,
                 LinkUpdate: self._on_link_update, SessionLinkUpdate: self.session_relay.on_update,
-                SessionTurn: self.session_relay.on_turn}
+                SessionTurn: self.session_relay.on_turn, SessionRefusal: self.session_relay.on_refusal}
 
     async def _on_rtc(self, session: DeviceSession, message: Rtc) -> None:
         session.deliver_rtc(message)

@@ -144,7 +144,8 @@ class SessionLinkUpdate(_Msg):
     link: SessionLinkView
 
 
-TURN_MAX = 12_000  # characters of a linked session's turn output that travel
+TURN_MAX = 12_000  # characters of a linked session's turn output that travel (the sender's cap)
+TURN_WIRE_MAX = 4 * TURN_MAX  # what parses at all; between the two, the receiver refuses it (too_large) and says so
 
 
 class SessionTurn(_Msg):
@@ -154,11 +155,27 @@ class SessionTurn(_Msg):
     id: Id
     link: Id
     sender: SessionRef
-    text: Annotated[str, Field(max_length=TURN_MAX)]
+    text: Annotated[str, Field(max_length=TURN_WIRE_MAX)]
+
+
+RefusalCause = Literal["too_large", "rate_limited", "not_found", "limit_reached"]  # p2pd.errors.Cause values
+
+
+class SessionRefusal(_Msg):
+    """The receiver refused session-link messages of this device (checked before anything was stored,
+    :mod:`p2pd.daemon.session_guard`): ``cause`` says why, ``ref`` names the last one refused (a turn or a link
+    id), ``link`` its link, ``refused`` how many were refused since the previous refusal was sent. Never answered."""
+
+    kind: Literal["session-refused"] = "session-refused"
+    cause: RefusalCause
+    ref: Id | None = None
+    link: Id | None = None
+    refused: Annotated[int, Field(ge=0)] = 1
 
 
 Control = Annotated[Rtc | TransferStart | HandoffOffer | HandoffClaim | HandoffClaimResult | HandoffState
-                    | HandoffClosed | LinkUpdate | SessionLinkUpdate | SessionTurn, Field(discriminator="kind")]
+                    | HandoffClosed | LinkUpdate | SessionLinkUpdate | SessionTurn | SessionRefusal,
+                    Field(discriminator="kind")]
 _CONTROL: TypeAdapter[Control] = TypeAdapter(Control)
 
 

@@ -99,6 +99,10 @@ def session_routes(sessions: AgentSessions) -> APIRouter:
     async def create_link(req: SessionLinkRequest) -> dict[str, Any]:
         return await sessions.create_link(req.session_id, [m.model_dump() for m in req.members], req.name)
 
+    @r.get("/session-links/limits")
+    async def limits() -> dict[str, Any]:
+        return await sessions.limits()
+
     @r.get("/session-links/{link_id}")
     async def link(link_id: str) -> dict[str, Any]:
         return await sessions.link(link_id)

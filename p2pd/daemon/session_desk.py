@@ -138,18 +138,32 @@ class SessionDesk:
     def receive_turn(self, turn: SessionTurn, from_device: str) -> list[str]:
         """A paired device's session said this on a link: filed for this machine's other members (the sessions
         returned). Refused (nothing filed) unless the sender is that device's own session, still in a live link."""
+        return self.file_turn(turn, from_device)[0]
+
+    def file_turn(self, turn: SessionTurn, from_device: str, per_session: int | None = None,
+                  per_device: int | None = None) -> tuple[list[str], int]:
+        """:meth:`receive_turn`, keeping the sending device's undelivered backlog within ``per_session`` and
+        ``per_device`` (its oldest dropped); returns (the sessions it was filed for, how many were dropped)."""
         if turn.sender.device != from_device or turn.sender.device == self.own:
-            return []
+            return [], 0
         view = self.store.find_link(turn.link)
         if view is None:
-            return []
-        delivered = []
+            return [], 0
+        delivered, dropped = [], 0
         for m in rules.recipients(view, turn.sender):
-            if m.device == self.own and self.store.add_message(
-                    id=f"{turn.id}:{m.session}", session=m.session, kind="link", from_device=from_device,
-                    from_session=turn.sender.session, ref=view.id, text=turn.text):
+            if m.device != self.own:
+                continue
+            message = dict(id=f"{turn.id}:{m.session}", session=m.session, kind="link", from_device=from_device,
+                           from_session=turn.sender.session, ref=view.id, text=turn.text)
+            if per_session is None or per_device is None:
+                filed, gone = self.store.add_message(**message), 0
+            else:
+                filed, gone = self.store.add_remote_message(per_session=per_session, per_device=per_device,
+                                                            **message)
+            dropped += gone
+            if filed:
                 delivered.append(m.session)
-        return delivered
+        return delivered, dropped
 
     # ---- messages and context --------------------------------------------------------------------------------
 

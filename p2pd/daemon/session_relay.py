@@ -4,18 +4,22 @@ Changes to a session link and linked sessions' turn output for members on other 
 ``session_outbox`` (queued by :class:`~p2pd.daemon.session_desk.SessionDesk`, in the daemon or in a hook process);
 :meth:`SessionRelay.flush` sends them in order over each online device's sealed control channel and removes each
 once sent — at once when queued, and whenever a device (re)connects. What devices send is checked and merged by the
-desk: a device speaks only for its own sessions, and only the creator's device introduces or closes a link.
+desk: a device speaks only for its own sessions, and only the creator's device introduces or closes a link. Before
+that, :class:`~p2pd.daemon.session_guard.SessionGuard` bounds what each device may push in (rate, size, backlog,
+links, sessions that exist here) and answers what it refuses.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Protocol
+from typing import Any, Protocol
 
 from p2pd.daemon.device_session import DeviceSession
-from p2pd.daemon.peer_protocol import SessionLinkUpdate, SessionTurn, parse_control
+from p2pd.daemon.peer_protocol import SessionLinkUpdate, SessionRefusal, SessionTurn, parse_control
 from p2pd.daemon.session_desk import SessionDesk
+from p2pd.daemon.session_guard import SessionGuard
+from p2pd.daemon.session_limits import LinkLimits
 from p2pd.errors import P2pdError
 
 log = logging.getLogger("p2pd.sessions")
@@ -28,9 +32,10 @@ class RelayOwner(Protocol):
 
 
 class SessionRelay:
-    def __init__(self, net: RelayOwner, desk: SessionDesk) -> None:
+    def __init__(self, net: RelayOwner, desk: SessionDesk, limits: LinkLimits | None = None) -> None:
         self.net = net
         self.desk = desk
+        self.guard = SessionGuard(desk, limits)
         self._locks: dict[str, asyncio.Lock] = {}
 
     def flush(self) -> None:
@@ -65,10 +70,20 @@ class SessionRelay:
         await self.flush_device(session)
 
     async def on_update(self, session: DeviceSession, message: SessionLinkUpdate) -> None:
-        await asyncio.to_thread(self.desk.merge_remote, message.link, session.device.device_id)
+        await self.guard.on_update(session, message)
 
     async def on_turn(self, session: DeviceSession, message: SessionTurn) -> None:
-        delivered = await asyncio.to_thread(self.desk.receive_turn, message, session.device.device_id)
-        if delivered:
-            log.info("turn output of %s (%s) filed for %d linked sessions", message.sender.session,
-                     session.device.name, len(delivered))
+        await self.guard.on_turn(session, message)
+
+    async def on_refusal(self, session: DeviceSession, message: SessionRefusal) -> None:
+        await self.guard.on_refusal(session, message)
+
+    def view(self) -> dict[str, Any]:
+        """The limits, what each device pushed (counters) and what waits for each (``p2pd session-links limits``)."""
+        names = {d: s.device.name for d, s in self.net.sessions.items()}
+        meter = self.guard.meter.view()
+        queued = self.desk.store.queued()
+        devices = sorted(set(meter["devices"]) | set(queued) | set(names))
+        return {"limits": meter["limits"],
+                "devices": [{"device": d, "name": names.get(d, d), "queued": queued.get(d, 0),
+                             **meter["devices"].get(d, {})} for d in devices]}

@@ -330,6 +330,71 @@ class SessionStore:
         with self._write() as db:
             db.execute("DELETE FROM session_outbox WHERE id=?", (id,))
 
+    def prune_outgoing(self, max_messages: int, max_age: float, now_ts: float | None = None) -> int:
+        """What waits for paired devices, bounded: rows older than ``max_age`` seconds, then each device's oldest
+        while it has more than ``max_messages``; returns how many were removed."""
+        import time
+        from datetime import UTC, datetime
+
+        cutoff = datetime.fromtimestamp((now_ts or time.time()) - max_age, UTC).isoformat(timespec="milliseconds")
+        cutoff = cutoff.replace("+00:00", "Z")
+        with self._write() as db:
+            gone = db.execute("DELETE FROM session_outbox WHERE created_at < ?", (cutoff,)).rowcount
+            gone += db.execute("DELETE FROM session_outbox WHERE id IN (SELECT id FROM (SELECT id, ROW_NUMBER() "
+                               "OVER (PARTITION BY device ORDER BY id DESC) AS n FROM session_outbox) WHERE n > ?)",
+                               (max_messages,)).rowcount
+        return int(gone)
+
+    def queued(self) -> dict[str, int]:
+        """How many messages wait for each paired device."""
+        with self._connect() as db:
+            rows = db.execute("SELECT device, COUNT(*) FROM session_outbox GROUP BY device").fetchall()
+        return {r[0]: int(r[1]) for r in rows}
+
+    # ------------------------------------------------------------ what paired devices push in (bounded)
+    def known_session(self, session: str) -> bool:
+        """A session this machine knows: one a SessionStart hook recorded, or one a delegation made."""
+        with self._connect() as db:
+            if db.execute("SELECT 1 FROM delegations WHERE session_id=? LIMIT 1", (session,)).fetchone():
+                return True
+            try:
+                return db.execute("SELECT 1 FROM hook_sessions WHERE session_id=? LIMIT 1",
+                                  (session,)).fetchone() is not None
+            except sqlite3.OperationalError:  # no store made it yet: no hook ever recorded a session
+                return False
+
+    def links_from(self, device: str) -> list[SessionLinkView]:
+        """The links ``device`` introduced (it made them), oldest first."""
+        with self._connect() as db:
+            rows = db.execute("SELECT view FROM session_links WHERE json_extract(view, '$.created_by.device')=? "
+                              "ORDER BY created_at, rowid", (device,)).fetchall()
+        return [SessionLinkView.model_validate_json(r["view"]) for r in rows]
+
+    def drop_link(self, id: str) -> None:
+        with self._write() as db:
+            db.execute("DELETE FROM session_links WHERE id=?", (id,))
+
+    def add_remote_message(self, *, per_session: int, per_device: int, **message: Any) -> tuple[bool, int]:
+        """File a paired device's message (:meth:`add_message`) and keep that device's undelivered backlog
+        within ``per_session`` (for this session) and ``per_device`` (in all) by dropping its oldest undelivered
+        ones. Returns (filed, how many were dropped)."""
+        device, session = message["from_device"], message["session"]
+        with self._write() as db:
+            cur = db.execute("INSERT OR IGNORE INTO session_messages (id, session, kind, from_device, from_session, "
+                             "ref, text, created_at) VALUES (?,?,?,?,?,?,?,?)",
+                             (message["id"], session, message["kind"], device, message["from_session"],
+                              message["ref"], message["text"], now()))
+            if cur.rowcount != 1:
+                return False, 0
+            dropped = 0
+            for where, args, cap in (("session=? AND from_device=?", (session, device), per_session),
+                                     ("from_device=?", (device,), per_device)):
+                dropped += db.execute(
+                    f"DELETE FROM session_messages WHERE rowid IN (SELECT rowid FROM session_messages WHERE {where} "
+                    "AND delivered_at IS NULL ORDER BY created_at DESC, rowid DESC LIMIT -1 OFFSET ?)",
+                    (*args, cap)).rowcount
+        return True, int(dropped)
+
     def waiting_devices(self) -> list[str]:
         with self._connect() as db:
             return [r[0] for r in db.execute("SELECT DISTINCT device FROM session_outbox").fetchall()]

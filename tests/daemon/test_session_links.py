@@ -115,6 +115,16 @@ async def test_a_link_between_sessions_on_two_paired_machines(paired: tuple[Daem
     async with mcp_client(desk.url, desk.token) as at_desk, mcp_client(laptop.url, laptop.token) as at_laptop:
         assert "[not_found]" in await call_error(at_desk, "link_sessions", session_id=a,
                                                  members=[{"session": b, "device": "lapotp"}])
+        # a session the laptop does not know is refused there: the desk learns it and B counts as having left
+        ghost = await call(at_desk, "link_sessions", session_id=a, members=[{"session": b, "device": "laptop"}])
+
+        async def refused() -> Any:
+            view = (await call(at_desk, "list_session_links", session_id=a))["links"]
+            return [v for v in view if v["id"] == ghost["id"] and v["state"] == "ended"]
+
+        await _until(refused, what="the laptop's refusal of an unknown session")
+        assert (await call(at_laptop, "list_session_links"))["links"] == []
+        hook(laptop, "session-start", session_id=b, cwd=str(laptop.base))  # now B is a session of the laptop
         link = await call(at_desk, "link_sessions", session_id=a, members=[{"session": b, "device": "laptop"}])
         lid = link["id"]
         assert [m["device_name"] for m in link["members"]] == ["this machine", "laptop"]
