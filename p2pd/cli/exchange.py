@@ -180,14 +180,10 @@ def cmd_receive(args: argparse.Namespace) -> int:
                   f"({counted(doc.counts.messages, 'message')}), SHA-256 verified → {escape(str(path))}")
     imported = None
     if args.do_import:
-        from p2pd.agents.importing import import_document, target_name
+        from p2pd.agents.importing import import_file, target_name
 
-        if outcome is not None:
-            from p2pd.conversation.document_io import read_document
-
-            doc = read_document(path)  # read back from the file written: the import needs the whole of it
-        with status(f"Importing into {target_name(args.agent)}…"):
-            result = import_document(doc, to=args.agent, cwd=args.cwd, same_account=args.same_account)
+        with status(f"Importing into {target_name(args.agent)}…"):  # the file written, read again as a stream
+            result, _ = import_file(path, to=args.agent, cwd=args.cwd, same_account=args.same_account)
         imported = import_json(result, args.agent)
         for w in result.warnings:
             err.print(f"[yellow]note[/]: {escape(w)}")

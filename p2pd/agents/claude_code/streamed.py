@@ -75,7 +75,8 @@ def _blocks(obj: dict[str, Any] | None) -> list[Any]:
     return content if isinstance(content, list) else []
 
 
-def _light(line: SourceLine) -> SourceLine:
+def light_line(line: SourceLine) -> SourceLine:
+    """What the line index keeps of a line (the keys the active chain, title, times and origin read)."""
     obj = line.obj
     if obj is None:
         value = line.value if not isinstance(line.value, list | dict) else type(line.value)()
@@ -125,7 +126,7 @@ def write_session(path: Path, write: Write, *, spool_dir: Path) -> StreamedSessi
         for line in iter_lines(path):
             if _team_marker(line):
                 raise NotStreamable(path)
-            index.append(_light(line))
+            index.append(light_line(line))
     require_lines(index, path)
     session_id = first_str(index, "sessionId") or path.stem
     active = set(active_chain(index))
