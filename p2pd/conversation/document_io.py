@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -87,13 +87,24 @@ def read_document(path: str | os.PathLike[str], *, max_size: int = DEFAULT_MAX_S
         raise InvalidInputError(f"{p} is a directory, not a conversation file")
     with p.open("rb") as fh:
         head = fh.read(len(blob.MAGIC))
+    from p2pd.blob.stream import check_file, iter_raw
+    from p2pd.conversation.stream_reader import read_whole
+
     if blob.is_blob(head):
-        raw = blob.read(p, max_raw_size=max_size)
+        check_file(p, max_raw_size=max_size)
+        pieces = iter_raw(p, max_raw_size=max_size)
     else:
         if size > max_size:
             raise TooLargeError(f"{p} is {size} bytes, over the {max_size}-byte limit")
-        raw = p.read_bytes()
-    return parse_document(raw, source=str(p))
+        pieces = _file_pieces(p)
+    with bulk_work():  # read as a stream: each element checked within the reader's limits, then kept
+        return read_whole(pieces, source=str(p))
+
+
+def _file_pieces(p: Path) -> Iterator[bytes]:
+    with p.open("rb") as fh:
+        while piece := fh.read(1 << 20):
+            yield piece
 
 
 def parse_document(raw: bytes, *, source: str = "input") -> ConversationDocument:

@@ -52,6 +52,7 @@ _FAST_LEVELS = 12
 _ELEMENT = _nested(_FAST_LEVELS)  # most elements are found in one call; the rest bracket by bracket
 
 _OPEN = frozenset(b"[{")
+_SCALAR_START = frozenset(b'"-0123456789tfnNI')
 _QUOTE, _COMMA = ord('"'), ord(",")
 _LBRACE, _RBRACE, _LBRACKET, _RBRACKET = (ord(c) for c in "{}[]")
 
@@ -61,12 +62,13 @@ SUB_ARRAYS = (b"messages", b"records")  # element arrays of each subagent object
 
 @dataclass(frozen=True)
 class Limits:
-    """What one document may hold. The defaults sit far above real sessions (a 200 MB session has ~20,000
-    messages; its largest line, a few screenshots, a few MB) and keep a hostile one within 512 MiB."""
+    """What one document may hold. The defaults sit above real sessions (a 200 MB session has ~110,000 lines,
+    ~45,000 messages; its largest line, a few screenshots, a few MB) and keep a hostile one within 512 MiB even
+    where a whole document is held (a tiny message is ~1.3 KB as a model)."""
 
     depth: int = 256  # JSON nesting, counted from the document's outermost bracket
-    messages: int = 500_000  # main and subagent messages together
-    elements: int = 2_000_000  # messages, records and tool results together
+    messages: int = 250_000  # main and subagent messages together
+    elements: int = 1_000_000  # messages, records and tool results together
     element_bytes: int = 64 << 20  # one element's JSON (so every part and string in it)
     element_values: int = 2_000_000  # JSON values in one element
     skeleton_bytes: int = 8 << 20  # everything outside the element arrays
@@ -122,6 +124,9 @@ class Scanner:
         self._elem_containers = 0
         self._str_resume = -1  # inside a string: where to go on scanning its body
         self.elements = 0
+        self._lines_before = 0  # newlines in the bytes let go
+        self._col_base = 0  # bytes let go since the last of them
+        self.element_at = 0  # where the element being handed out starts in the buffer
 
     # ------------------------------------------------------------------ feeding
     def feed(self, data: bytes) -> None:
@@ -150,6 +155,9 @@ class Scanner:
         elif self._array is None and len(self._skeleton) + len(self._buf) - keep > self.limits.skeleton_bytes:
             raise self._too_large(f"over {self.limits.skeleton_bytes} bytes outside its messages")
         if keep:
+            self._lines_before += self._buf.count(b"\n", 0, keep)
+            nl = self._buf.rfind(b"\n", 0, keep)
+            self._col_base = keep - nl - 1 if nl >= 0 else self._col_base + keep
             del self._buf[:keep]
             self._pos -= keep
             if self._elem_start >= 0:
@@ -174,7 +182,7 @@ class Scanner:
             if self._done:
                 end = _WS.match(buf, self._pos).end()  # type: ignore[union-attr]
                 if end < len(buf):
-                    raise self._not_json(f"more data after the document (byte {end})")
+                    raise self._not_json(f"more data after the document at {self.where(end)}")
                 self._pos = end
                 return
             progressed = self._in_array() if self._array is not None else self._in_skeleton()
@@ -277,7 +285,7 @@ class Scanner:
 
     def _close(self, is_object: bool, pos: int) -> None:
         if not self._stack or self._stack[-1].is_object != is_object:
-            raise self._not_json(f"a closing bracket that closes nothing open (byte {pos})")
+            raise self._not_json(f"a closing bracket that closes nothing open at {self.where(pos)}")
         frame = self._stack.pop()
         if not self._stack:
             self._done = True
@@ -301,11 +309,13 @@ class Scanner:
             return True  # the skeleton scan closes the array
         if self._after_element:
             if c != _COMMA:
-                raise self._not_json(f"a missing comma between two elements (byte {pos})")
+                raise self._not_json(f"a missing comma between two elements at {self.where(pos)}")
             self._after_element, self._after_comma = False, True
             self._pos = pos + 1
             return True
         if c not in _OPEN:
+            if c not in _SCALAR_START:
+                raise self._not_json(f"an unexpected character at {self.where(pos)}")
             raise InvalidInputError(f"wrong schema in {self.source}: an element of {self._where()} that is not "
                                     "an object")
         self._after_comma = False
@@ -367,6 +377,7 @@ class Scanner:
             raise self._too_large(f"more than {self.limits.elements} messages, records and tool results")
         assert self._array is not None
         key, sub = self._array
+        self.element_at = start
         self._on_element(key, sub, raw)
 
     def _where(self) -> str:
@@ -375,6 +386,15 @@ class Scanner:
         return f"$.subagents[{sub}].{key}" if sub is not None else f"$.{key}"
 
     # ------------------------------------------------------------------ errors
+    def where(self, pos: int, line_offset: int = 0, column: int = 0) -> str:
+        """``line L column C`` of a byte still in the buffer (plus a line and column counted from it)."""
+        line = self._lines_before + self._buf.count(b"\n", 0, pos) + 1
+        start = self._buf.rfind(b"\n", 0, pos)
+        col = pos - start if start >= 0 else self._col_base + pos + 1
+        if line_offset:
+            return f"line {line + line_offset} column {column}"
+        return f"line {line} column {col + max(column - 1, 0)}"
+
     def _not_json(self, what: str) -> InvalidInputError:
         return InvalidInputError(f"{self.source} is not JSON: {what}")
 

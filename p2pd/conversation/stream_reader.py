@@ -105,7 +105,7 @@ class DocumentReader:
         return DocumentSummary(document=doc, counts=self.counts)
 
     def _element(self, key: str, subagent: int | None, raw: bytes) -> None:
-        value = _parse(raw, self.source)
+        value = _parse(raw, self.source, self._scanner)
         slot = (key, subagent)
         index = self._index.get(slot, 0)
         self._index[slot] = index + 1
@@ -147,7 +147,7 @@ class DocumentReader:
             raise InvalidInputError(f"wrong schema in {self.source}: {detail}") from None
 
 
-def _parse(raw: bytes, source: str) -> Any:
+def _parse(raw: bytes, source: str, scanner: Scanner) -> Any:
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -158,7 +158,9 @@ def _parse(raw: bytes, source: str) -> Any:
         raise InvalidInputError(f"{source} is not UTF-8 text (an element's byte {exc.start}); not a "
                                 "conversation document") from None
     except json.JSONDecodeError as exc:
-        raise InvalidInputError(f"{source} is not JSON: {exc.msg} in an element") from None
+        at = scanner.where(scanner.element_at, exc.lineno - 1, exc.colno) if exc.lineno > 1 else \
+            scanner.where(scanner.element_at, 0, exc.colno)
+        raise InvalidInputError(f"{source} is not JSON: {exc.msg} at {at}") from None
 
 
 def read_stream(pieces: Iterable[bytes], *, source: str = "input", limits: Limits = DEFAULT_LIMITS,

@@ -146,7 +146,9 @@ def test_messages_inside_metadata_are_not_the_documents():
 
 @pytest.mark.parametrize("data, error, words", [
     (HEAD + b'"messages":[' + MSG + MSG + b"]}", InvalidInputError, "missing comma"),
-    (HEAD + b'"messages":[' + MSG + b",]}", InvalidInputError, "not an object"),
+    (HEAD + b'"messages":[' + MSG + b",]}", InvalidInputError, "unexpected character at line 1 column 183"),
+    (b'{"messages": [\n  ' + MSG + b',\n  {"b": 2 3}]}', InvalidInputError, "not JSON: .* at line 3 column 11"),
+    (b'{"messages": [\n  ' + MSG + b'\n  {"b": 2}]}', InvalidInputError, "missing comma .* line 3 column 3"),
     (HEAD + b'"messages":[1]}', InvalidInputError, "not an object"),
     (HEAD + b'"messages":[' + MSG + b"]}x", InvalidInputError, "more data after"),
     (HEAD + b'"messages":[' + MSG, InvalidInputError, "ends before"),
