@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -63,6 +64,37 @@ def document_pieces(path: Path, *, max_size: int | None = None) -> Iterator[byte
 
 
 Folder = str | os.PathLike[str] | None
+
+
+def is_document_file(path: str | os.PathLike[str]) -> bool:
+    """A conversation document (``.a2a.json``, a blob), not an agent's session file."""
+    return registry.detect_agent(Path(path)) is None
+
+
+def document_envelope(path: str | os.PathLike[str], *, copy_to: Path | None = None) -> ConversationDocument:
+    """A document file read as a stream (each element checked, within the reader's limits): its envelope, with
+    the counts of what it holds. ``copy_to``: a file that gets the document's JSON as it is read (decompressed
+    from a blob), removed if the document turns out invalid."""
+    from p2pd.conversation.stream_reader import DocumentReader
+
+    p = Path(path)
+    if not p.is_file():
+        raise NotFoundError(f"file not found: {p}")
+    reader = DocumentReader(source=str(p))
+    try:
+        with open(copy_to, "xb") if copy_to is not None else contextlib.nullcontext() as out:
+            for piece in document_pieces(p):
+                reader.feed(piece)
+                if out is not None:
+                    out.write(piece)
+        summary = reader.finish()
+    except BaseException:
+        if copy_to is not None:
+            copy_to.unlink(missing_ok=True)
+        raise
+    doc = summary.document
+    doc.counts = summary.counts
+    return doc
 
 
 def import_file(path: str | os.PathLike[str], *, to: str = DEFAULT_TARGET,

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import copy
 import os
 import re
 import shlex
@@ -144,15 +143,15 @@ def linearize_chain(chain: Iterable[dict[str, Any]], session_id: str, cwd: str, 
         ltype = obj.get("type")
         if ltype == "system" and obj.get("subtype") == "compact_boundary":
             yield from flush_pending()
-            yield emit(copy.deepcopy(obj))
+            yield emit(dict(obj))
             continue
         if ltype not in ("user", "assistant"):
             continue
         if message_problem(obj) is not None:
             stats.dropped_malformed += 1  # kept in the document; Claude Code cannot read it back
             continue
-        line = copy.deepcopy(obj)
-        msg = line["message"]
+        line = dict(obj)  # (only the line's and its message's own keys change: no deep copy)
+        msg = line["message"] = dict(line["message"])
         content = msg.get("content")
         if ltype == "assistant":
             mid = msg.get("id")
@@ -205,15 +204,15 @@ def _new_line(template: dict[str, Any], ltype: str, message: dict[str, Any]) -> 
 def _rewrite_sidecar(lines: Iterable[Any], session_id: str, cwd: str, keep_thinking: bool) -> Iterator[Any]:
     for value in lines:
         if isinstance(value, dict):
-            value = copy.deepcopy(value)
+            value = dict(value)  # (only its own keys and its message's content change: no deep copy)
             if "sessionId" in value:
                 value["sessionId"] = session_id
             if "cwd" in value:
                 value["cwd"] = cwd
             msg = value.get("message")
             if not keep_thinking and isinstance(msg, dict) and isinstance(msg.get("content"), list):
-                msg["content"] = [b for b in msg["content"]
-                                  if not (isinstance(b, dict) and b.get("type") in THINKING_TYPES)]
+                kept = [b for b in msg["content"] if not (isinstance(b, dict) and b.get("type") in THINKING_TYPES)]
+                value["message"] = {**msg, "content": kept}
         yield value
 
 
