@@ -25,7 +25,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ValidationError
 
-from p2pd.conversation.document_io import describe_validation_error, document_from_json, load_json
+from p2pd.conversation.document_json import describe_validation_error, document_from_json, load_json
 from p2pd.conversation.json_scan import DEFAULT_LIMITS, Limits, Scanner
 from p2pd.conversation.legacy import normalize_message
 from p2pd.conversation.model import ConversationDocument, Counts, Message, Record, SidecarFile, Subagent
