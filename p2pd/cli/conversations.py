@@ -185,15 +185,12 @@ def import_json(result: Any, agent: str) -> dict[str, Any]:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from p2pd.agents.importing import import_document, target_name
-    from p2pd.agents.sources import load_file
+    from p2pd.agents.importing import import_file, target_name
 
-    with status(f"Reading {escape(args.file)}…"):
-        doc = load_file(args.file)
     target = target_name(args.agent)
-    with status(f"Importing into {target}…"):
-        result = import_document(doc, to=args.agent, cwd=args.cwd, same_account=args.same_account,
-                                 dry_run=args.dry_run)
+    with status(f"Importing {escape(args.file)} into {target}…"):
+        result, doc = import_file(args.file, to=args.agent, cwd=args.cwd, same_account=args.same_account,
+                                  dry_run=args.dry_run)
     for w in result.warnings:
         err.print(f"[yellow]note[/]: {escape(w)}")
     verb = "Would import" if result.dry_run else "Imported"

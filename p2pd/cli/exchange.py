@@ -157,15 +157,30 @@ def cmd_receive(args: argparse.Namespace) -> int:
     out_dir, out_file = _output(args.output)
     outcome = None
     if args.file:
+        from p2pd.agents.importing import document_envelope, is_document_file
         from p2pd.agents.sources import load_file
         from p2pd.exchange.handover import fallback_file
 
-        with status(f"Reading {escape(args.file)}…"):
-            doc: Any = load_file(args.file)
         path = Path(args.file)
-        if out_file is not None or path.resolve().parent != out_dir.resolve():
-            with status("Writing the conversation document…"):
-                path = _place(fallback_file(doc, out_dir, pretty=args.pretty), out_file)
+        move = out_file is not None or path.resolve().parent != out_dir.resolve()
+        if is_document_file(path) and not args.pretty:  # read (and copied) as a stream, within the limits
+            with status(f"Reading {escape(args.file)}…"):
+                staged = out_dir / f".{path.name}.part" if move else None
+                if staged is not None:
+                    out_dir.mkdir(parents=True, exist_ok=True)
+                    staged.unlink(missing_ok=True)  # (what a killed run left)
+                doc: Any = document_envelope(path, copy_to=staged)
+            if staged is not None:
+                from p2pd.agents.sources import safe_file_stem
+                from p2pd.exchange.packing import place
+
+                path = _place(place(staged, out_dir, safe_file_stem(doc.context_id)), out_file)
+        else:
+            with status(f"Reading {escape(args.file)}…"):
+                doc = load_file(args.file)
+            if move:
+                with status("Writing the conversation document…"):
+                    path = _place(fallback_file(doc, out_dir, pretty=args.pretty), out_file)
         err.print(f"Read [bold]{shown(doc.title or doc.context_id)}[/] ({counted(doc.counts.messages, 'message')}) "
                   f"→ {escape(str(path))}")
     else:
@@ -180,14 +195,10 @@ def cmd_receive(args: argparse.Namespace) -> int:
                   f"({counted(doc.counts.messages, 'message')}), SHA-256 verified → {escape(str(path))}")
     imported = None
     if args.do_import:
-        from p2pd.agents.importing import import_document, target_name
+        from p2pd.agents.importing import import_file, target_name
 
-        if outcome is not None:
-            from p2pd.conversation.document_io import read_document
-
-            doc = read_document(path)  # read back from the file written: the import needs the whole of it
-        with status(f"Importing into {target_name(args.agent)}…"):
-            result = import_document(doc, to=args.agent, cwd=args.cwd, same_account=args.same_account)
+        with status(f"Importing into {target_name(args.agent)}…"):  # the file written, read again as a stream
+            result, _ = import_file(path, to=args.agent, cwd=args.cwd, same_account=args.same_account)
         imported = import_json(result, args.agent)
         for w in result.warnings:
             err.print(f"[yellow]note[/]: {escape(w)}")

@@ -15,15 +15,22 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from p2pd.blob import container as blob
-from p2pd.conversation.legacy import normalize_message
-from p2pd.conversation.model import FORMAT_NAME, FORMAT_VERSION, ConversationDocument, Message, Origin
+from p2pd.conversation.document_json import (
+    MAX_DEPTH,
+    check_depth,
+    describe_validation_error,
+    document_from_json,
+    json_path,
+    load_json,
+    message_from_json,
+    too_deep,
+)
+from p2pd.conversation.model import ConversationDocument
 from p2pd.errors import InvalidInputError, NotFoundError, TooLargeError
 from p2pd.support.atomic import atomic_write_bytes
 from p2pd.support.gcpause import bulk_work
@@ -34,9 +41,9 @@ except ImportError:  # pragma: no cover - a dependency; ``json`` alone gives the
     orjson = None  # type: ignore[assignment, unused-ignore]
 
 DEFAULT_MAX_SIZE = blob.DEFAULT_MAX_RAW_SIZE
-# JSON nesting a conversation document may have: real ones stay far below (tool arguments included); deeper
-# input is refused before anything recursive (normalization, pydantic) walks it.
-MAX_DEPTH = 256
+__all__ = ["DEFAULT_MAX_SIZE", "MAX_DEPTH", "check_depth", "compact_json", "describe_validation_error",
+           "document_from_json", "dumps", "escape_lone_surrogates", "json_path", "load_json", "message_from_json",
+           "parse_document", "read_document", "to_blob", "too_deep", "write_document"]
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -87,13 +94,24 @@ def read_document(path: str | os.PathLike[str], *, max_size: int = DEFAULT_MAX_S
         raise InvalidInputError(f"{p} is a directory, not a conversation file")
     with p.open("rb") as fh:
         head = fh.read(len(blob.MAGIC))
+    from p2pd.blob.stream import check_file, iter_raw
+    from p2pd.conversation.stream_reader import read_whole
+
     if blob.is_blob(head):
-        raw = blob.read(p, max_raw_size=max_size)
+        check_file(p, max_raw_size=max_size)
+        pieces = iter_raw(p, max_raw_size=max_size)
     else:
         if size > max_size:
             raise TooLargeError(f"{p} is {size} bytes, over the {max_size}-byte limit")
-        raw = p.read_bytes()
-    return parse_document(raw, source=str(p))
+        pieces = _file_pieces(p)
+    with bulk_work():  # read as a stream: each element checked within the reader's limits, then kept
+        return read_whole(pieces, source=str(p))
+
+
+def _file_pieces(p: Path) -> Iterator[bytes]:
+    with p.open("rb") as fh:
+        while piece := fh.read(1 << 20):
+            yield piece
 
 
 def parse_document(raw: bytes, *, source: str = "input") -> ConversationDocument:
@@ -102,132 +120,4 @@ def parse_document(raw: bytes, *, source: str = "input") -> ConversationDocument
         try:
             return document_from_json(data, source=source)
         except RecursionError:  # pragma: no cover - check_depth keeps validation well inside the stack
-            raise _too_deep(source) from None
-
-
-def load_json(raw: bytes, source: str) -> Any:
-    """Parse JSON text (orjson, else ``json`` for what orjson refuses) and refuse nesting past MAX_DEPTH."""
-    if orjson is not None:
-        try:
-            data = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            pass  # json says what is wrong (or reads what orjson does not: NaN, lone surrogate escapes)
-        else:
-            check_depth(data, source=source)
-            return data
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InvalidInputError(f"{source} is not UTF-8 text (byte {exc.start}); not a conversation document") \
-            from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidInputError(f"{source} is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") \
-            from None
-    except RecursionError:  # the C decoder's own guard, far past MAX_DEPTH
-        raise _too_deep(source) from None
-    check_depth(data, source=source)
-    return data
-
-
-def _too_deep(source: str) -> InvalidInputError:
-    return InvalidInputError(f"{source} nests JSON deeper than {MAX_DEPTH} levels; not a conversation document")
-
-
-def check_depth(data: Any, *, source: str = "input", limit: int | None = None) -> None:
-    """Refuse JSON nested deeper than ``limit`` (MAX_DEPTH) levels, without recursing (a hostile document must
-    give one clear error, not a RecursionError from whatever walks it next)."""
-    limit = MAX_DEPTH if limit is None else limit
-    stack: list[tuple[Any, int]] = [(data, 1)]
-    while stack:
-        value, depth = stack.pop()
-        if depth > limit:
-            raise _too_deep(source)
-        if isinstance(value, dict):
-            stack.extend((v, depth + 1) for v in value.values() if isinstance(v, dict | list))
-        elif isinstance(value, list):
-            stack.extend((v, depth + 1) for v in value if isinstance(v, dict | list))
-
-
-def document_from_json(data: Any, *, source: str = "input") -> ConversationDocument:
-    """Accept a p2pd document, a bare list of A2A messages (1.0 or 0.3), or ``{"messages": [...]}``."""
-    if isinstance(data, list):
-        data = {"messages": data}
-    if not isinstance(data, dict):
-        raise InvalidInputError(f"wrong schema in {source} at $: expected a JSON object or an array of messages, "
-                                f"found {type(data).__name__}")
-    fmt = data.get("format")
-    if fmt is None and not isinstance(data.get("messages"), list):  # any other JSON is not a conversation
-        raise InvalidInputError(f"{source} is not a conversation document: it has neither \"format\": "
-                                f"\"{FORMAT_NAME}\" nor a list of messages (export one with `p2pd export`)")
-    if fmt is not None and fmt != FORMAT_NAME:
-        raise InvalidInputError(f"wrong schema in {source} at $.format: expected {FORMAT_NAME!r}, found {fmt!r}")
-    version = data.get("formatVersion", FORMAT_VERSION)
-    if isinstance(version, int) and version > FORMAT_VERSION:
-        raise InvalidInputError(f"{source} uses conversation format version {version}; this p2pd reads up to "
-                                f"{FORMAT_VERSION} — upgrade p2pd")
-    data = _normalized(data)
-    if fmt is None:
-        data = _wrap_plain_messages(data)
-    try:
-        return ConversationDocument.model_validate(data)
-    except ValidationError as exc:
-        raise InvalidInputError(f"wrong schema in {source}: {describe_validation_error(exc)}") from None
-
-
-def _normalized(data: dict[str, Any]) -> dict[str, Any]:
-    out = dict(data)
-    if isinstance(out.get("messages"), list):
-        out["messages"] = [normalize_message(m) for m in out["messages"]]
-    if isinstance(out.get("subagents"), list):
-        subs = []
-        for sub in out["subagents"]:
-            if isinstance(sub, dict) and isinstance(sub.get("messages"), list):
-                sub = {**sub, "messages": [normalize_message(m) for m in sub["messages"]]}
-            subs.append(sub)
-        out["subagents"] = subs
-    return out
-
-
-def _wrap_plain_messages(data: dict[str, Any]) -> dict[str, Any]:
-    """A bare A2A conversation from another tool: give it the document envelope."""
-    messages = data.get("messages")
-    context = None
-    if isinstance(messages, list) and messages and isinstance(messages[0], dict):
-        context = messages[0].get("contextId")
-    wrapped: dict[str, Any] = {
-        "contextId": data.get("contextId") or context or "unknown",
-        "createdAt": data.get("createdAt") or "",
-        "origin": data.get("origin") or Origin(platform="a2a").to_json_dict(),
-        "title": data.get("title") or "",
-        "messages": messages if messages is not None else [],
-    }
-    return wrapped
-
-
-def describe_validation_error(exc: ValidationError, limit: int = 3) -> str:
-    """``at $.messages[3].parts[0]: a part holds exactly one of …`` for the first few errors."""
-    parts = []
-    for err in exc.errors()[:limit]:
-        parts.append(f"at {json_path(err['loc'])}: {err['msg']}")
-    more = len(exc.errors()) - limit
-    if more > 0:
-        parts.append(f"and {more} more")
-    return "; ".join(parts)
-
-
-def json_path(loc: Sequence[int | str]) -> str:
-    out = "$"
-    for item in loc:
-        if isinstance(item, int):
-            out += f"[{item}]"
-        elif item in ("function-after[_exactly_one_content()]", "function-before[_data_may_be_json_null()]"):
-            continue
-        else:
-            out += f".{item}"
-    return out
-
-
-def message_from_json(data: Any) -> Message:
-    return Message.model_validate(normalize_message(data))
+            raise too_deep(source) from None

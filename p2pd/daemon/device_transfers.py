@@ -248,11 +248,11 @@ class DeviceTransfers:
 
 def readable_blob(path: Path, max_size: int | None = None) -> None:
     """The receive side's check before a verified blob is kept: it must parse as a conversation."""
-    from p2pd.blob import container as blob
-    from p2pd.conversation.document_io import parse_document
+    from p2pd.blob.stream import iter_raw
+    from p2pd.conversation.stream_reader import read_stream
 
-    raw = blob.read(path) if max_size is None else blob.read(path, max_raw_size=max_size)
-    parse_document(raw, source="the received conversation")
+    pieces = iter_raw(path) if max_size is None else iter_raw(path, max_raw_size=max_size)
+    read_stream(pieces, source="the received conversation")  # as a stream: within the reader's limits
 
 
 def _forget(table: dict[str, Any], key: str, _task: object) -> None:

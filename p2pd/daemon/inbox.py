@@ -14,8 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from p2pd.blob import container as blob
-from p2pd.conversation.document_io import parse_document, read_document
+from p2pd.conversation.document_io import read_document
 from p2pd.conversation.model import ConversationDocument
 from p2pd.daemon.devices import Device
 from p2pd.daemon.handoffs import package_of
@@ -49,13 +48,29 @@ class Inbox:
         """File a verified blob from a paired device in the inbox; returns the entry and the handoff package in
         the document. ``handoff_id``: the handoff this daemon was granted (the document's own package id is not
         trusted: a tag counts only for a handoff this daemon accepted)."""
-        from p2pd.exchange.handover import fallback_file
-
         def file_it() -> tuple[ConversationDocument, Path, str]:
-            raw = blob_path.read_bytes()
-            digest = blob.BlobHeader.unpack(raw).sha256.hex()
-            doc = parse_document(blob.decode(raw), source=f"the conversation from {device.name}")
-            path = fallback_file(doc, self.home.inbox)
+            from p2pd.agents.sources import safe_file_stem
+            from p2pd.blob.stream import check_file, iter_raw
+            from p2pd.conversation.stream_reader import DocumentReader
+            from p2pd.exchange.packing import place
+
+            digest = check_file(blob_path).sha256.hex()
+            # read as a stream (each element checked, within the reader's limits) while it is copied to the inbox
+            reader = DocumentReader(source=f"the conversation from {device.name}")
+            self.home.inbox.mkdir(parents=True, exist_ok=True)
+            staged = self.home.inbox / f".{blob_path.name}.part"
+            try:
+                with staged.open("wb") as out:
+                    for piece in iter_raw(blob_path):
+                        reader.feed(piece)
+                        out.write(piece)
+                summary = reader.finish()
+                doc = summary.document
+                doc.counts = summary.counts
+                path = place(staged, self.home.inbox, safe_file_stem(doc.context_id))
+            except BaseException:
+                staged.unlink(missing_ok=True)
+                raise
             os.unlink(blob_path)
             return doc, path, digest
 
@@ -81,17 +96,26 @@ class Inbox:
     async def import_(self, inbox_id: str, *, to: str = "claude-code", cwd: str | None = None,
                       same_account: bool = False) -> dict[str, Any]:
         """Import a received conversation; returns the session id, file and the resume command."""
-        from p2pd.agents.importing import import_document
+        from p2pd.agents.importing import import_file
 
         row = await asyncio.to_thread(self.store.get_inbox, inbox_id)
-        doc = await asyncio.to_thread(read_document, row.document_path)
-        folder = cwd or _resume_folder(doc)
-        if folder is None:
-            raise InvalidInputError("say which project folder to resume in (cwd): the conversation's own folder "
-                                    "does not exist on this machine")
-        if not Path(folder).is_dir():
-            raise NotFoundError(f"the folder to resume in does not exist: {folder}")
-        result = await asyncio.to_thread(import_document, doc, to=to, cwd=folder, same_account=same_account)
+
+        chosen: list[str] = []
+
+        def where(doc: ConversationDocument) -> str:
+            folder = cwd or _resume_folder(doc)
+            if folder is None:
+                raise InvalidInputError("say which project folder to resume in (cwd): the conversation's own "
+                                        "folder does not exist on this machine")
+            if not Path(folder).is_dir():
+                raise NotFoundError(f"the folder to resume in does not exist: {folder}")
+            chosen.append(folder)
+            return folder
+
+        # read as a stream into a spool beside the inbox: memory does not grow with the session
+        result, _ = await asyncio.to_thread(import_file, row.document_path, to=to, cwd=where,
+                                            same_account=same_account, spool_dir=self.home.inbox)
+        folder = chosen[0]
         out = {"to": to, "session_id": result.session_id, "path": str(result.path), "cwd": folder,
                "lines": result.lines, "warnings": list(result.warnings), "resume_command": result.resume_command}
         await asyncio.to_thread(self.store.mark_imported, inbox_id, out)

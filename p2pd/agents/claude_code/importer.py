@@ -23,24 +23,25 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import copy
 import os
 import re
 import shlex
 import shutil
 import tempfile
 import uuid
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from p2pd.agents.claude_code.paths import config_dir, project_dir_for, projects_dir
-from p2pd.agents.claude_code.restore import has_claude_code_source, restore_transcript
+from p2pd.agents.claude_code.restore import restore_message_lines, restore_transcript, source_lines
 from p2pd.agents.claude_code.synthesize import synthesize_lines
 from p2pd.agents.claude_code.transcript import active_chain, message_problem
 from p2pd.agents.jsonl import SourceLine, dumps_line
 from p2pd.agents.spec import Note, NoteKind
-from p2pd.conversation.model import ConversationDocument, Transcript
+from p2pd.agents.spooled import DocumentSource, MemorySource
+from p2pd.conversation.model import ConversationDocument, Message, Transcript
 from p2pd.errors import Cause, ConflictError, InvalidInputError, P2pdError
 from p2pd.support import staging
 from p2pd.support.atomic import fsync_dir
@@ -83,45 +84,79 @@ def source_objects(transcript: Transcript) -> list[SourceLine]:
 def linearize(lines: list[SourceLine], session_id: str, cwd: str, *, keep_thinking: bool,
               result: ImportResult | None = None) -> list[dict[str, Any]]:
     """The active branch of ``lines`` as a resumable, strictly linear list of new line objects."""
-    stats = result or ImportResult(session_id, Path(), cwd, 0)
     by_n = {ln.n: ln for ln in lines}
-    chain = [by_n[n] for n in active_chain(lines) if n in by_n]
-    out: list[dict[str, Any]] = []
+    chain = (by_n[n].obj for n in active_chain(lines) if n in by_n)
+    return list(linearize_chain((o for o in chain if o is not None), session_id, cwd, keep_thinking=keep_thinking,
+                                result=result))
+
+
+def linearize_chain(chain: Iterable[dict[str, Any]], session_id: str, cwd: str, *, keep_thinking: bool,
+                    result: ImportResult | None = None) -> Iterator[dict[str, Any]]:
+    """The lines of an active chain (root first), one by one, as a resumable, strictly linear session: fresh
+    uuids, each line's parent the one before it, this session and this cwd on every line. A
+    ``sourceToolAssistantUUID`` is mapped to the new id of the line it names (always an earlier one), or
+    dropped."""
+    stats = result or ImportResult(session_id, Path(), cwd, 0)
     pending: dict[str, dict[str, Any]] = {}  # tool_use id -> the assistant line that asked
     id_map: dict[str, str] = {}
     last_response_id: str | None = None
+    prev: str | None = None
 
-    def flush_pending() -> None:
+    def emit(line: dict[str, Any]) -> dict[str, Any]:
+        nonlocal prev
+        old = line.get("uuid")
+        new = str(uuid.uuid4())
+        if isinstance(old, str):
+            id_map[old] = new
+        line["uuid"] = new
+        line["sessionId"] = session_id
+        line["cwd"] = cwd
+        line["isSidechain"] = False
+        if line.get("type") == "system" and line.get("subtype") == "compact_boundary":
+            line["parentUuid"] = None
+            if prev is not None:
+                line["logicalParentUuid"] = prev
+            else:
+                line.pop("logicalParentUuid", None)
+        else:
+            line["parentUuid"] = prev
+        src = line.get("sourceToolAssistantUUID")
+        if isinstance(src, str):
+            if src in id_map:
+                line["sourceToolAssistantUUID"] = id_map[src]
+            else:
+                line.pop("sourceToolAssistantUUID")
+        prev = new
+        return line
+
+    def flush_pending() -> Iterator[dict[str, Any]]:
         if not pending:
             return
         blocks = [{"type": "tool_result", "tool_use_id": tid, "content": MISSING_RESULT, "is_error": True}
                   for tid in pending]
         stats.synthesized_results += len(blocks)
         template = next(iter(pending.values()))
-        out.append(_new_line(template, "user", {"role": "user", "content": blocks}))
         pending.clear()
+        yield emit(_new_line(template, "user", {"role": "user", "content": blocks}))
 
-    for ln in chain:
-        obj = ln.obj
-        if obj is None:
-            continue
+    for obj in chain:
         ltype = obj.get("type")
         if ltype == "system" and obj.get("subtype") == "compact_boundary":
-            flush_pending()
-            out.append(copy.deepcopy(obj))
+            yield from flush_pending()
+            yield emit(dict(obj))
             continue
         if ltype not in ("user", "assistant"):
             continue
         if message_problem(obj) is not None:
             stats.dropped_malformed += 1  # kept in the document; Claude Code cannot read it back
             continue
-        line = copy.deepcopy(obj)
-        msg = line["message"]
+        line = dict(obj)  # (only the line's and its message's own keys change: no deep copy)
+        msg = line["message"] = dict(line["message"])
         content = msg.get("content")
         if ltype == "assistant":
             mid = msg.get("id")
             if pending and mid != last_response_id:
-                flush_pending()
+                yield from flush_pending()
             last_response_id = mid if isinstance(mid, str) else None
             if isinstance(content, list):
                 kept = []
@@ -150,41 +185,12 @@ def linearize(lines: list[SourceLine], session_id: str, cwd: str, *, keep_thinki
                     continue
                 has_results = any(isinstance(b, dict) and b.get("type") == "tool_result" for b in kept)
                 if not has_results:
-                    flush_pending()
+                    yield from flush_pending()
                 msg["content"] = kept
             else:
-                flush_pending()
-        out.append(line)
-    flush_pending()
-
-    # Fresh ids, a strictly linear chain, this session and this cwd on every line.
-    prev: str | None = None
-    for line in out:
-        old = line.get("uuid")
-        new = str(uuid.uuid4())
-        if isinstance(old, str):
-            id_map[old] = new
-        line["uuid"] = new
-        line["sessionId"] = session_id
-        line["cwd"] = cwd
-        line["isSidechain"] = False
-        if line.get("type") == "system" and line.get("subtype") == "compact_boundary":
-            line["parentUuid"] = None
-            if prev is not None:
-                line["logicalParentUuid"] = prev
-            else:
-                line.pop("logicalParentUuid", None)
-        else:
-            line["parentUuid"] = prev
-        prev = new
-    for line in out:
-        src = line.get("sourceToolAssistantUUID")
-        if isinstance(src, str):
-            if src in id_map:
-                line["sourceToolAssistantUUID"] = id_map[src]
-            else:
-                line.pop("sourceToolAssistantUUID")
-    return out
+                yield from flush_pending()
+        yield emit(line)
+    yield from flush_pending()
 
 
 def _new_line(template: dict[str, Any], ltype: str, message: dict[str, Any]) -> dict[str, Any]:
@@ -195,27 +201,24 @@ def _new_line(template: dict[str, Any], ltype: str, message: dict[str, Any]) -> 
     return line
 
 
-def _rewrite_sidecar(lines: list[Any], session_id: str, cwd: str, keep_thinking: bool) -> list[Any]:
-    out = []
+def _rewrite_sidecar(lines: Iterable[Any], session_id: str, cwd: str, keep_thinking: bool) -> Iterator[Any]:
     for value in lines:
         if isinstance(value, dict):
-            value = copy.deepcopy(value)
+            value = dict(value)  # (only its own keys and its message's content change: no deep copy)
             if "sessionId" in value:
                 value["sessionId"] = session_id
             if "cwd" in value:
                 value["cwd"] = cwd
             msg = value.get("message")
             if not keep_thinking and isinstance(msg, dict) and isinstance(msg.get("content"), list):
-                msg["content"] = [b for b in msg["content"]
-                                  if not (isinstance(b, dict) and b.get("type") in THINKING_TYPES)]
-        out.append(value)
-    return out
+                kept = [b for b in msg["content"] if not (isinstance(b, dict) and b.get("type") in THINKING_TYPES)]
+                value["message"] = {**msg, "content": kept}
+        yield value
 
 
-def _jsonl(values: list[Any]) -> bytes:
-    return "".join(
-        (v if isinstance(v, str) else dumps_line(v)) + "\n"
-        for v in values).encode("utf-8", errors="surrogateescape")
+def _jsonl(values: Iterable[Any]) -> Iterator[bytes]:
+    for v in values:
+        yield ((v if isinstance(v, str) else dumps_line(v)) + "\n").encode("utf-8", errors="surrogateescape")
 
 
 def _inside(base: Path, rel: str) -> Path:
@@ -227,9 +230,23 @@ def _inside(base: Path, rel: str) -> Path:
     return target
 
 
-def import_to_claude_code(doc: ConversationDocument, *, cwd: str | os.PathLike[str] | None = None,
-                          config: Path | None = None, same_account: bool = False,
-                          dry_run: bool = False, session_id: str | None = None) -> ImportResult:
+def restore_lines(message: Message) -> list[tuple[int, dict[str, Any]]] | None:
+    """A message's Claude Code source lines, or None when it carries none."""
+    return restore_message_lines(message) if source_lines(message) is not None else None
+
+
+def import_to_claude_code(doc: ConversationDocument, **kwargs: Any) -> ImportResult:
+    """Import a document held in memory (see :func:`import_source` for the arguments)."""
+    return import_source(MemorySource(doc, restore_lines), **kwargs)
+
+
+def import_source(src: DocumentSource, *, cwd: str | os.PathLike[str] | None = None, config: Path | None = None,
+                  same_account: bool = False, dry_run: bool = False,
+                  session_id: str | None = None) -> ImportResult:
+    """Import a conversation read from ``src`` (in memory, or spooled from a stream): the session's files are
+    made one line at a time into the staging folder, so memory holds the active chain's index, not the
+    session."""
+    doc = src.document
     target_cwd = os.path.realpath(os.fspath(cwd) if cwd is not None else os.getcwd())
     cfg = config or config_dir()
     projects = (cfg / "projects").resolve() if cfg.exists() else (cfg / "projects")
@@ -242,20 +259,72 @@ def import_to_claude_code(doc: ConversationDocument, *, cwd: str | os.PathLike[s
         raise ConflictError(f"a session {new_id} already exists at {path}; not overwriting it")
     result = ImportResult(new_id, path, target_cwd, 0, dry_run=dry_run)
 
-    main = doc.main_transcript()
-    if has_claude_code_source(main):
-        lines = linearize(source_objects(main), new_id, target_cwd, keep_thinking=same_account, result=result)
+    if src.restored:
+        lines = linearize_chain(_chain(src), new_id, target_cwd, keep_thinking=same_account, result=result)
     else:
-        synthesized = synthesize_lines(doc, new_id, target_cwd)
-        src = [SourceLine(i + 1, "", value=v) for i, v in enumerate(synthesized)]
-        for i in range(1, len(synthesized)):
-            synthesized[i]["parentUuid"] = synthesized[i - 1]["uuid"]
-        lines = linearize(src, new_id, target_cwd, keep_thinking=same_account, result=result)
+        synthesized = synthesize_lines(src.messages(), src.message_count(), doc.origin.git_branch, new_id,
+                                       target_cwd)
+        lines = linearize_chain(synthesized, new_id, target_cwd, keep_thinking=same_account, result=result)
         result.warnings.append(Note(NoteKind.REBUILT, f"this conversation comes from {doc.origin.platform}: its "
                                                       "turns were rebuilt as Claude Code messages"))
-    if not lines:
+    writes: list[tuple[Path, Iterable[bytes]]] = [(path, _main_file(lines, result))]
+    session_folder = project_dir / new_id
+    for i, sub in enumerate(src.subagents):
+        target = _inside(session_folder, f"subagents/{sub.file_name}")
+        values = (v for _, v in src.subagent_lines(i))
+        writes.append((target, _jsonl(_rewrite_sidecar(values, new_id, target_cwd, same_account))))
+        result.subagent_files.append(target)
+        if sub.meta is not None:
+            writes.append((target.with_name(target.stem + ".meta.json"), [dumps_line(sub.meta).encode("utf-8")]))
+    files = _tool_results(src, session_folder, result)
+
+    if dry_run:
+        for _, data in writes:
+            for _ in data:
+                pass
+        for _ in files:
+            pass
+    else:
+        try:
+            _write_staged(project_dir, new_id, writes, files)
+        except OSError as exc:
+            raise P2pdError(f"cannot write the session into {project_dir}: {exc.strerror or exc}",
+                            cause=Cause.STORAGE) from None
+    _warn(result, tool_results=bool(result.tool_result_files))
+    return result
+
+
+def _chain(src: DocumentSource) -> Iterator[dict[str, Any]]:
+    """The active chain's lines, root first: an index of the main lines (only the keys the chain reads) picks
+    them, then they are read again in line order (the chain is in line order)."""
+    from p2pd.agents.claude_code.streamed import light_line
+
+    index = [light_line(SourceLine(n, "", value=v)) for n, v in src.main_lines() if isinstance(v, dict)]
+    chain = set(active_chain(index))
+    del index
+    taken: set[int] = set()
+    for n, v in src.main_lines():
+        if n in chain and isinstance(v, dict) and n not in taken:
+            taken.add(n)
+            yield v
+
+
+def _main_file(lines: Iterable[dict[str, Any]], result: ImportResult) -> Iterator[bytes]:
+    for line in lines:
+        result.lines += 1
+        yield (dumps_line(line) + "\n").encode("utf-8", errors="surrogateescape")
+    if not result.lines:
         raise InvalidInputError("the conversation has no messages to import")
-    result.lines = len(lines)
+
+
+def _tool_results(src: DocumentSource, session_folder: Path, result: ImportResult) -> Iterator[tuple[Path, bytes]]:
+    for tr in src.tool_results():
+        target = _inside(session_folder, f"tool-results/{tr.name}")
+        result.tool_result_files.append(target)
+        yield target, tr.text.encode("utf-8") if tr.text is not None else base64.b64decode(tr.raw or "")
+
+
+def _warn(result: ImportResult, *, tool_results: bool) -> None:
     if result.dropped_thinking:
         dropped = counted(result.dropped_thinking, "thinking block")
         result.warnings.append(Note(NoteKind.DROPPED, f"dropped {dropped} (signed by the original account; use "
@@ -268,40 +337,25 @@ def import_to_claude_code(doc: ConversationDocument, *, cwd: str | os.PathLike[s
         calls = counted(result.synthesized_results, "tool call")
         result.warnings.append(Note(NoteKind.REPAIRED, f"{calls} had no recorded result; they were answered with "
                                                        "an explicit error"))
-
-    writes: list[tuple[Path, bytes]] = [(path, _jsonl(lines))]
-    session_folder = project_dir / new_id
-    for sub in doc.subagents:
-        rel = f"subagents/{sub.file_name}"
-        target = _inside(session_folder, rel)
-        values = [v for _, v in restore_transcript(sub)]
-        writes.append((target, _jsonl(_rewrite_sidecar(values, new_id, target_cwd, same_account))))
-        result.subagent_files.append(target)
-        if sub.meta is not None:
-            meta_target = target.with_name(target.stem + ".meta.json")
-            writes.append((meta_target, dumps_line(sub.meta).encode("utf-8")))
-    for tr in doc.tool_results:
-        target = _inside(session_folder, f"tool-results/{tr.name}")
-        data = tr.text.encode("utf-8") if tr.text is not None else base64.b64decode(tr.raw or "")
-        writes.append((target, data))
-        result.tool_result_files.append(target)
-    if doc.tool_results:
+    if tool_results:
         result.warnings.append(Note(NoteKind.LOCATION, "tool outputs saved to files are copied, but the "
                                                        "conversation still names them by their path on the "
                                                        "original machine"))
 
-    if dry_run:
-        return result
-    try:
-        _write_staged(project_dir, new_id, writes)
-    except OSError as exc:
-        raise P2pdError(f"cannot write the session into {project_dir}: {exc.strerror or exc}",
-                        cause=Cause.STORAGE) from None
-    return result
+
+def _write_file(staged: Path, data: Iterable[bytes]) -> None:
+    staged.parent.mkdir(parents=True, exist_ok=True)
+    with open(staged, "xb") as fh:
+        for piece in data:
+            fh.write(piece)
+        fh.flush()
+        os.fsync(fh.fileno())
 
 
-def _write_staged(project_dir: Path, new_id: str, writes: list[tuple[Path, bytes]]) -> None:
-    """Write the whole session tree (main file, subagents, tool results) in a staging folder beside its place,
+def _write_staged(project_dir: Path, new_id: str, writes: list[tuple[Path, Iterable[bytes]]],
+                  files: Iterable[tuple[Path, bytes]] = ()) -> None:
+    """Write the whole session tree (main file, subagents, tool results; each made piece by piece as it is
+    written) in a staging folder beside its place,
     then move it in: the session folder first, the main file last, so Claude Code never sees a session whose
     main file is there but whose subagents are not. A failure (or a kill) leaves only the staging folder,
     which is removed on failure."""
@@ -315,12 +369,9 @@ def _write_staged(project_dir: Path, new_id: str, writes: list[tuple[Path, bytes
     moved_folder = False
     try:
         for target, data in writes:
-            staged = stage / target.relative_to(project_dir)
-            staged.parent.mkdir(parents=True, exist_ok=True)
-            with open(staged, "xb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
+            _write_file(stage / target.relative_to(project_dir), data)
+        for target, content in files:
+            _write_file(stage / target.relative_to(project_dir), [content])
         if (stage / new_id).exists():
             os.rename(stage / new_id, folder)  # fails if the folder appeared meanwhile
             moved_folder = True

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,18 +76,41 @@ def _blocks(obj: dict[str, Any] | None) -> list[Any]:
     return content if isinstance(content, list) else []
 
 
-def _light(line: SourceLine) -> SourceLine:
+_REPEATED = frozenset({"type", "sessionId", "cwd", "gitBranch", "version", "teamName", "isSidechain", "isMeta"})
+_BLOCKS: dict[Any, dict[str, Any]] = {}  # one shared object for every id-less block of a type (read only)
+
+
+def _shared(value: Any) -> Any:
+    """One object for the values most lines repeat (session id, cwd, version…): the index keeps each once."""
+    return sys.intern(value) if isinstance(value, str) else value
+
+
+def _light_block(block: dict[str, Any]) -> dict[str, Any]:
+    kind = block.get("type")
+    if "id" not in block and "tool_use_id" not in block:
+        key = kind if isinstance(kind, str) or kind is None else repr(kind)
+        shared = _BLOCKS.get(key)
+        if shared is None:
+            shared = _BLOCKS.setdefault(key, {"type": kind} if "type" in block else {})
+        return shared
+    light: dict[str, Any] = {k: block[k] for k in ("type", "id", "tool_use_id") if k in block}
+    if isinstance(kind, str):
+        light["type"] = sys.intern(kind)
+    return light
+
+
+def light_line(line: SourceLine) -> SourceLine:
+    """What the line index keeps of a line (the keys the active chain, title, times and origin read)."""
     obj = line.obj
     if obj is None:
         value = line.value if not isinstance(line.value, list | dict) else type(line.value)()
         return SourceLine(line.n, "" if line.text.strip() else line.text, value=value, error=line.error)
-    light: dict[str, Any] = {k: obj[k] for k in _KEEP if k in obj}
+    light: dict[str, Any] = {k: _shared(obj[k]) if k in _REPEATED else obj[k] for k in _KEEP if k in obj}
     msg = obj.get("message")
     if isinstance(msg, dict):
         content = msg.get("content")
         if isinstance(content, list):
-            content = [{k: b[k] for k in ("type", "id", "tool_use_id") if k in b} if isinstance(b, dict) else None
-                       for b in content]
+            content = [_light_block(b) if isinstance(b, dict) else None for b in content]
         elif isinstance(content, str):
             content = ""
         light["message"] = {k: v for k, v in (("id", msg.get("id")), ("content", content)) if k in msg}
@@ -125,7 +149,7 @@ def write_session(path: Path, write: Write, *, spool_dir: Path) -> StreamedSessi
         for line in iter_lines(path):
             if _team_marker(line):
                 raise NotStreamable(path)
-            index.append(_light(line))
+            index.append(light_line(line))
     require_lines(index, path)
     session_id = first_str(index, "sessionId") or path.stem
     active = set(active_chain(index))

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from p2pd.agents.spec import moved_images_note
 from p2pd.conversation import media_types as mt
-from p2pd.conversation.model import ConversationDocument, Message, Part, Role
+from p2pd.conversation.model import Message, Part, Role
 
 SYNTH_VERSION = "2.1.39"
 # Claude Code restores each message's model as the session model and warns on a name it does not know (another
@@ -57,13 +58,16 @@ def part_to_blocks(part: Part, role: Role) -> list[dict[str, Any]]:
     return [_text(f"```json\n{json.dumps(data, ensure_ascii=False, indent=1)}\n```")]
 
 
-def synthesize_lines(doc: ConversationDocument, session_id: str, cwd: str) -> list[dict[str, Any]]:
-    """Claude Code lines for a conversation without Claude Code source data (one line per message)."""
-    start = datetime.now(UTC) - timedelta(seconds=len(doc.messages) + 1)
-    out: list[dict[str, Any]] = []
+def synthesize_lines(messages: Iterable[Message], count: int, git_branch: str | None, session_id: str,
+                     cwd: str) -> Iterator[dict[str, Any]]:
+    """Claude Code lines, one by one, for a conversation without Claude Code source data (one line per active
+    message of the ``count`` messages), linked into one chain."""
+    start = datetime.now(UTC) - timedelta(seconds=count + 1)
     carried: list[dict[str, Any]] = []  # images of agent turns, for the next user line (the API takes them there)
     ts = _stamp(start)
-    for i, m in enumerate(doc.active_messages()):
+    prev: str | None = None
+    active = (m for m in messages if m.p2pd.get("active", True))
+    for i, m in enumerate(active):
         blocks: list[dict[str, Any]] = []
         for p in m.parts:
             blocks.extend(part_to_blocks(p, m.role))
@@ -77,8 +81,8 @@ def synthesize_lines(doc: ConversationDocument, session_id: str, cwd: str) -> li
             continue
         ts = _stamp(start + timedelta(seconds=i))
         line: dict[str, Any] = {
-            "parentUuid": None, "isSidechain": False, "userType": "external", "cwd": cwd,
-            "sessionId": session_id, "version": SYNTH_VERSION, "gitBranch": doc.origin.git_branch or "",
+            "parentUuid": prev, "isSidechain": False, "userType": "external", "cwd": cwd,
+            "sessionId": session_id, "version": SYNTH_VERSION, "gitBranch": git_branch or "",
             "type": "user" if m.role is Role.USER else "assistant", "uuid": str(uuid.uuid4()), "timestamp": ts,
         }
         if m.role is Role.USER:
@@ -88,13 +92,13 @@ def synthesize_lines(doc: ConversationDocument, session_id: str, cwd: str) -> li
                                "model": SYNTH_MODEL, "content": blocks,
                                "stop_reason": "end_turn", "stop_sequence": None,
                                "usage": {"input_tokens": 0, "output_tokens": 0}}
-        out.append(line)
+        prev = line["uuid"]
+        yield line
     if carried:
-        out.append({"parentUuid": None, "isSidechain": False, "userType": "external", "cwd": cwd,
-                    "sessionId": session_id, "version": SYNTH_VERSION, "gitBranch": doc.origin.git_branch or "",
-                    "type": "user", "uuid": str(uuid.uuid4()), "timestamp": ts,
-                    "message": {"role": "user", "content": [_text(moved_images_note(len(carried))), *carried]}})
-    return out
+        yield {"parentUuid": prev, "isSidechain": False, "userType": "external", "cwd": cwd,
+               "sessionId": session_id, "version": SYNTH_VERSION, "gitBranch": git_branch or "",
+               "type": "user", "uuid": str(uuid.uuid4()), "timestamp": ts,
+               "message": {"role": "user", "content": [_text(moved_images_note(len(carried))), *carried]}}
 
 
 def _stamp(when: datetime) -> str:
