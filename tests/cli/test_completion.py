@@ -38,7 +38,8 @@ def test_the_tree_mirrors_the_parser() -> None:
     assert set(tree.commands) >= {"send", "receive", "demo", "completion", "devices"}
     send = {flag for option in tree.commands["send"].options for flag in option.flags}
     assert {"--code", "--signal", "--timeout", "--debug"} <= send
-    assert tree.commands["hook"].words == ["install", "uninstall", "status", "session-start"]
+    assert tree.commands["hook"].words == ["install", "uninstall", "status", "session-start", "prompt-submit", "stop",
+                                           "session-end"]
 
 
 def test_bash(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -18,7 +18,8 @@ from tests.cli.helpers import run
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMANDS = {"sessions", "export", "import", "convert", "show", "send", "receive", "demo", "serve", "transfers",
-            "inbox", "handoffs", "hook", "pair", "devices", "links", "completion", "gc", "man"}
+            "inbox", "handoffs", "hook", "pair", "devices", "links", "completion", "gc", "man", "delegate",
+            "delegations", "session-links"}
 
 
 @pytest.mark.parametrize(("args", "code", "words"), [

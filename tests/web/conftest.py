@@ -48,8 +48,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
             report.sections.append(("screenshot", f"could not be taken: {exc}"))
 
 
-@pytest.fixture(scope="session")
-def browser() -> Iterator[Any]:
+@pytest.fixture(scope="package")  # Playwright's sync API keeps an event loop running in this thread while it
+def browser() -> Iterator[Any]:      # is started: it must end with tests/web, or every asyncio test after it fails
     if not Path(CHROMIUM).is_file():
         pytest.fail(f"Chromium not found at {CHROMIUM} (.ci/setup installs Debian's chromium)")
     if not (ROOT / "web" / "vendor" / "lz4js.js").is_file():
