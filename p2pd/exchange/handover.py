@@ -32,7 +32,8 @@ from p2pd.conversation.document_io import read_document, write_document
 from p2pd.conversation.model import ConversationDocument
 from p2pd.errors import Cause, ConflictError, P2pdError, TransferFailedError
 from p2pd.exchange.notice import GRACE, PeerSignals, sender_fell_back, tell_receiver
-from p2pd.exchange.packing import Unpacked, blob_to_file, pack, place, unpack
+from p2pd.exchange.packing import StreamUnpacker, Unpacked, blob_to_file, place, unpack
+from p2pd.exchange.producing import Production
 from p2pd.support import staging
 
 DAEMON_MESSAGE_SIZE = 65536
@@ -152,22 +153,33 @@ async def send_document(doc: ConversationDocument | Path, *, signal_url: str, co
     rv: Rendezvous | None = None
     link = None
     outcome = SendOutcome(sent=False)
+    prod: Production | None = None
+    named: asyncio.Future[None] | None = None
 
     async def fall_back(reason: str, cause: Cause) -> SendOutcome:
         outcome.fallback_reason = reason
         outcome.fallback_cause = cause
-        outcome.fallback_path = await asyncio.to_thread(blob_to_file, packed.zstd, fallback_dir or Path.cwd(),
-                                                        safe_file_stem(packed.context_id))
+        assert prod is not None
+        blob = await asyncio.to_thread(prod.wait_complete)
+        if named is not None:
+            await named
+        stem = safe_file_stem(outcome.about.get("session_id") or "conversation")
+        outcome.fallback_path = await asyncio.to_thread(blob_to_file, blob, fallback_dir or Path.cwd(), stem)
         return outcome
+
+    async def name_it() -> None:  # the conversation is named as soon as its summary is known
+        assert prod is not None
+        info = (await asyncio.to_thread(prod.summary)).info
+        outcome.title = info.title or info.session_id
+        outcome.about = {"title": info.title, "platform": info.platform, "session_id": info.session_id,
+                         "messages": info.message_count}
+        ui.sending(outcome.about)
 
     try:
         ui.stage("packing the conversation")
-        packed = await asyncio.to_thread(pack, doc, work)
-        outcome.title = packed.title or packed.context_id
-        outcome.about = {"title": packed.title, "platform": packed.platform, "session_id": packed.session_id,
-                         "messages": packed.messages}
-        ui.sending(outcome.about)
-        ui.status(f"conversation packed: {packed.zstd.stat().st_size} bytes compressed")
+        # packed in another process while this one pairs and connects; streamed to a receiver that speaks it
+        prod = Production.start(doc, work)
+        named = asyncio.ensure_future(name_it())
         try:
             rv = await Rendezvous.open(signal_url, role="sender", code=code, connect_timeout=min(10.0, connect_timeout))
         except (TransferFailedError, OSError) as exc:
@@ -177,9 +189,8 @@ async def send_document(doc: ConversationDocument | Path, *, signal_url: str, co
         outcome.code = str(rv.code)
         ui.code_ready(outcome.code, peer_present=rv.peer is not None)
         # The peer-connection stack (aiortc, ~0.5 s to import) only after the code is shown.
-        from p2pd.transfer.channel import send_blob
-        from p2pd.transfer.frames import OfferInfo
         from p2pd.transfer.peer import connect
+        from p2pd.transfer.streaming import send_stream
 
         try:
             outcome.verification = await rv.pair(timeout=peer_timeout)
@@ -195,15 +206,18 @@ async def send_document(doc: ConversationDocument | Path, *, signal_url: str, co
             await tell_receiver(rv, outcome.fallback_path.name, exc.details.get("reason"))
             return outcome
         outcome.ice_path = link.path
-        info = OfferInfo.normalized(packed.title or packed.context_id, packed.platform, packed.session_id,
-                                    packed.messages)
-        outcome.result = await send_blob(link.channel, packed.lz4, info, alternatives=[packed.zstd],
-                                         on_progress=ui.progress,
-                                         idle_timeout=idle_timeout, max_message_size=DAEMON_MESSAGE_SIZE,
-                                         control=control)
+        outcome.result = await send_stream(link.channel, prod, on_progress=ui.progress, idle_timeout=idle_timeout,
+                                           max_message_size=DAEMON_MESSAGE_SIZE, control=control)
+        await named
         outcome.sent = True
         return outcome
     finally:
+        if named is not None and not named.done():
+            named.cancel()
+            with contextlib.suppress(BaseException):
+                await named
+        if prod is not None:
+            prod.close()
         if link is not None:
             await link.close()
         if rv is not None:
@@ -241,12 +255,17 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
 
     out_dir.mkdir(parents=True, exist_ok=True)
     unpacked: list[Unpacked] = []  # checked and staged before DONE: a blob that does not parse is refused
+    sinks: list[StreamUnpacker] = []  # a streamed transfer: checked and staged as it arrives
 
     loop = asyncio.get_running_loop()
 
     def validate(path: Path) -> None:  # in a worker thread, once every byte is verified
         loop.call_soon_threadsafe(ui.stage, "decompressing and checking the conversation")
         unpacked.append(unpack(path, out_dir, max_raw_size=caps.max_size))
+
+    def stream_sink(offer: Any) -> StreamUnpacker:
+        sinks.append(StreamUnpacker(offer.codec or "", out_dir, max_raw_size=caps.max_size))
+        return sinks[-1]
 
     rv = await Rendezvous.open(signal_url, role="receiver", code=code, connect_timeout=min(10.0, connect_timeout))
     link = None
@@ -258,17 +277,20 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
         received = await receive_blob(link.channel, out_dir, decide=ui.decide, on_progress=ui.progress,
                                       idle_timeout=idle_timeout, max_message_size=DAEMON_MESSAGE_SIZE,
                                       control=control, validate=validate, max_raw_size=caps.max_size,
-                                      min_rate=caps.min_rate, rate_window=caps.rate_window)
+                                      min_rate=caps.min_rate, rate_window=caps.rate_window,
+                                      stream_sink=stream_sink)
         link_path = link.path
     finally:
         if link is not None:
             await link.close()
         await rv.close()
-    got = unpacked[0]
+    streamed = [s.unpacked for s in sinks if s.unpacked is not None]
+    got = streamed[0] if streamed else unpacked[0]
     ui.stage("writing the conversation document")  # staged while checked; now given its name
     path = await asyncio.to_thread(place, got.staged, out_dir, safe_file_stem(got.context_id))
-    with contextlib.suppress(OSError):
-        os.unlink(received.path)
+    if not streamed:
+        with contextlib.suppress(OSError):
+            os.unlink(received.path)
     if pretty:
         await asyncio.to_thread(lambda: write_document(read_document(path), path, pretty=True))
     return ReceiveOutcome(summary=got, path=path, verification=verification,

@@ -205,7 +205,7 @@ class Receiver(Endings):
             self._durable_bytes += length
             self._durable += 1
         if self.plan is None:
-            upto, done, total = self._durable, self._durable_bytes, self._durable
+            upto, done, total = self._durable, self._durable_bytes, self._received
         else:
             upto, done, total = self.plan.upto_after(self._durable), self.plan.held_bytes + self._durable_bytes, \
                 self.plan.total
