@@ -204,7 +204,7 @@ def streamed_frames() -> list[tuple[str, str, Frame]]:
     return [
         ("hello-receiver-streams", "a daemon receiver that takes streamed transfers (STREAMS, 0x80, among its codecs)",
          Hello(role=Role.RECEIVER, max_message_size=65536, codecs=(1, 2, STREAMS))),
-        ("stream-offer", "a streamed offer: a 50 MB transcript, about 5 MB on the wire (estimates), zstd, 64 KiB frames",
+        ("stream-offer", "a streamed offer: a 50 MB transcript, ~5 MB on the wire (estimates), zstd, 64 KiB frames",
          StreamOffer(transfer_id=TID, codec_id=2, raw_size=50_000_000, compressed_size=5_000_000, sha256=bytes(32),
                      chunk_size=65510, info=info)),
         ("stream-end", "the streamed payload is complete: 69 chunks, 4 512 351 bytes of 53 096 084, and its SHA-256",
