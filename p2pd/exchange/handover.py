@@ -286,6 +286,8 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
         await rv.close()
     streamed = [s.unpacked for s in sinks if s.unpacked is not None]
     got = streamed[0] if streamed else unpacked[0]
+    if streamed:
+        ui.status("streamed: checked while it arrived")
     ui.stage("writing the conversation document")  # staged while checked; now given its name
     path = await asyncio.to_thread(place, got.staged, out_dir, safe_file_stem(got.context_id))
     if not streamed:
