@@ -24,17 +24,17 @@ import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from p2pd.agents.sources import document_file_name, safe_file_stem
-from p2pd.config import ReceiveLimits
-from p2pd.conversation.document_io import read_document, write_document
-from p2pd.conversation.model import ConversationDocument
 from p2pd.errors import Cause, ConflictError, P2pdError, TransferFailedError
 from p2pd.exchange.notice import GRACE, PeerSignals, sender_fell_back, tell_receiver
-from p2pd.exchange.packing import StreamUnpacker, Unpacked, blob_to_file, place, unpack
 from p2pd.exchange.producing import Production
 from p2pd.support import staging
+
+if TYPE_CHECKING:  # the conversation's modules (pydantic) load when a conversation is read or written, not before
+    from p2pd.config import ReceiveLimits
+    from p2pd.conversation.model import ConversationDocument
+    from p2pd.exchange.packing import StreamUnpacker, Unpacked
 
 DAEMON_MESSAGE_SIZE = 65536
 SEND_WORK_PREFIX = "p2pd-send-"  # the send's work folder in the temp folder (swept at start-up once stale)
@@ -119,12 +119,17 @@ class ReceiveOutcome:
     @property
     def document(self) -> ConversationDocument:
         """The whole document, read back from the file written (in memory: only for an import)."""
+        from p2pd.conversation.document_io import read_document
+
         return read_document(self.path)
 
 
 def fallback_file(doc: ConversationDocument, folder: Path, *, pretty: bool = False) -> Path:
     """Write the conversation as ``<id>.a2a.json`` in ``folder`` (a new name if one exists); compact JSON
     unless ``pretty`` (indented: several times slower to write, and larger)."""
+    from p2pd.agents.sources import document_file_name
+    from p2pd.conversation.document_io import write_document
+
     folder.mkdir(parents=True, exist_ok=True)
     base = document_file_name(doc, "")
     for i in range(1000):
@@ -159,6 +164,9 @@ async def send_document(doc: ConversationDocument | Path, *, signal_url: str, co
     async def fall_back(reason: str, cause: Cause) -> SendOutcome:
         outcome.fallback_reason = reason
         outcome.fallback_cause = cause
+        from p2pd.agents.sources import safe_file_stem
+        from p2pd.exchange.packing import blob_to_file
+
         assert prod is not None
         blob = await asyncio.to_thread(prod.wait_complete)
         if named is not None:
@@ -243,7 +251,10 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
     """Receive one conversation into ``out_dir`` (as ``.a2a.json``). ``code=None`` allocates a code for the
     sender to use (the receiver goes first); with a code either side may come first. ``limits``: the receive caps
     (default: the configured ones). Raises WrongCodeError, DeclinedError, TransferFailedError."""
+    from p2pd.agents.sources import safe_file_stem
     from p2pd.config import receive_limits
+    from p2pd.conversation.document_io import read_document, write_document
+    from p2pd.exchange.packing import StreamUnpacker, place, unpack
     from p2pd.pairing.client import Rendezvous
     from p2pd.transfer.channel import receive_blob
 

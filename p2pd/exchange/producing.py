@@ -18,14 +18,16 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from p2pd.blob.codecs import CODECS
 from p2pd.blob.container import HEADER_SIZE, BlobHeader
-from p2pd.conversation.model import ConversationDocument
 from p2pd.errors import Cause, TransferFailedError
 from p2pd.transfer.frames import OfferInfo
 from p2pd.transfer.streaming import Summary
+
+if TYPE_CHECKING:
+    from p2pd.conversation.model import ConversationDocument
 
 ESTIMATE_RATIO = 0.1  # compressed size / transcript size, for a streamed offer's progress (real sessions: ~0.085)
 
