@@ -34,7 +34,8 @@ from p2pd.support import staging
 if TYPE_CHECKING:  # the conversation's modules (pydantic) load when a conversation is read or written, not before
     from p2pd.config import ReceiveLimits
     from p2pd.conversation.model import ConversationDocument
-    from p2pd.exchange.packing import StreamUnpacker, Unpacked
+    from p2pd.exchange.consuming import ChildUnpacker
+    from p2pd.exchange.packing import Unpacked
 
 DAEMON_MESSAGE_SIZE = 65536
 SEND_WORK_PREFIX = "p2pd-send-"  # the send's work folder in the temp folder (swept at start-up once stale)
@@ -254,7 +255,8 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
     from p2pd.agents.sources import safe_file_stem
     from p2pd.config import receive_limits
     from p2pd.conversation.document_io import read_document, write_document
-    from p2pd.exchange.packing import StreamUnpacker, place, unpack
+    from p2pd.exchange.consuming import ChildUnpacker
+    from p2pd.exchange.packing import place, unpack
     from p2pd.pairing.client import Rendezvous
     from p2pd.transfer.channel import receive_blob
 
@@ -266,7 +268,7 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
 
     out_dir.mkdir(parents=True, exist_ok=True)
     unpacked: list[Unpacked] = []  # checked and staged before DONE: a blob that does not parse is refused
-    sinks: list[StreamUnpacker] = []  # a streamed transfer: checked and staged as it arrives
+    sinks: list[ChildUnpacker] = []  # a streamed transfer: checked and staged as it arrives, in a child process
 
     loop = asyncio.get_running_loop()
 
@@ -274,8 +276,8 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
         loop.call_soon_threadsafe(ui.stage, "decompressing and checking the conversation")
         unpacked.append(unpack(path, out_dir, max_raw_size=caps.max_size))
 
-    def stream_sink(offer: Any) -> StreamUnpacker:
-        sinks.append(StreamUnpacker(offer.codec or "", out_dir, max_raw_size=caps.max_size))
+    def stream_sink(offer: Any) -> ChildUnpacker:
+        sinks.append(ChildUnpacker(offer.codec or "", out_dir, max_raw_size=caps.max_size))
         return sinks[-1]
 
     rv = await Rendezvous.open(signal_url, role="receiver", code=code, connect_timeout=min(10.0, connect_timeout))

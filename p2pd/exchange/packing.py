@@ -148,19 +148,26 @@ def blob_to_file(blob_path: Path, folder: Path, base: str) -> Path:
     return place(folder / f".{base}.fallback", folder, base)
 
 
+def staging_file(folder: Path) -> Path:
+    """A new, empty, hidden staging file for a received document in ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=".p2pd-receiving-", suffix=".a2a.json.part", dir=folder)
+    os.close(fd)
+    return Path(name)
+
+
 class StreamUnpacker:
     """The receiver's :class:`~p2pd.transfer.streamstore.StreamSink`: a streamed payload decompressed as it
     arrives into a staging file beside the output, each element checked by the LayoutReader on the way. A
     document not in the line layout is staged whole and parsed at the end. Blocking (worker threads)."""
 
     def __init__(self, codec: str, folder: Path, *, max_raw_size: int = DEFAULT_MAX_RAW_SIZE,
-                 source: str = "the received conversation") -> None:
+                 source: str = "the received conversation", staged: Path | None = None) -> None:
+        """``staged``: the staging file to write (made by the caller); a new hidden one in ``folder`` if None."""
         from p2pd.blob.stream import Inflater
 
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(prefix=".p2pd-receiving-", suffix=".a2a.json.part", dir=folder)
-        self.staged = Path(name)
-        self._out = os.fdopen(fd, "wb")
+        self.staged = staged or staging_file(folder)
+        self._out = self.staged.open("wb")
         self._source = source
         self._max = max_raw_size
         self._reader: LayoutReader | None = LayoutReader(source=source)
