@@ -1,7 +1,8 @@
-"""The checking process of a streamed receive: ``python -m p2pd.exchange.consumer CODEC STAGED MAX_RAW_SIZE``.
+"""The checking process of a streamed receive: ``python -m p2pd.exchange.consumer``.
 
-It reads the streamed payload on its standard input as records (``tag u8, length u32 big-endian, data``: ``b"D"``
-compressed bytes, ``b"E"`` the raw size as 8 bytes, last), decompresses it into the staging file ``STAGED`` while
+Started before the offer arrives (its imports then cost nothing on the way), it reads records on its standard
+input (``tag u8, length u32 big-endian, data``): ``b"S"`` first, JSON ``{"codec", "staged", "max_raw_size"}``;
+then ``b"D"`` compressed bytes; ``b"E"`` the raw size as 8 bytes, last. It decompresses into the staging file while
 checking each element of the document (:class:`~p2pd.exchange.packing.StreamUnpacker`), and at the end writes
 what it checked as JSON to its standard output (context id, title, counts, origin). A payload that is not a
 conversation ends it at once with status 3 and the reason on standard error. Its own process: the receiver's
@@ -33,9 +34,11 @@ def main(argv: list[str]) -> int:
     gc.disable()  # short-lived; the checker builds nothing cyclic worth collecting
     from p2pd.exchange.packing import StreamUnpacker
 
-    codec, staged, max_raw = argv[1], Path(argv[2]), int(argv[3])
     try:
-        sink = StreamUnpacker(codec, staged.parent, max_raw_size=max_raw, staged=staged)
+        head = _read(5)
+        setup = json.loads(_read(int.from_bytes(head[1:], "big")))
+        staged = Path(setup["staged"])
+        sink = StreamUnpacker(setup["codec"], staged.parent, max_raw_size=int(setup["max_raw_size"]), staged=staged)
         while True:
             head = _read(5)
             data = _read(int.from_bytes(head[1:], "big"))

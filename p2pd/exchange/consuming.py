@@ -18,15 +18,33 @@ if TYPE_CHECKING:
     from p2pd.exchange.packing import Unpacked
 
 
+def spawn() -> subprocess.Popen[bytes]:
+    """A checking process, waiting for its first record (start it early: it imports while the peers pair)."""
+    return subprocess.Popen([sys.executable, "-m", "p2pd.exchange.consumer"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.kill()
+    with contextlib.suppress(Exception):
+        proc.wait(10)
+    for f in (proc.stdin, proc.stdout, proc.stderr):
+        with contextlib.suppress(Exception):
+            f.close() if f else None
+
+
 class ChildUnpacker:
-    def __init__(self, codec: str, folder: Path, *, max_raw_size: int) -> None:
+    def __init__(self, codec: str, folder: Path, *, max_raw_size: int,
+                 proc: subprocess.Popen[bytes] | None = None) -> None:
+        """``proc``: a process from :func:`spawn` (one is started if None)."""
         from p2pd.exchange.packing import staging_file
 
         self.staged = staging_file(folder)
         self.unpacked: Unpacked | None = None
-        self._proc: subprocess.Popen[bytes] | None = subprocess.Popen(
-            [sys.executable, "-m", "p2pd.exchange.consumer", codec, str(self.staged), str(max_raw_size)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self._proc: subprocess.Popen[bytes] | None = proc or spawn()
+        setup = {"codec": codec, "staged": str(self.staged), "max_raw_size": max_raw_size}
+        self._send(b"S", json.dumps(setup).encode())
 
     def _send(self, tag: bytes, data: bytes) -> None:
         assert self._proc is not None and self._proc.stdin is not None
@@ -53,14 +71,13 @@ class ChildUnpacker:
         if self._proc.wait() != 0:
             raise self._refusal()
         self.unpacked = _unpacked(json.loads(out), self.staged)
+        stop(self._proc)
         self._proc = None
         return self.staged
 
     def abort(self) -> None:
         if self._proc is not None:
-            self._proc.kill()
-            with contextlib.suppress(Exception):
-                self._proc.wait(10)
+            stop(self._proc)
             self._proc = None
         with contextlib.suppress(FileNotFoundError):
             self.staged.unlink()

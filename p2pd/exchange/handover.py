@@ -34,7 +34,6 @@ from p2pd.support import staging
 if TYPE_CHECKING:  # the conversation's modules (pydantic) load when a conversation is read or written, not before
     from p2pd.config import ReceiveLimits
     from p2pd.conversation.model import ConversationDocument
-    from p2pd.exchange.consuming import ChildUnpacker
     from p2pd.exchange.packing import Unpacked
 
 DAEMON_MESSAGE_SIZE = 65536
@@ -255,7 +254,7 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
     from p2pd.agents.sources import safe_file_stem
     from p2pd.config import receive_limits
     from p2pd.conversation.document_io import read_document, write_document
-    from p2pd.exchange.consuming import ChildUnpacker
+    from p2pd.exchange import consuming
     from p2pd.exchange.packing import place, unpack
     from p2pd.pairing.client import Rendezvous
     from p2pd.transfer.channel import receive_blob
@@ -268,7 +267,7 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
 
     out_dir.mkdir(parents=True, exist_ok=True)
     unpacked: list[Unpacked] = []  # checked and staged before DONE: a blob that does not parse is refused
-    sinks: list[ChildUnpacker] = []  # a streamed transfer: checked and staged as it arrives, in a child process
+    sinks: list[consuming.ChildUnpacker] = []  # a streamed transfer: checked and staged as it arrives (a child)
 
     loop = asyncio.get_running_loop()
 
@@ -276,13 +275,17 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
         loop.call_soon_threadsafe(ui.stage, "decompressing and checking the conversation")
         unpacked.append(unpack(path, out_dir, max_raw_size=caps.max_size))
 
-    def stream_sink(offer: Any) -> ChildUnpacker:
-        sinks.append(ChildUnpacker(offer.codec or "", out_dir, max_raw_size=caps.max_size))
+    spare: list[Any] = []  # the checker of a streamed payload, started early: it imports while the peers pair
+
+    def stream_sink(offer: Any) -> consuming.ChildUnpacker:
+        proc = spare.pop() if spare else None
+        sinks.append(consuming.ChildUnpacker(offer.codec or "", out_dir, max_raw_size=caps.max_size, proc=proc))
         return sinks[-1]
 
     rv = await Rendezvous.open(signal_url, role="receiver", code=code, connect_timeout=min(10.0, connect_timeout))
     link = None
     try:
+        spare.append(consuming.spawn())
         ui.code_ready(str(rv.code), peer_present=rv.peer is not None)
         verification = await rv.pair(timeout=peer_timeout)
         ui.paired(verification)
@@ -294,6 +297,8 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
                                       stream_sink=stream_sink)
         link_path = link.path
     finally:
+        for proc in spare:  # not needed: the offer was not streamed, or nothing came
+            await asyncio.to_thread(consuming.stop, proc)
         if link is not None:
             await link.close()
         await rv.close()
