@@ -3,10 +3,13 @@ move the conversation with the transfer protocol — or, when no peer can be rea
 
 The steps are plain functions with a small UI interface, so the CLI and the daemon can drive them alike:
 
-sender:   document → blob (in a thread) → rendezvous (allocate or join the code's room) → PAKE → sealed
-          SDP offer/answer → data channel → transfer (progress = what the receiver acknowledged) → DONE
-receiver: code → rendezvous → PAKE → sealed SDP → data channel → OFFER shown → accept/decline → chunks →
-          SHA-256 verified → .a2a.json saved → optional import
+sender:   packing starts at once in another process (:mod:`producing`), while: rendezvous (allocate or join the
+          code's room) → PAKE → sealed SDP offer/answer → data channel → HELLOs → a receiver that streams gets
+          the offer as soon as the summary is known and the payload as it is produced (SPEC.md §12), any other
+          the whole blob once packed → DONE (progress = what the receiver acknowledged)
+receiver: code → rendezvous (its checking process starts) → PAKE → sealed SDP → data channel → OFFER shown →
+          accept/decline → chunks, decompressed and checked as they arrive (:mod:`consuming`; a version-1
+          transfer: after the SHA-256) → SHA-256 verified → .a2a.json placed → optional import
 
 Fallback: when no peer joins within the timeout, the signaling server cannot be reached or drops out, or no
 peer connection can be made, ``send`` writes the conversation as ``.a2a.json`` and says how to import it; after
