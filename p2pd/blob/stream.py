@@ -209,6 +209,8 @@ class Inflater:
                     if self._z.eof:
                         raise CodecError("zstd decompression failed: trailing bytes after the frame")
                     self._emit_all(self._z.decompress(data[i:i + ZSTD_SLICE]))
+                    if self._z.eof and self._z.unused_data:
+                        raise CodecError("zstd decompression failed: trailing bytes after the frame")
             except self._zerror as exc:
                 raise CodecError(f"zstd decompression failed: {exc}") from None
             return
