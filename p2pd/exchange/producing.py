@@ -23,11 +23,10 @@ from typing import IO, TYPE_CHECKING, Any
 from p2pd.blob.codecs import CODECS
 from p2pd.blob.container import HEADER_SIZE, BlobHeader
 from p2pd.errors import Cause, TransferFailedError
-from p2pd.transfer.frames import OfferInfo
-from p2pd.transfer.streaming import Summary
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the transfer's modules load once the peer is connected, after the code is shown
     from p2pd.conversation.model import ConversationDocument
+    from p2pd.transfer.streaming import Summary
 
 ESTIMATE_RATIO = 0.1  # compressed size / transcript size, for a streamed offer's progress (real sessions: ~0.085)
 
@@ -156,6 +155,9 @@ class Production:
                 self._cond.wait()
 
     def summary(self) -> Summary:
+        from p2pd.transfer.frames import OfferInfo
+        from p2pd.transfer.streaming import Summary
+
         self._wait(lambda: self.head is not None)
         assert self.head is not None
         h = self.head
