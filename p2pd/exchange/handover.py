@@ -170,6 +170,7 @@ async def send_document(doc: ConversationDocument | Path, *, signal_url: str, co
         from p2pd.agents.sources import safe_file_stem
         from p2pd.exchange.packing import blob_to_file
 
+        start_packing()
         assert prod is not None
         blob = await asyncio.to_thread(prod.wait_complete)
         if named is not None:
@@ -177,6 +178,13 @@ async def send_document(doc: ConversationDocument | Path, *, signal_url: str, co
         stem = safe_file_stem(outcome.about.get("session_id") or "conversation")
         outcome.fallback_path = await asyncio.to_thread(blob_to_file, blob, fallback_dir or Path.cwd(), stem)
         return outcome
+
+    def start_packing() -> None:
+        """Pack in another process while this one pairs and connects; streamed to a receiver that speaks it."""
+        nonlocal prod, named
+        if prod is None:
+            prod = Production.start(doc, work)
+            named = asyncio.ensure_future(name_it())
 
     async def name_it() -> None:  # the conversation is named as soon as its summary is known
         assert prod is not None
@@ -188,9 +196,6 @@ async def send_document(doc: ConversationDocument | Path, *, signal_url: str, co
 
     try:
         ui.stage("packing the conversation")
-        # packed in another process while this one pairs and connects; streamed to a receiver that speaks it
-        prod = Production.start(doc, work)
-        named = asyncio.ensure_future(name_it())
         try:
             rv = await Rendezvous.open(signal_url, role="sender", code=code, connect_timeout=min(10.0, connect_timeout))
         except (TransferFailedError, OSError) as exc:
@@ -199,6 +204,7 @@ async def send_document(doc: ConversationDocument | Path, *, signal_url: str, co
             return await fall_back(f"signaling server unreachable: {exc}", Cause.SIGNALING_UNREACHABLE)
         outcome.code = str(rv.code)
         ui.code_ready(outcome.code, peer_present=rv.peer is not None)
+        start_packing()  # (after the code: on a busy machine the packing would hold the code back)
         # The peer-connection stack (aiortc, ~0.5 s to import) only after the code is shown.
         from p2pd.transfer.peer import connect
         from p2pd.transfer.streaming import send_stream
@@ -217,6 +223,7 @@ async def send_document(doc: ConversationDocument | Path, *, signal_url: str, co
             await tell_receiver(rv, outcome.fallback_path.name, exc.details.get("reason"))
             return outcome
         outcome.ice_path = link.path
+        assert prod is not None and named is not None
         outcome.result = await send_stream(link.channel, prod, on_progress=ui.progress, idle_timeout=idle_timeout,
                                            max_message_size=DAEMON_MESSAGE_SIZE, control=control)
         await named
