@@ -152,7 +152,10 @@ def staging_file(folder: Path) -> Path:
     """A new, empty, hidden staging file for a received document in ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(prefix=".p2pd-receiving-", suffix=".a2a.json.part", dir=folder)
-    os.close(fd)
+    try:
+        os.fchmod(fd, 0o644)  # the mode atomic_writer gives every document written (mkstemp's is 0600)
+    finally:
+        os.close(fd)
     return Path(name)
 
 

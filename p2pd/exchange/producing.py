@@ -97,14 +97,14 @@ class Production:
 
         try:
             with bulk_work():
-                head = doc.to_json_dict()
-                self._set_head({k: v for k, v in head.items() if k not in ("messages", "records", "subagents",
-                                                                              "toolResults")})
+                data = doc.to_json_dict()
                 out = _Out()
                 out.head_sent = True
                 out.record = self._from_out  # type: ignore[method-assign]
-                document_lines(head, out.write)
-                out.finish()
+                document_lines(data, out.write)
+                out.finish()  # (in memory already: quick; the offer then has the real sizes)
+                self._set_head({k: v for k, v in data.items() if k not in ("messages", "records", "subagents",
+                                                                              "toolResults")})
         except Exception as exc:
             self._fail(f"{type(exc).__name__}: {exc}")
 
@@ -165,6 +165,8 @@ class Production:
         context = str(h.get("contextId") or "")
         info = OfferInfo.normalized(str(h.get("title") or context), str(origin.get("platform") or ""),
                                     str(origin.get("sessionId") or context), int(counts.get("messages") or 0))
+        if self.raw_size is not None:  # complete already: the real sizes
+            return Summary(info, "zstd", self.raw_size, max(1, self.size))
         return Summary(info, "zstd", self.source_size, max(1, int(self.source_size * ESTIMATE_RATIO)))
 
     def read(self, offset: int, max_len: int, min_len: int) -> bytes:
