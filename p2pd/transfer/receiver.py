@@ -115,6 +115,7 @@ class Receiver(Endings):
         self._codec_ids = tuple(CODECS[name].wire_id for name in codecs)
         self.streams = streams
         self.end: StreamEnd | None = None  # a streamed transfer's STREAM_END
+        self.peer_streams = False  # the sender's HELLO lists STREAMS
         self.window = window
         self.state = ReceiverState.IDLE
         self.offer: Offer | None = None
@@ -157,7 +158,10 @@ class Receiver(Endings):
 
     @property
     def awaiting_peer(self) -> bool:
-        """True while only the peer can move the transfer on (so an idle timeout applies)."""
+        """True while only the peer can move the transfer on (so an idle timeout applies) — not while a sender
+        that streams prepares its offer: it is converting the conversation (SPEC.md §12)."""
+        if self.state is ReceiverState.AWAIT_OFFER and self.peer_streams:
+            return False
         return self.state in (ReceiverState.AWAIT_HELLO, ReceiverState.AWAIT_OFFER, ReceiverState.RECEIVING)
 
     # --- local events -------------------------------------------------------------------------------------
@@ -265,6 +269,7 @@ class Receiver(Endings):
             if frame.role is not Role.SENDER:
                 raise FrameError("the peer is a receiver too (HELLO role)")
             self.state = ReceiverState.AWAIT_OFFER
+            self.peer_streams = self.streams and STREAMS in frame.codecs
             return []
         if isinstance(frame, Offer):
             return self._on_offer(frame)
