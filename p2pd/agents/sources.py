@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from p2pd.agents import registry
 from p2pd.agents.gemini.paths import is_gemini_meta
-from p2pd.conversation.model import ConversationDocument
 from p2pd.errors import NotFoundError
 from p2pd.support.gcpause import bulk_work
+
+if TYPE_CHECKING:  # (pydantic's models: imported by what reads or builds one, not by `p2pd send`)
+    from p2pd.conversation.model import ConversationDocument
 
 detect = registry.detect
 __all__ = ["detect", "document_file_name", "is_gemini_meta", "load_conversation", "load_file"]

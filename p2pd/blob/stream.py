@@ -21,6 +21,7 @@ from p2pd.errors import ChecksumMismatchError, CodecError, InvalidInputError, No
 from p2pd.support.atomic import atomic_writer
 
 READ_SIZE = 1 << 20
+ZSTD_SLICE = 1024
 ZSTD_LEVEL = 3  # tests/bench: as fast as lz4 here (~700 MB/s) and 2.3x smaller on real sessions
 
 
@@ -168,3 +169,71 @@ def _decompressed(fh: IO[bytes], codec: str) -> Iterator[bytes]:
         raise CodecError(f"lz4 decompression failed: {exc}") from None
     if dec.unused_data or fh.read(1):
         raise CodecError("lz4 decompression failed: trailing bytes after the frame")
+
+
+class Inflater:
+    """Push-style decompression of one codec's frame: :meth:`feed` compressed bytes as they arrive, each
+    decompressed piece goes to ``out`` at once (never more than about ``READ_SIZE`` held); the total may not pass
+    ``max_raw_size`` (TooLargeError). :meth:`finish` checks the frame ended (CodecError if not) and returns the
+    raw size."""
+
+    def __init__(self, codec: str, out: Any, *, max_raw_size: int = DEFAULT_MAX_RAW_SIZE) -> None:
+        self.codec = codec
+        self.raw_size = 0
+        self._out = out
+        self._max = max_raw_size
+        if codec == "zstd":
+            import zstandard
+
+            self._zerror: Any = zstandard.ZstdError
+            self._z: Any = zstandard.ZstdDecompressor().decompressobj(write_size=READ_SIZE // 4)
+        elif codec == "lz4":
+            import lz4.frame
+
+            self._z = lz4.frame.LZ4FrameDecompressor()
+        else:
+            raise CodecError(f"unknown codec {codec!r}")
+
+    def _emit(self, piece: bytes) -> None:
+        self.raw_size += len(piece)
+        if self.raw_size > self._max:
+            raise TooLargeError(f"the conversation expands past {self._max} bytes")
+        self._out(piece)
+
+    def feed(self, data: bytes) -> None:
+        if self.codec == "zstd":
+            try:
+                # in slices: zstd expands a block of a few bytes to 128 KiB, so a slice of ZSTD_SLICE bytes
+                # never yields more than ~ZSTD_SLICE / 4 × 128 KiB at once (a bomb stops at the cap, not in memory)
+                for i in range(0, len(data), ZSTD_SLICE):
+                    if self._z.eof:
+                        raise CodecError("zstd decompression failed: trailing bytes after the frame")
+                    self._emit_all(self._z.decompress(data[i:i + ZSTD_SLICE]))
+                    if self._z.eof and self._z.unused_data:
+                        raise CodecError("zstd decompression failed: trailing bytes after the frame")
+            except self._zerror as exc:
+                raise CodecError(f"zstd decompression failed: {exc}") from None
+            return
+        try:
+            while True:
+                if self._z.eof:
+                    raise CodecError("lz4 decompression failed: trailing bytes after the frame")
+                piece = self._z.decompress(data, max_length=READ_SIZE)
+                data = b""
+                if piece:
+                    self._emit(piece)
+                if self._z.needs_input or self._z.eof:
+                    return
+        except RuntimeError as exc:
+            raise CodecError(f"lz4 decompression failed: {exc}") from None
+
+    def _emit_all(self, out: bytes) -> None:
+        for i in range(0, len(out), READ_SIZE):
+            self._emit(out[i:i + READ_SIZE])
+
+    def finish(self) -> int:
+        if not self._z.eof:
+            raise CodecError(f"{self.codec} decompression failed: the frame is truncated")
+        if self.codec == "lz4" and self._z.unused_data:
+            raise CodecError("lz4 decompression failed: trailing bytes after the frame")
+        return self.raw_size

@@ -3,10 +3,13 @@ move the conversation with the transfer protocol — or, when no peer can be rea
 
 The steps are plain functions with a small UI interface, so the CLI and the daemon can drive them alike:
 
-sender:   document → blob (in a thread) → rendezvous (allocate or join the code's room) → PAKE → sealed
-          SDP offer/answer → data channel → transfer (progress = what the receiver acknowledged) → DONE
-receiver: code → rendezvous → PAKE → sealed SDP → data channel → OFFER shown → accept/decline → chunks →
-          SHA-256 verified → .a2a.json saved → optional import
+sender:   packing starts at once in another process (:mod:`producing`), while: rendezvous (allocate or join the
+          code's room) → PAKE → sealed SDP offer/answer → data channel → HELLOs → a receiver that streams gets
+          the offer as soon as the summary is known and the payload as it is produced (SPEC.md §12), any other
+          the whole blob once packed → DONE (progress = what the receiver acknowledged)
+receiver: code → rendezvous (its checking process starts) → PAKE → sealed SDP → data channel → OFFER shown →
+          accept/decline → chunks, decompressed and checked as they arrive (:mod:`consuming`; a version-1
+          transfer: after the SHA-256) → SHA-256 verified → .a2a.json placed → optional import
 
 Fallback: when no peer joins within the timeout, the signaling server cannot be reached or drops out, or no
 peer connection can be made, ``send`` writes the conversation as ``.a2a.json`` and says how to import it; after
@@ -24,16 +27,17 @@ import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from p2pd.agents.sources import document_file_name, safe_file_stem
-from p2pd.config import ReceiveLimits
-from p2pd.conversation.document_io import read_document, write_document
-from p2pd.conversation.model import ConversationDocument
 from p2pd.errors import Cause, ConflictError, P2pdError, TransferFailedError
 from p2pd.exchange.notice import GRACE, PeerSignals, sender_fell_back, tell_receiver
-from p2pd.exchange.packing import Unpacked, blob_to_file, pack, place, unpack
+from p2pd.exchange.producing import Production
 from p2pd.support import staging
+
+if TYPE_CHECKING:  # the conversation's modules (pydantic) load when a conversation is read or written, not before
+    from p2pd.config import ReceiveLimits
+    from p2pd.conversation.model import ConversationDocument
+    from p2pd.exchange.packing import Unpacked
 
 DAEMON_MESSAGE_SIZE = 65536
 SEND_WORK_PREFIX = "p2pd-send-"  # the send's work folder in the temp folder (swept at start-up once stale)
@@ -118,12 +122,17 @@ class ReceiveOutcome:
     @property
     def document(self) -> ConversationDocument:
         """The whole document, read back from the file written (in memory: only for an import)."""
+        from p2pd.conversation.document_io import read_document
+
         return read_document(self.path)
 
 
 def fallback_file(doc: ConversationDocument, folder: Path, *, pretty: bool = False) -> Path:
     """Write the conversation as ``<id>.a2a.json`` in ``folder`` (a new name if one exists); compact JSON
     unless ``pretty`` (indented: several times slower to write, and larger)."""
+    from p2pd.agents.sources import document_file_name
+    from p2pd.conversation.document_io import write_document
+
     folder.mkdir(parents=True, exist_ok=True)
     base = document_file_name(doc, "")
     for i in range(1000):
@@ -152,22 +161,41 @@ async def send_document(doc: ConversationDocument | Path, *, signal_url: str, co
     rv: Rendezvous | None = None
     link = None
     outcome = SendOutcome(sent=False)
+    prod: Production | None = None
+    named: asyncio.Future[None] | None = None
 
     async def fall_back(reason: str, cause: Cause) -> SendOutcome:
         outcome.fallback_reason = reason
         outcome.fallback_cause = cause
-        outcome.fallback_path = await asyncio.to_thread(blob_to_file, packed.zstd, fallback_dir or Path.cwd(),
-                                                        safe_file_stem(packed.context_id))
+        from p2pd.agents.sources import safe_file_stem
+        from p2pd.exchange.packing import blob_to_file
+
+        start_packing()
+        assert prod is not None
+        blob = await asyncio.to_thread(prod.wait_complete)
+        if named is not None:
+            await named
+        stem = safe_file_stem(outcome.about.get("session_id") or "conversation")
+        outcome.fallback_path = await asyncio.to_thread(blob_to_file, blob, fallback_dir or Path.cwd(), stem)
         return outcome
+
+    def start_packing() -> None:
+        """Pack in another process while this one pairs and connects; streamed to a receiver that speaks it."""
+        nonlocal prod, named
+        if prod is None:
+            prod = Production.start(doc, work)
+            named = asyncio.ensure_future(name_it())
+
+    async def name_it() -> None:  # the conversation is named as soon as its summary is known
+        assert prod is not None
+        info = (await asyncio.to_thread(prod.summary)).info
+        outcome.title = info.title or info.session_id
+        outcome.about = {"title": info.title, "platform": info.platform, "session_id": info.session_id,
+                         "messages": info.message_count}
+        ui.sending(outcome.about)
 
     try:
         ui.stage("packing the conversation")
-        packed = await asyncio.to_thread(pack, doc, work)
-        outcome.title = packed.title or packed.context_id
-        outcome.about = {"title": packed.title, "platform": packed.platform, "session_id": packed.session_id,
-                         "messages": packed.messages}
-        ui.sending(outcome.about)
-        ui.status(f"conversation packed: {packed.zstd.stat().st_size} bytes compressed")
         try:
             rv = await Rendezvous.open(signal_url, role="sender", code=code, connect_timeout=min(10.0, connect_timeout))
         except (TransferFailedError, OSError) as exc:
@@ -176,10 +204,10 @@ async def send_document(doc: ConversationDocument | Path, *, signal_url: str, co
             return await fall_back(f"signaling server unreachable: {exc}", Cause.SIGNALING_UNREACHABLE)
         outcome.code = str(rv.code)
         ui.code_ready(outcome.code, peer_present=rv.peer is not None)
+        start_packing()  # (after the code: on a busy machine the packing would hold the code back)
         # The peer-connection stack (aiortc, ~0.5 s to import) only after the code is shown.
-        from p2pd.transfer.channel import send_blob
-        from p2pd.transfer.frames import OfferInfo
         from p2pd.transfer.peer import connect
+        from p2pd.transfer.streaming import send_stream
 
         try:
             outcome.verification = await rv.pair(timeout=peer_timeout)
@@ -195,15 +223,19 @@ async def send_document(doc: ConversationDocument | Path, *, signal_url: str, co
             await tell_receiver(rv, outcome.fallback_path.name, exc.details.get("reason"))
             return outcome
         outcome.ice_path = link.path
-        info = OfferInfo.normalized(packed.title or packed.context_id, packed.platform, packed.session_id,
-                                    packed.messages)
-        outcome.result = await send_blob(link.channel, packed.lz4, info, alternatives=[packed.zstd],
-                                         on_progress=ui.progress,
-                                         idle_timeout=idle_timeout, max_message_size=DAEMON_MESSAGE_SIZE,
-                                         control=control)
+        assert prod is not None and named is not None
+        outcome.result = await send_stream(link.channel, prod, on_progress=ui.progress, idle_timeout=idle_timeout,
+                                           max_message_size=DAEMON_MESSAGE_SIZE, control=control)
+        await named
         outcome.sent = True
         return outcome
     finally:
+        if named is not None and not named.done():
+            named.cancel()
+            with contextlib.suppress(BaseException):
+                await named
+        if prod is not None:
+            prod.close()
         if link is not None:
             await link.close()
         if rv is not None:
@@ -229,7 +261,11 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
     """Receive one conversation into ``out_dir`` (as ``.a2a.json``). ``code=None`` allocates a code for the
     sender to use (the receiver goes first); with a code either side may come first. ``limits``: the receive caps
     (default: the configured ones). Raises WrongCodeError, DeclinedError, TransferFailedError."""
+    from p2pd.agents.sources import safe_file_stem
     from p2pd.config import receive_limits
+    from p2pd.conversation.document_io import read_document, write_document
+    from p2pd.exchange import consuming
+    from p2pd.exchange.packing import place, unpack
     from p2pd.pairing.client import Rendezvous
     from p2pd.transfer.channel import receive_blob
 
@@ -241,6 +277,7 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
 
     out_dir.mkdir(parents=True, exist_ok=True)
     unpacked: list[Unpacked] = []  # checked and staged before DONE: a blob that does not parse is refused
+    sinks: list[consuming.ChildUnpacker] = []  # a streamed transfer: checked and staged as it arrives (a child)
 
     loop = asyncio.get_running_loop()
 
@@ -248,9 +285,17 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
         loop.call_soon_threadsafe(ui.stage, "decompressing and checking the conversation")
         unpacked.append(unpack(path, out_dir, max_raw_size=caps.max_size))
 
+    spare: list[Any] = []  # the checker of a streamed payload, started early: it imports while the peers pair
+
+    def stream_sink(offer: Any) -> consuming.ChildUnpacker:
+        proc = spare.pop() if spare else None
+        sinks.append(consuming.ChildUnpacker(offer.codec or "", out_dir, max_raw_size=caps.max_size, proc=proc))
+        return sinks[-1]
+
     rv = await Rendezvous.open(signal_url, role="receiver", code=code, connect_timeout=min(10.0, connect_timeout))
     link = None
     try:
+        spare.append(consuming.spawn())
         ui.code_ready(str(rv.code), peer_present=rv.peer is not None)
         verification = await rv.pair(timeout=peer_timeout)
         ui.paired(verification)
@@ -258,17 +303,24 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
         received = await receive_blob(link.channel, out_dir, decide=ui.decide, on_progress=ui.progress,
                                       idle_timeout=idle_timeout, max_message_size=DAEMON_MESSAGE_SIZE,
                                       control=control, validate=validate, max_raw_size=caps.max_size,
-                                      min_rate=caps.min_rate, rate_window=caps.rate_window)
+                                      min_rate=caps.min_rate, rate_window=caps.rate_window,
+                                      stream_sink=stream_sink)
         link_path = link.path
     finally:
+        for proc in spare:  # not needed: the offer was not streamed, or nothing came
+            await asyncio.to_thread(consuming.stop, proc)
         if link is not None:
             await link.close()
         await rv.close()
-    got = unpacked[0]
+    streamed = [s.unpacked for s in sinks if s.unpacked is not None]
+    got = streamed[0] if streamed else unpacked[0]
+    if streamed:
+        ui.status("streamed: checked while it arrived")
     ui.stage("writing the conversation document")  # staged while checked; now given its name
     path = await asyncio.to_thread(place, got.staged, out_dir, safe_file_stem(got.context_id))
-    with contextlib.suppress(OSError):
-        os.unlink(received.path)
+    if not streamed:
+        with contextlib.suppress(OSError):
+            os.unlink(received.path)
     if pretty:
         await asyncio.to_thread(lambda: write_document(read_document(path), path, pretty=True))
     return ReceiveOutcome(summary=got, path=path, verification=verification,

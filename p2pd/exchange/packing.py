@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from p2pd.blob.stream import BlobWriter, iter_raw
 from p2pd.conversation.layout import document_lines
 from p2pd.conversation.layout_reader import LayoutReader, NotLayout
 from p2pd.conversation.model import ConversationDocument, Counts, Origin
-from p2pd.errors import ConflictError
+from p2pd.errors import CodecError, ConflictError
 from p2pd.support.atomic import atomic_writer
 from p2pd.support.gcpause import bulk_work
 
@@ -145,3 +146,87 @@ def blob_to_file(blob_path: Path, folder: Path, base: str) -> Path:
         for piece in iter_raw(blob_path):
             out.write(piece)
     return place(folder / f".{base}.fallback", folder, base)
+
+
+def staging_file(folder: Path) -> Path:
+    """A new, empty, hidden staging file for a received document in ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=".p2pd-receiving-", suffix=".a2a.json.part", dir=folder)
+    try:
+        os.fchmod(fd, 0o644)  # the mode atomic_writer gives every document written (mkstemp's is 0600)
+    finally:
+        os.close(fd)
+    return Path(name)
+
+
+class StreamUnpacker:
+    """The receiver's :class:`~p2pd.transfer.streamstore.StreamSink`: a streamed payload decompressed as it
+    arrives into a staging file beside the output, each element checked by the LayoutReader on the way. A
+    document not in the line layout is staged whole and parsed at the end. Blocking (worker threads)."""
+
+    def __init__(self, codec: str, folder: Path, *, max_raw_size: int = DEFAULT_MAX_RAW_SIZE,
+                 source: str = "the received conversation", staged: Path | None = None) -> None:
+        """``staged``: the staging file to write (made by the caller); a new hidden one in ``folder`` if None."""
+        from p2pd.blob.stream import Inflater
+
+        self.staged = staged or staging_file(folder)
+        self._out = self.staged.open("wb")
+        self._source = source
+        self._max = max_raw_size
+        self._reader: LayoutReader | None = LayoutReader(source=source)
+        self._inflater = Inflater(codec, self._piece, max_raw_size=max_raw_size)
+        self.unpacked: Unpacked | None = None
+        self._gc: Any = bulk_work()
+        self._gc.__enter__()
+
+    def _piece(self, piece: bytes) -> None:
+        self._out.write(piece)
+        if self._reader is not None:
+            try:
+                self._reader.feed(piece)
+            except NotLayout:
+                self._reader = None  # parsed whole at the end
+
+    def feed(self, data: bytes) -> None:
+        self._inflater.feed(data)
+
+    def finish(self, raw_size: int) -> Path:
+        try:
+            got = self._inflater.finish()
+            if got != raw_size:
+                raise CodecError(f"the conversation decompressed to {got} bytes, the sender said {raw_size}")
+            self._out.close()
+            if self._reader is not None:
+                try:
+                    s = self._reader.finish()
+                    self.unpacked = Unpacked(s.context_id, s.title, s.counts, self.staged, s.document.origin)
+                    return self.staged
+                except NotLayout:
+                    pass
+            self.unpacked = _reparse(self.staged, self._source, self._max)
+            return self.staged
+        finally:
+            self._end_gc()
+
+    def abort(self) -> None:
+        self._end_gc()
+        with contextlib.suppress(OSError):
+            self._out.close()
+        with contextlib.suppress(FileNotFoundError):
+            self.staged.unlink()
+
+    def _end_gc(self) -> None:
+        if self._gc is not None:
+            gc_pause, self._gc = self._gc, None
+            gc_pause.__exit__(None, None, None)
+
+
+def _reparse(staged: Path, source: str, max_raw_size: int) -> Unpacked:
+    from p2pd.agents.counting import count
+    from p2pd.conversation.document_io import parse_document
+
+    doc = parse_document(staged.read_bytes(), source=source)
+    doc.counts = count(doc)
+    with atomic_writer(staged) as out:
+        document_lines(doc.to_json_dict(), out.write)
+    return Unpacked(doc.context_id, doc.title, doc.counts, staged, doc.origin)

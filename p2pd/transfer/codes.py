@@ -20,6 +20,8 @@ class FrameType(IntEnum):
     DONE = 0x08
     CANCEL = 0x09
     ERROR = 0x0A
+    STREAM_OFFER = 0x0B  # streamed transfers (SPEC.md §12): sizes and SHA-256 come at the end
+    STREAM_END = 0x0C
 
 
 class Role(IntEnum):

@@ -48,6 +48,8 @@ MAX_WINDOW = 64 * 1024 * 1024
 MIN_WINDOW = 64 * 1024
 MAX_CODECS = 16
 ZERO_ID = bytes(16)
+STREAMS = 0x80
+"""Not a codec: listed among a HELLO's codecs, it says this peer speaks streamed transfers (SPEC.md §12)."""
 
 
 def printable(text: str, limit: int = 300) -> str:
@@ -101,6 +103,37 @@ class Offer:
 
 
 _OFFER = struct.Struct(">BQQ32sIH")
+
+
+@dataclass(frozen=True)
+class StreamOffer(Offer):
+    """A streamed OFFER (SPEC.md §12): ``raw_size`` and ``compressed_size`` are the sender's estimates (for caps
+    and progress), ``sha256`` is unknown (zero); STREAM_END carries the real ones."""
+
+    type: ClassVar[FrameType] = FrameType.STREAM_OFFER
+
+    def body(self) -> bytes:
+        info = self.info.to_json()
+        return _SOFFER.pack(self.codec_id, self.raw_size, self.compressed_size, self.chunk_size, len(info)) + info
+
+
+_SOFFER = struct.Struct(">BQQIH")
+
+
+@dataclass(frozen=True)
+class StreamEnd:
+    transfer_id: bytes
+    nchunks: int
+    raw_size: int
+    compressed_size: int
+    sha256: bytes
+    type: ClassVar[FrameType] = FrameType.STREAM_END
+
+    def body(self) -> bytes:
+        return _SEND.pack(self.nchunks, self.raw_size, self.compressed_size, self.sha256)
+
+
+_SEND = struct.Struct(">IQQ32s")
 
 
 @dataclass(frozen=True)
@@ -182,7 +215,7 @@ class Done:
         return self.sha256
 
 
-Frame = Hello | Offer | Accept | Reject | Chunk | Ack | End | Done | Cancel | Error
+Frame = Hello | Offer | Accept | Reject | Chunk | Ack | End | Done | Cancel | Error | StreamEnd
 
 
 def encode(frame: Frame) -> bytes:
@@ -254,6 +287,24 @@ def _parse_offer(tid: bytes, body: memoryview) -> Frame:
                  chunk_size=chunk_size, info=info)
 
 
+def _parse_stream_offer(tid: bytes, body: memoryview) -> Frame:
+    if len(body) < _SOFFER.size:
+        raise FrameError(f"STREAM_OFFER body is {len(body)} bytes, expected at least {_SOFFER.size}")
+    codec_id, raw, comp, chunk_size, info_len = _SOFFER.unpack_from(body)
+    _exact(body, _SOFFER.size + info_len, "STREAM_OFFER")
+    if info_len > MAX_INFO_SIZE:
+        raise FrameError(f"STREAM_OFFER description of {info_len} bytes exceeds {MAX_INFO_SIZE}")
+    info = OfferInfo.from_json(bytes(body[_SOFFER.size:]))
+    return StreamOffer(transfer_id=tid, codec_id=codec_id, raw_size=raw, compressed_size=comp, sha256=bytes(32),
+                       chunk_size=chunk_size, info=info)
+
+
+def _parse_stream_end(tid: bytes, body: memoryview) -> Frame:
+    _exact(body, _SEND.size, "STREAM_END")
+    nchunks, raw, comp, digest = _SEND.unpack_from(body)
+    return StreamEnd(tid, nchunks, raw, comp, digest)
+
+
 def _parse_accept(tid: bytes, body: memoryview) -> Frame:
     if len(body) < 6:
         raise FrameError(f"ACCEPT body is {len(body)} bytes, expected at least 6")
@@ -310,6 +361,8 @@ _PARSERS = {
     FrameType.DONE: _parse_done,
     FrameType.CANCEL: _parse_reason(Cancel),
     FrameType.ERROR: _parse_reason(Error),
+    FrameType.STREAM_OFFER: _parse_stream_offer,
+    FrameType.STREAM_END: _parse_stream_end,
 }
 
 
@@ -340,7 +393,9 @@ def _check(frame: Frame) -> None:
                              f"{MAX_MESSAGE_SIZE} bytes")
         if frame.compressed_size == 0:
             raise FrameError("OFFER of an empty payload (compressed size 0)")
-        if frame.nchunks > MAX_CHUNKS:
+        if isinstance(frame, StreamOffer):
+            pass  # its sizes are estimates: no chunk count follows from them
+        elif frame.nchunks > MAX_CHUNKS:
             raise FrameError("OFFER needs more than 2^32-1 chunks")
         if len(frame.info.to_json()) > MAX_INFO_SIZE:
             raise FrameError(f"OFFER description exceeds {MAX_INFO_SIZE} bytes")
@@ -370,6 +425,9 @@ def _check(frame: Frame) -> None:
             raise FrameError(f"{frame.type.name} value out of range")
     elif isinstance(frame, Done) and len(frame.sha256) != 32:
         raise FrameError("DONE sha256 must be 32 bytes")
+    elif isinstance(frame, StreamEnd) and (len(frame.sha256) != 32 or frame.compressed_size == 0
+                                            or not 0 < frame.nchunks <= MAX_CHUNKS):
+        raise FrameError("STREAM_END needs a 32-byte sha256, a non-empty payload and 1..2^32-1 chunks")
 
 
 def reason_text(text: str) -> str:
@@ -380,10 +438,9 @@ def reason_text(text: str) -> str:
     return raw[: MAX_TEXT_SIZE - 3].decode("utf-8", "ignore") + "…"
 
 
-
 __all__ = ["BASE_MESSAGE_SIZE", "CHUNK_OVERHEAD", "CRC_SIZE", "HEADER_SIZE", "MAX_CHUNKS", "MAX_CODECS",
            "MAX_INFO_SIZE", "MAX_MESSAGE_SIZE", "MAX_RANGES", "MAX_TEXT_SIZE", "MAX_WINDOW", "MIN_CHUNK_SIZE",
-           "MIN_FRAME_SIZE", "MIN_WINDOW", "PROTOCOL_VERSION", "TITLE_MAX_CHARS", "ZERO_ID", "Accept", "Ack",
-           "Cancel", "Chunk", "Code", "Done", "End", "Error", "Frame", "FrameError", "FrameType", "Hello", "Offer",
-           "OfferInfo", "Reject", "Role", "code_name", "decode", "encode", "encode_chunk", "printable",
-           "reason_text"]
+           "MIN_FRAME_SIZE", "MIN_WINDOW", "PROTOCOL_VERSION", "STREAMS", "TITLE_MAX_CHARS", "ZERO_ID", "Accept",
+           "Ack", "Cancel", "Chunk", "Code", "Done", "End", "Error", "Frame", "FrameError", "FrameType", "Hello",
+           "Offer", "OfferInfo", "Reject", "Role", "StreamEnd", "StreamOffer", "code_name", "decode", "encode",
+           "encode_chunk", "printable", "reason_text"]

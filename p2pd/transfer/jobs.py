@@ -15,6 +15,7 @@ from pathlib import Path
 from p2pd.blob.container import HEADER_SIZE, BlobHeader
 from p2pd.errors import InvalidInputError, NotFoundError
 from p2pd.transfer.partial import PartialBlob
+from p2pd.transfer.streamstore import StreamStore
 
 
 class JobKind(Enum):
@@ -26,6 +27,8 @@ class JobKind(Enum):
     WRITE = "write"  # receiver: queued chunks written and committed (None)
     DIGEST = "digest"  # receiver: SHA-256 of the stored payload (bytes)
     FINALIZE = "finalize"  # receiver: the blob moved into place (Path)
+    SUMMARY = "summary"  # streaming sender: what the offer says of a conversation still being packed
+    BLOB = "blob"  # streaming sender: the whole blob files, for a receiver that does not stream
 
 
 @dataclass(frozen=True)
@@ -71,7 +74,7 @@ def read_span(fd: int, offset: int, length: int) -> bytes:
     return data
 
 
-def write_batch(part: PartialBlob, batch: list[tuple[int, bytes]], commit: bool) -> None:
+def write_batch(part: PartialBlob | StreamStore, batch: list[tuple[int, bytes]], commit: bool) -> None:
     """Write ``(offset, data)`` pieces into the partial store; with ``commit``, make them durable and record
     them for resume."""
     for offset, data in batch:

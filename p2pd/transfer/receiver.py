@@ -33,6 +33,7 @@ from p2pd.transfer.frames import (
     MAX_RANGES,
     MAX_WINDOW,
     MIN_WINDOW,
+    STREAMS,
     ZERO_ID,
     Accept,
     Ack,
@@ -49,6 +50,8 @@ from p2pd.transfer.frames import (
     Offer,
     Reject,
     Role,
+    StreamEnd,
+    StreamOffer,
     decode,
     encode,
     reason_text,
@@ -81,9 +84,9 @@ _STOP = frozenset({FrameType.CANCEL, FrameType.ERROR})
 ALLOWED: dict[ReceiverState, frozenset[FrameType]] = {
     ReceiverState.IDLE: frozenset(),
     ReceiverState.AWAIT_HELLO: _STOP | {FrameType.HELLO},
-    ReceiverState.AWAIT_OFFER: _STOP | {FrameType.OFFER},
+    ReceiverState.AWAIT_OFFER: _STOP | {FrameType.OFFER, FrameType.STREAM_OFFER},
     ReceiverState.DECIDING: _STOP,
-    ReceiverState.RECEIVING: _STOP | {FrameType.CHUNK, FrameType.END},
+    ReceiverState.RECEIVING: _STOP | {FrameType.CHUNK, FrameType.END, FrameType.STREAM_END},
     ReceiverState.FINISHING: _STOP,
     ReceiverState.VERIFYING: _STOP,
     ReceiverState.FINALIZING: _STOP,
@@ -103,12 +106,16 @@ class Receiver(Endings):
     state: ReceiverState
 
     def __init__(self, *, max_message_size: int = MAX_MESSAGE_SIZE, max_raw_size: int = DEFAULT_MAX_RAW_SIZE,
-                 codecs: Sequence[str] = tuple(CODECS), window: int = DEFAULT_WINDOW) -> None:
+                 codecs: Sequence[str] = tuple(CODECS), window: int = DEFAULT_WINDOW, streams: bool = False) -> None:
+        """``streams``: list STREAMS in HELLO and take STREAM_OFFER (SPEC.md §12)."""
         if not MIN_WINDOW <= window <= MAX_WINDOW:
             raise ValueError(f"window must be within {MIN_WINDOW}..{MAX_WINDOW}")
         self.max_message_size = max_message_size
         self.max_raw_size = max_raw_size
         self._codec_ids = tuple(CODECS[name].wire_id for name in codecs)
+        self.streams = streams
+        self.end: StreamEnd | None = None  # a streamed transfer's STREAM_END
+        self.peer_streams = False  # the sender's HELLO lists STREAMS
         self.window = window
         self.state = ReceiverState.IDLE
         self.offer: Offer | None = None
@@ -133,8 +140,28 @@ class Receiver(Endings):
         return self.state in _TERMINAL
 
     @property
+    def streamed(self) -> bool:
+        return isinstance(self.offer, StreamOffer)
+
+    @property
+    def sha256(self) -> bytes:
+        """The digest the payload must have: the OFFER's, or a streamed transfer's STREAM_END's."""
+        if self.end is not None:
+            return self.end.sha256
+        return self.offer.sha256 if self.offer is not None else bytes(32)
+
+    def _total(self) -> int:
+        assert self.offer is not None
+        if self.end is not None:
+            return self.end.compressed_size
+        return max(self.offer.compressed_size, self.bytes_received) if self.streamed else self.offer.compressed_size
+
+    @property
     def awaiting_peer(self) -> bool:
-        """True while only the peer can move the transfer on (so an idle timeout applies)."""
+        """True while only the peer can move the transfer on (so an idle timeout applies) — not while a sender
+        that streams prepares its offer: it is converting the conversation (SPEC.md §12)."""
+        if self.state is ReceiverState.AWAIT_OFFER and self.peer_streams:
+            return False
         return self.state in (ReceiverState.AWAIT_HELLO, ReceiverState.AWAIT_OFFER, ReceiverState.RECEIVING)
 
     # --- local events -------------------------------------------------------------------------------------
@@ -144,12 +171,15 @@ class Receiver(Endings):
             raise RuntimeError("start() called twice")
         self.state = ReceiverState.AWAIT_HELLO
         return [SendFrame(encode(Hello(role=Role.RECEIVER, max_message_size=self.max_message_size,
-                                       codecs=self._codec_ids)))]
+                                       codecs=self._codec_ids + ((STREAMS,) if self.streams else ()))))]
 
     def accept(self, have: Sequence[tuple[int, int]] = ()) -> list[Action]:
         """The user accepted; ``have``: chunk ranges (in this OFFER's chunk size) already held durably."""
         if self.state is not ReceiverState.DECIDING or self.offer is None:
             return []  # the transfer ended meanwhile (cancelled by the peer, or failed)
+        if self.streamed:  # nothing is ever held: a streamed transfer restarts from zero (SPEC.md §12)
+            self.state = ReceiverState.RECEIVING
+            return [SendFrame(encode(Accept(self.transfer_id, window=self.window))), Progress(0, self._total())]
         have = tuple(have)
         check_ranges(have, self.offer.nchunks)
         if len(have) > MAX_RANGES:  # keep the longest prefix that fits; the rest is simply sent again
@@ -167,7 +197,7 @@ class Receiver(Endings):
 
     def chunks_durable(self, count: int) -> list[Action]:
         """The first ``count`` chunks asked for by WriteChunk are durably stored (cumulative)."""
-        if self.finished or self.plan is None or self.offer is None:
+        if self.finished or (self.plan is None and not self.streamed) or self.offer is None:
             return []
         if not self._durable <= count <= self._received:
             raise ValueError(f"chunks_durable({count}) outside {self._durable}..{self._received}")
@@ -178,11 +208,13 @@ class Receiver(Endings):
             self._unacked_bytes -= length
             self._durable_bytes += length
             self._durable += 1
-        upto = self.plan.upto_after(self._durable)
-        done = self.plan.held_bytes + self._durable_bytes
-        actions: list[Action] = [SendFrame(encode(Ack(self.transfer_id, upto))),
-                                 Progress(done, self.offer.compressed_size)]
-        if self.state is ReceiverState.FINISHING and self._durable == self.plan.total:
+        if self.plan is None:
+            upto, done, total = self._durable, self._durable_bytes, self._received
+        else:
+            upto, done, total = self.plan.upto_after(self._durable), self.plan.held_bytes + self._durable_bytes, \
+                self.plan.total
+        actions: list[Action] = [SendFrame(encode(Ack(self.transfer_id, upto))), Progress(done, self._total())]
+        if self.state is ReceiverState.FINISHING and self._durable == total:
             self.state = ReceiverState.VERIFYING
             actions.append(VerifyPayload())
         return actions
@@ -191,9 +223,9 @@ class Receiver(Endings):
         """The SHA-256 of the whole payload as stored."""
         if self.state is not ReceiverState.VERIFYING or self.offer is None:
             return []
-        if digest != self.offer.sha256:
+        if digest != self.sha256:
             return self.fail(Code.CHECKSUM, f"the received payload hashes to sha256 {digest.hex()[:16]}…, "
-                                            f"the offer said {self.offer.sha256.hex()[:16]}…")
+                                            f"the {'sender' if self.end else 'offer'} said {self.sha256.hex()[:16]}…")
         self.state = ReceiverState.FINALIZING
         return [FinalizeBlob()]
 
@@ -202,7 +234,7 @@ class Receiver(Endings):
         if self.state is not ReceiverState.FINALIZING or self.offer is None:
             return []
         self.state = ReceiverState.COMPLETED
-        return [SendFrame(encode(Done(self.transfer_id, self.offer.sha256))), Completed()]
+        return [SendFrame(encode(Done(self.transfer_id, self.sha256))), Completed()]
 
 
     # --- frames from the peer -----------------------------------------------------------------------------
@@ -231,10 +263,13 @@ class Receiver(Endings):
             return self._on_chunk(frame)
         if isinstance(frame, End):
             return self._on_end(frame)
+        if isinstance(frame, StreamEnd):
+            return self._on_stream_end(frame)
         if isinstance(frame, Hello):
             if frame.role is not Role.SENDER:
                 raise FrameError("the peer is a receiver too (HELLO role)")
             self.state = ReceiverState.AWAIT_OFFER
+            self.peer_streams = self.streams and STREAMS in frame.codecs
             return []
         if isinstance(frame, Offer):
             return self._on_offer(frame)
@@ -243,6 +278,8 @@ class Receiver(Endings):
         raise AssertionError(f"ALLOWED lets {frame.type.name} through without a handler")
 
     def _on_offer(self, offer: Offer) -> list[Action]:
+        if isinstance(offer, StreamOffer) and not self.streams:
+            raise FrameError("STREAM_OFFER to a receiver that does not list STREAMS")
         if offer.chunk_size + CHUNK_OVERHEAD > self.max_message_size:
             raise FrameError(f"OFFER chunk size {offer.chunk_size} makes frames over the "
                              f"{self.max_message_size}-byte limit this receiver advertised")
@@ -262,6 +299,8 @@ class Receiver(Endings):
         return [OfferReceived(offer)]
 
     def _on_chunk(self, chunk: Chunk) -> list[Action]:
+        if self.streamed:
+            return self._on_stream_chunk(chunk)
         assert self.plan is not None and self.offer is not None
         if self._received >= self.plan.total:
             raise FrameError(f"CHUNK {chunk.index} after all {self.plan.total} planned chunks")
@@ -279,7 +318,43 @@ class Receiver(Endings):
         self.bytes_received += length
         return [WriteChunk(chunk.index, offset, chunk.payload)]
 
+    def _on_stream_chunk(self, chunk: Chunk) -> list[Action]:
+        assert self.offer is not None
+        if chunk.index != self._received:
+            raise FrameError(f"CHUNK {chunk.index} out of order (expected {self._received})")
+        length = len(chunk.payload)
+        if length > self.offer.chunk_size:
+            raise FrameError(f"CHUNK {chunk.index} carries {length} bytes, more than the chunk size")
+        if self._unacked_bytes + length > self.window:
+            raise FrameError(f"the sender exceeded the {self.window}-byte flow-control window")
+        if self.bytes_received + length > self.max_raw_size * _MAX_EXPANSION + 1024:
+            raise FrameError("the streamed payload grew past anything within this receiver's size limit")
+        offset = self.bytes_received
+        self._received += 1
+        self._pending.append(length)
+        self._unacked_bytes += length
+        self.bytes_received += length
+        return [WriteChunk(chunk.index, offset, chunk.payload)]
+
+    def _on_stream_end(self, end: StreamEnd) -> list[Action]:
+        if not self.streamed:
+            raise FrameError("STREAM_END in a transfer that is not streamed")
+        if end.nchunks != self._received or end.compressed_size != self.bytes_received:
+            raise FrameError(f"STREAM_END says {end.nchunks} chunks / {end.compressed_size} bytes, "
+                             f"{self._received} / {self.bytes_received} arrived")
+        self.end = end
+        if end.raw_size > self.max_raw_size:
+            return self.fail(Code.INVALID, f"the conversation is {end.raw_size} bytes, over this receiver's "
+                                           f"limit of {self.max_raw_size} bytes")
+        if self._durable == self._received:
+            self.state = ReceiverState.VERIFYING
+            return [VerifyPayload()]
+        self.state = ReceiverState.FINISHING
+        return []
+
     def _on_end(self, end: End) -> list[Action]:
+        if self.streamed:
+            raise FrameError("END in a streamed transfer (STREAM_END ends it)")
         assert self.plan is not None and self.offer is not None
         if self._received != self.plan.total:
             raise FrameError(f"END after {self._received} of {self.plan.total} chunks")

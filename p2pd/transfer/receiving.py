@@ -22,6 +22,7 @@ from p2pd.transfer.jobs import JobDone, JobKind, write_batch
 from p2pd.transfer.partial import PartialBlob, UnreadableBlob, Validate
 from p2pd.transfer.receiver import Receiver, ReceiverState
 from p2pd.transfer.runloop import Runner
+from p2pd.transfer.streamstore import SinkFactory, StreamStore
 
 # Slowloris guard: while chunks are due, the sender must deliver at least MIN_RATE bytes/s over each RATE_WINDOW
 # (or whatever is left, if less); a sender trickling one chunk every 20 s is ended with that reason.
@@ -57,7 +58,10 @@ class ReceiveSide(Runner):
     def __init__(self, channel: DataChannel, dest_dir: Path, decide: Decide, *, max_message_size: int,
                  max_raw_size: int, idle_timeout: float, on_progress: ProgressCallback | None,
                  control: TransferControl | None, linger: float, validate: Validate | None = None,
-                 min_rate: float = MIN_RATE, rate_window: float = RATE_WINDOW) -> None:
+                 min_rate: float = MIN_RATE, rate_window: float = RATE_WINDOW,
+                 stream_sink: SinkFactory | None = None) -> None:
+        """``stream_sink``: this side takes streamed transfers (SPEC.md §12), each payload fed to a sink made
+        for its offer."""
         super().__init__(channel, idle_timeout=idle_timeout, on_progress=on_progress, control=control)
         self.dest_dir = dest_dir
         self.decide = decide
@@ -66,8 +70,10 @@ class ReceiveSide(Runner):
         self.min_rate = min_rate
         self.rate_window = rate_window
         self.rate_mark: tuple[float, int] | None = None  # (time, bytes received) at the current window's start
-        self.machine = Receiver(max_message_size=max_message_size, max_raw_size=max_raw_size)
-        self.part: PartialBlob | None = None
+        self.machine = Receiver(max_message_size=max_message_size, max_raw_size=max_raw_size,
+                                streams=stream_sink is not None)
+        self.stream_sink = stream_sink
+        self.part: PartialBlob | StreamStore | None = None
         self.decision: asyncio.Task[None] | None = None
         self.queue: deque[tuple[int, bytes]] = deque()  # chunks to write
         self.queue_bytes = 0
@@ -140,6 +146,8 @@ class ReceiveSide(Runner):
             self.start_job(JobKind.DIGEST, self.part.digest)
         elif isinstance(action, FinalizeBlob):
             assert self.part is not None and self.job is None
+            if isinstance(self.part, StreamStore) and self.machine.end is not None:
+                self.part.expected_raw = self.machine.end.raw_size
             self.start_job(JobKind.FINALIZE, self.part.finalize, self.validate)
 
     async def _decide(self, offer: Offer) -> None:
@@ -208,6 +216,8 @@ class ReceiveSide(Runner):
                 self.perform(m.reject(done.result.reason, done.result.code))
             elif not done.result:
                 self.perform(m.reject(""))
+            elif m.offer is not None and m.streamed and self.stream_sink is not None:
+                self.start_job(JobKind.OPEN, StreamStore.open, self.stream_sink, m.offer)
             elif m.offer is not None:
                 self.start_job(JobKind.OPEN, PartialBlob.open, self.dest_dir, m.offer)
             return
@@ -217,7 +227,7 @@ class ReceiveSide(Runner):
             elif error is not None:
                 self.perform(m.fail(Code.IO, f"cannot store the blob in {self.dest_dir}: {error}"))
             else:
-                assert isinstance(done.result, PartialBlob)
+                assert isinstance(done.result, PartialBlob | StreamStore)
                 self.part = done.result
                 self.perform(m.accept(done.result.held_chunks()))
             return
@@ -263,7 +273,7 @@ class ReceiveSide(Runner):
         part.close()
 
     def late_result(self, done: JobDone) -> None:
-        if done.kind is JobKind.OPEN and isinstance(done.result, PartialBlob):
+        if done.kind is JobKind.OPEN and isinstance(done.result, PartialBlob | StreamStore):
             done.result.close()  # opened while the transfer was stopping: release its lock
 
     async def wait_peer_close(self) -> None:

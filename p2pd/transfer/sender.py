@@ -21,6 +21,7 @@ from p2pd.transfer.frames import (
     BASE_MESSAGE_SIZE,
     CHUNK_OVERHEAD,
     MAX_MESSAGE_SIZE,
+    STREAMS,
     ZERO_ID,
     Accept,
     Ack,
@@ -36,6 +37,8 @@ from p2pd.transfer.frames import (
     OfferInfo,
     Reject,
     Role,
+    StreamEnd,
+    StreamOffer,
     decode,
     encode,
     encode_chunk,
@@ -57,6 +60,7 @@ class Encoding:
 class SenderState(Enum):
     IDLE = "idle"
     AWAIT_HELLO = "await-hello"
+    PREPARING = "preparing"  # a deferred offer (streams=True): HELLO seen, the adapter prepares what to offer
     AWAIT_DECISION = "await-decision"
     SENDING = "sending"
     AWAIT_DONE = "await-done"
@@ -72,6 +76,7 @@ _STOP = frozenset({FrameType.CANCEL, FrameType.ERROR})
 ALLOWED: dict[SenderState, frozenset[FrameType]] = {
     SenderState.IDLE: frozenset(),
     SenderState.AWAIT_HELLO: _STOP | {FrameType.HELLO},
+    SenderState.PREPARING: _STOP,
     SenderState.AWAIT_DECISION: _STOP | {FrameType.ACCEPT, FrameType.REJECT},
     SenderState.SENDING: _STOP | {FrameType.ACK},
     SenderState.AWAIT_DONE: _STOP | {FrameType.ACK, FrameType.DONE},
@@ -96,7 +101,11 @@ class Sender(Endings):
     def __init__(self, *, transfer_id: bytes, codec: str, raw_size: int, compressed_size: int, sha256: bytes,
                  info: OfferInfo, max_message_size: int = BASE_MESSAGE_SIZE,
                  transport_limit: int | None = None, window: int = DEFAULT_WINDOW,
-                 codecs: Sequence[str] = tuple(CODECS), alternatives: Sequence[Encoding] = ()) -> None:
+                 codecs: Sequence[str] = tuple(CODECS), alternatives: Sequence[Encoding] = (),
+                 deferred: bool = False) -> None:
+        """``deferred``: the offer is not known yet (sizes and digest are ignored); this side lists STREAMS in its
+        HELLO and, once the receiver's HELLO is in, waits in PREPARING for :meth:`offer_blob` or (when
+        :attr:`peer_streams`) :meth:`offer_stream` (SPEC.md §12)."""
         if len(transfer_id) != 16 or transfer_id == ZERO_ID:
             raise ValueError("transfer id must be 16 bytes, not all zero")
         if max_message_size < BASE_MESSAGE_SIZE:
@@ -111,6 +120,13 @@ class Sender(Endings):
         self._transport_limit = transport_limit
         self._window = window
         self._codecs = tuple(get_codec(name).wire_id for name in codecs)  # what HELLO says this side produces
+        self.deferred = deferred
+        if deferred:
+            self._codecs += (STREAMS,)
+        self.peer_streams = False  # the receiver's HELLO lists STREAMS
+        self.peer_codecs: tuple[int, ...] = ()
+        self._limit = BASE_MESSAGE_SIZE  # CHUNK frame size agreed from both HELLOs
+        self.end: StreamEnd | None = None  # a streamed transfer's last frame, once sent
         # Offered instead of the encoding above, first one the receiver's HELLO lists (SPEC.md §1: codecs).
         self._alternatives = tuple(alternatives)
         self.choice: int | None = None  # index in ``alternatives`` of the encoding offered; None: the first one
@@ -141,6 +157,70 @@ class Sender(Endings):
     @property
     def finished(self) -> bool:
         return self.state in _TERMINAL
+
+    @property
+    def preparing(self) -> bool:
+        """True while this side prepares its offer: the peer waits for it (no idle timeout)."""
+        return self.state is SenderState.PREPARING
+
+    @property
+    def streamed(self) -> bool:
+        return isinstance(self.offer, StreamOffer)
+
+    @property
+    def sha256(self) -> bytes:
+        """The payload's digest: the OFFER's, or a streamed transfer's STREAM_END's."""
+        if self.end is not None:
+            return self.end.sha256
+        return self.offer.sha256 if self.offer is not None else bytes(32)
+
+    def offer_blob(self, codec: str, raw_size: int, compressed_size: int, sha256: bytes, info: OfferInfo,
+                   alternatives: Sequence[Encoding] = ()) -> list[Action]:
+        """PREPARING: offer a whole blob (the version-1 OFFER; any receiver)."""
+        if self.state is not SenderState.PREPARING:
+            return []
+        self._codec_id, self._raw_size, self._compressed_size = get_codec(codec).wire_id, raw_size, compressed_size
+        self._sha256, self._info, self._alternatives = sha256, info, tuple(alternatives)
+        return self._offer(self.peer_codecs)
+
+    def offer_stream(self, codec: str, raw_estimate: int, compressed_estimate: int,
+                     info: OfferInfo) -> list[Action]:
+        """PREPARING, the receiver listed STREAMS: offer a payload still being produced (STREAM_OFFER)."""
+        if self.state is not SenderState.PREPARING:
+            return []
+        if not self.peer_streams:
+            raise RuntimeError("offer_stream() to a receiver that does not list STREAMS")
+        self.offer = StreamOffer(transfer_id=self.transfer_id, codec_id=get_codec(codec).wire_id,
+                                 raw_size=raw_estimate, compressed_size=max(1, compressed_estimate),
+                                 sha256=bytes(32), chunk_size=self._limit - CHUNK_OVERHEAD, info=info)
+        self.state = SenderState.AWAIT_DECISION
+        return [SendFrame(encode(self.offer))]
+
+    def stream_room(self, length: int) -> bool:
+        """Streamed: whether a chunk of ``length`` bytes may go now (flow-control window)."""
+        if self.state is not SenderState.SENDING or not self.streamed or self.end is not None:
+            return False
+        return not self._unacked_bytes or self._unacked_bytes + length <= self._window
+
+    def send_stream_chunk(self, payload: bytes) -> list[Action]:
+        """Streamed: the next CHUNK (index = chunks sent so far), 1..chunk_size bytes."""
+        assert self.offer is not None
+        if not self.stream_room(len(payload)) or not 0 < len(payload) <= self.offer.chunk_size:
+            raise ValueError(f"send_stream_chunk({len(payload)} bytes) not allowed now")
+        index = self._sent
+        self._sent += 1
+        self._unacked.append((index, len(payload)))
+        self._unacked_bytes += len(payload)
+        self.bytes_sent += len(payload)
+        return [SendFrame(encode_chunk(self.transfer_id, index, payload))]
+
+    def end_stream(self, raw_size: int, sha256: bytes) -> list[Action]:
+        """Streamed: every chunk is sent; STREAM_END carries the totals and the digest."""
+        if self.state is not SenderState.SENDING or not self.streamed or self.end is not None:
+            return []
+        self.end = StreamEnd(self.transfer_id, self._sent, raw_size, self.bytes_sent, sha256)
+        self.state = SenderState.AWAIT_DONE
+        return [SendFrame(encode(self.end))]
 
     @property
     def awaiting_decision(self) -> bool:
@@ -230,20 +310,35 @@ class Sender(Endings):
             raise FrameError("the peer is a sender too (HELLO role)")
         limit = min(self.max_message_size, hello.max_message_size, MAX_MESSAGE_SIZE,
                     self._transport_limit or MAX_MESSAGE_SIZE)
-        limit = max(limit, BASE_MESSAGE_SIZE)
+        self._limit = max(limit, BASE_MESSAGE_SIZE)
+        self.peer_codecs = hello.codecs
+        self.peer_streams = STREAMS in hello.codecs
+        if self.deferred:
+            self.state = SenderState.PREPARING
+            return []
+        return self._offer(hello.codecs)
+
+    def _offer(self, codecs: tuple[int, ...]) -> list[Action]:
         codec_id, size, digest = self._codec_id, self._compressed_size, self._sha256
         for i, alt in enumerate(self._alternatives):
-            if get_codec(alt.codec).wire_id in hello.codecs:
+            if get_codec(alt.codec).wire_id in codecs:
                 self.choice = i
                 codec_id, size, digest = get_codec(alt.codec).wire_id, alt.compressed_size, alt.sha256
                 break
         self.offer = Offer(transfer_id=self.transfer_id, codec_id=codec_id, raw_size=self._raw_size,
-                           compressed_size=size, sha256=digest, chunk_size=limit - CHUNK_OVERHEAD, info=self._info)
+                           compressed_size=size, sha256=digest, chunk_size=self._limit - CHUNK_OVERHEAD,
+                           info=self._info)
         self.state = SenderState.AWAIT_DECISION
         return [SendFrame(encode(self.offer))]
 
     def _on_accept(self, accept: Accept) -> list[Action]:
         assert self.offer is not None
+        if self.streamed:
+            if accept.have:
+                raise FrameError("ACCEPT of a streamed transfer lists held ranges (it restarts from zero)")
+            self._window = min(self._window, accept.window)
+            self.state = SenderState.SENDING
+            return [Progress(0, self.offer.compressed_size)]
         self.plan = Plan(self.offer, accept.have)
         self._window = min(self._window, accept.window)
         self.state = SenderState.SENDING
@@ -253,11 +348,12 @@ class Sender(Endings):
         return actions
 
     def _on_ack(self, ack: Ack) -> list[Action]:
-        assert self.plan is not None and self.offer is not None
+        assert self.offer is not None
         if ack.upto <= self._acked_upto:
             raise FrameError(f"ACK {ack.upto} does not advance past {self._acked_upto} "
                              "(duplicate or reordered)")
-        bound = self.plan.upto_after(self._sent)
+        held = self.plan.held_bytes if self.plan is not None else 0
+        bound = self.plan.upto_after(self._sent) if self.plan is not None else self._sent
         if ack.upto > bound:
             raise FrameError(f"ACK {ack.upto} acknowledges chunks that were never sent (at most {bound})")
         self._acked_upto = ack.upto
@@ -265,14 +361,15 @@ class Sender(Endings):
             _, length = self._unacked.popleft()
             self._unacked_bytes -= length
             self._acked_bytes += length
-        return [Progress(self.plan.held_bytes + self._acked_bytes, self.offer.compressed_size)]
+        total = max(self.offer.compressed_size, self.bytes_sent) if self.streamed else self.offer.compressed_size
+        return [Progress(held + self._acked_bytes, total)]
 
     def _on_done(self, done: Done) -> list[Action]:
         assert self.offer is not None
-        if done.sha256 != self.offer.sha256:
+        if done.sha256 != self.sha256:
             raise FrameError("DONE confirms a SHA-256 different from the one offered")
         self.state = SenderState.COMPLETED
-        total = self.offer.compressed_size
+        total = self.end.compressed_size if self.end is not None else self.offer.compressed_size
         return [Progress(total, total), Completed()]
 
     # --- endings ------------------------------------------------------------------------------------------

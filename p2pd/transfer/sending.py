@@ -63,6 +63,7 @@ class SendSide(Runner):
                 self.close_channel()
                 raise
             finally:
+                self.stop_source()
                 await self.settle_job()
             await self.flush()
             self.close_channel()  # the sender closes the channel once the transfer is over (SPEC.md)
@@ -72,6 +73,12 @@ class SendSide(Runner):
             self.tap.detach()
         if not self.completed:
             self.raise_failure()
+        return self.result()
+
+    def stop_source(self) -> None:
+        """Wake a job waiting on a producer (none here: the blob is complete)."""
+
+    def result(self) -> TransferResult:
         m = self.machine
         assert m.offer is not None and m.plan is not None
         return TransferResult(transfer_id=m.transfer_id.hex(), sha256=m.offer.sha256,
@@ -93,7 +100,10 @@ class SendSide(Runner):
                 if self.machine.finished:
                     break
                 delay: float | None = None
-                if self.machine.awaiting_decision:
+                if self.machine.preparing:
+                    self.prepare()
+                    self.last_activity = self.loop.time()  # the peer waits for this side: no idle timeout
+                elif self.machine.awaiting_decision:
                     # the receiving user is deciding: silence is normal, only decision_timeout applies
                     decision_started = decision_started or self.loop.time()
                     if self.decision_timeout is not None:
@@ -111,6 +121,9 @@ class SendSide(Runner):
                     if self.machine.finished:
                         break
                 await self.wait(delay)
+
+    def prepare(self) -> None:
+        """A deferred offer (:mod:`p2pd.transfer.streaming`); a complete blob is offered on HELLO."""
 
     def handle(self, action: Action) -> None:  # pragma: no cover - the sender asks for nothing else
         raise AssertionError(f"unexpected sender action {action!r}")

@@ -165,9 +165,16 @@ VECTORS = json.loads(PATH.read_text(encoding="utf-8"))
 def test_vectors_cover_every_frame_type() -> None:
     assert {v["fields"]["type"] for v in VECTORS["valid"]} == {
         "HELLO", "OFFER", "ACCEPT", "REJECT", "CHUNK", "ACK", "END", "DONE", "CANCEL", "ERROR"}
+    assert {v["fields"]["type"] for v in VECTORS["streamed_valid"]} == {"HELLO", "STREAM_OFFER", "STREAM_END"}
 
 
-@pytest.mark.parametrize("vector", VECTORS["valid"], ids=lambda v: v["name"])
+def test_frame_vector_file_is_what_the_generator_writes() -> None:
+    from tests.transfer.vectors import build
+
+    assert build() == VECTORS
+
+
+@pytest.mark.parametrize("vector", VECTORS["valid"] + VECTORS["streamed_valid"], ids=lambda v: v["name"])
 def test_valid_vector_decodes_to_its_meaning_and_back(vector: dict) -> None:  # type: ignore[type-arg]
     data = bytes.fromhex(vector["hex"])
     frame = decode(data, max_size=MAX_MESSAGE_SIZE)
@@ -175,7 +182,7 @@ def test_valid_vector_decodes_to_its_meaning_and_back(vector: dict) -> None:  # 
     assert encode(frame_of(vector["fields"])) == data
 
 
-@pytest.mark.parametrize("vector", VECTORS["invalid"], ids=lambda v: v["name"])
+@pytest.mark.parametrize("vector", VECTORS["invalid"] + VECTORS["streamed_invalid"], ids=lambda v: v["name"])
 def test_invalid_vector_is_refused_with_its_reason(vector: dict) -> None:  # type: ignore[type-arg]
     with pytest.raises(FrameError) as info:
         decode(bytes.fromhex(vector["hex"]), max_size=MAX_MESSAGE_SIZE)

@@ -18,7 +18,9 @@ from p2pd.transfer.sender import SenderState
 from tests.transfer.traces import PATH, build, dumps, new_machine, outcome, payload
 
 SPEC = Path(receiver.__file__).with_name("SPEC.md")
-TRACES: list[dict[str, Any]] = json.loads(PATH.read_text(encoding="utf-8"))["traces"]
+_FILE = json.loads(PATH.read_text(encoding="utf-8"))
+# the version-1 traces (the page replays them too) and those of streamed transfers (SPEC.md §12; the reference only)
+TRACES: list[dict[str, Any]] = _FILE["traces"] + _FILE["streamed_traces"]
 
 
 @pytest.mark.parametrize("trace", TRACES, ids=lambda t: t["name"])

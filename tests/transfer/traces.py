@@ -102,9 +102,9 @@ def new_machine(machine: str, config: dict[str, Any]) -> Machine:
                       sha256=bytes.fromhex(config["sha256"]),
                       info=OfferInfo(info["title"], info["platform"], info["session_id"], info["message_count"]),
                       max_message_size=config["max_message_size"], transport_limit=config["transport_limit"],
-                      window=config["window"], codecs=config["codecs"])
+                      window=config["window"], codecs=config["codecs"], deferred=config.get("deferred", False))
     return Receiver(max_message_size=config["max_message_size"], max_raw_size=config["max_raw_size"],
-                    codecs=config["codecs"], window=config["window"])
+                    codecs=config["codecs"], window=config["window"], streams=config.get("streams", False))
 
 
 # --- applying a step and describing what came out ---------------------------------------------------------
@@ -132,6 +132,18 @@ def apply(m: Machine, step: dict[str, Any], data: bytes) -> Any:
         if call == "send_chunk":
             offset, length = step["offset"], step["length"]
             return m.send_chunk(step["index"], data[offset:offset + length])
+        if call == "offer_blob":
+            info = OfferInfo(**step["info"])
+            return m.offer_blob(step["codec"], step["raw_size"], step["compressed_size"],
+                                bytes.fromhex(step["sha256"]), info)
+        if call == "offer_stream":
+            return m.offer_stream(step["codec"], step["raw_estimate"], step["compressed_estimate"],
+                                  OfferInfo(**step["info"]))
+        if call == "send_stream_chunk":
+            offset, length = step["offset"], step["length"]
+            return m.send_stream_chunk(data[offset:offset + length])
+        if call == "end_stream":
+            return m.end_stream(step["raw_size"], bytes.fromhex(step["sha256"]))
     else:
         if call == "accept":
             return m.accept([tuple(r) for r in step["have"]])
@@ -211,10 +223,10 @@ class Trace:
         self.steps.append(step)
         return step
 
-    def recv(self, frame: Frame | bytes, note: str | None = None) -> dict[str, Any]:
+    def recv(self, frame: Frame | bytes, note: str | None = None, offset: int | None = None) -> dict[str, Any]:
         args: dict[str, Any]
         if isinstance(frame, Chunk):  # CHUNKs of the trace payload travel as their coordinates, not as hex
-            offset = frame.index * RECEIVER_CHUNK
+            offset = frame.index * RECEIVER_CHUNK if offset is None else offset
             assert frame.payload == span(offset, len(frame.payload))
             args = {"chunk": {"transfer_id": frame.transfer_id.hex(), "index": frame.index, "offset": offset,
                               "length": len(frame.payload)}}
@@ -571,6 +583,12 @@ def disallowed_traces() -> list[dict[str, Any]]:
     return out
 
 
+def streamed_traces() -> list[dict[str, Any]]:
+    from tests.transfer.stream_traces import build_streamed
+
+    return build_streamed()
+
+
 def build() -> dict[str, Any]:
     return {
         "description": "p2pd transfer protocol v1: behaviour of the sender and receiver machines "
@@ -579,6 +597,8 @@ def build() -> dict[str, Any]:
                        "'state'. Payload byte i of the sender is (i * 131 + 7) % 251.",
         "protocol_version": 1,
         "traces": sender_traces() + receiver_traces() + disallowed_traces(),
+        # streamed transfers (SPEC.md §12): replayed by the reference; the page, which does not stream, skips them
+        "streamed_traces": streamed_traces(),
     }
 
 
@@ -587,13 +607,17 @@ def dumps(data: dict[str, Any]) -> str:
     def one(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
-    traces = []
-    for t in data["traces"]:
-        head = ",\n  ".join(f"{one(k)}: {one(v)}" for k, v in t.items() if k != "steps")
-        steps = ",\n    ".join(one(step) for step in t["steps"])
-        traces.append(f"{{\n  {head},\n  \"steps\": [\n    {steps}\n  ]}}")
-    top = ",\n".join(f"{one(k)}: {one(v)}" for k, v in data.items() if k != "traces")
-    return f"{{{top},\n\"traces\": [\n" + ",\n".join(traces) + "\n]}\n"
+    def listing(key: str) -> str:
+        traces = []
+        for t in data[key]:
+            head = ",\n  ".join(f"{one(k)}: {one(v)}" for k, v in t.items() if k != "steps")
+            steps = ",\n    ".join(one(step) for step in t["steps"])
+            traces.append(f"{{\n  {head},\n  \"steps\": [\n    {steps}\n  ]}}")
+        return f"{one(key)}: [\n" + ",\n".join(traces) + "\n]"
+
+    lists = [k for k in data if k.endswith("traces")]
+    top = ",\n".join(f"{one(k)}: {one(v)}" for k, v in data.items() if k not in lists)
+    return f"{{{top},\n" + ",\n".join(listing(k) for k in lists) + "}\n"
 
 
 if __name__ == "__main__":

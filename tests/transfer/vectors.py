@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from p2pd.transfer.frames import (
+    STREAMS,
     ZERO_ID,
     Accept,
     Ack,
@@ -31,6 +32,8 @@ from p2pd.transfer.frames import (
     OfferInfo,
     Reject,
     Role,
+    StreamEnd,
+    StreamOffer,
     encode,
 )
 
@@ -39,7 +42,7 @@ TID = bytes.fromhex("0f1e2d3c4b5a69788796a5b4c3d2e1f0")
 PAYLOAD = b"\x04\x22\x4d\x18" + b"lz4 frame bytes\x00\xff"
 SHA = hashlib.sha256(b"example payload").digest()
 
-_CODEC_NAMES = {1: "lz4", 2: "zstd"}
+_CODEC_NAMES = {1: "lz4", 2: "zstd", STREAMS: "streams"}
 _CODEC_IDS = {v: k for k, v in _CODEC_NAMES.items()}
 
 
@@ -51,8 +54,10 @@ def fields_of(frame: Frame) -> dict[str, Any]:
                  codecs=[_CODEC_NAMES.get(c, c) for c in frame.codecs])
     elif isinstance(frame, Offer):
         f.update(codec=_CODEC_NAMES.get(frame.codec_id, frame.codec_id), raw_size=frame.raw_size,
-                 compressed_size=frame.compressed_size, sha256=frame.sha256.hex(),
-                 chunk_size=frame.chunk_size,
+                 compressed_size=frame.compressed_size, chunk_size=frame.chunk_size)
+        if not isinstance(frame, StreamOffer):
+            f.update(sha256=frame.sha256.hex())
+        f.update(
                  title=frame.info.title, platform=frame.info.platform, session_id=frame.info.session_id,
                  message_count=frame.info.message_count, description_json=frame.info.to_json().decode())
     elif isinstance(frame, Accept):
@@ -67,6 +72,9 @@ def fields_of(frame: Frame) -> dict[str, Any]:
         f.update(nchunks=frame.nchunks)
     elif isinstance(frame, Done):
         f.update(sha256=frame.sha256.hex())
+    elif isinstance(frame, StreamEnd):
+        f.update(nchunks=frame.nchunks, raw_size=frame.raw_size, compressed_size=frame.compressed_size,
+                 sha256=frame.sha256.hex())
     return f
 
 
@@ -82,6 +90,12 @@ def frame_of(f: dict[str, Any]) -> Frame:
                      compressed_size=f["compressed_size"], sha256=bytes.fromhex(f["sha256"]),
                      chunk_size=f["chunk_size"], info=OfferInfo(f["title"], f["platform"], f["session_id"],
                                                                 f["message_count"]))
+    if kind is FrameType.STREAM_OFFER:
+        return StreamOffer(transfer_id=tid, codec_id=_CODEC_IDS[f["codec"]], raw_size=f["raw_size"],
+                           compressed_size=f["compressed_size"], sha256=bytes(32), chunk_size=f["chunk_size"],
+                           info=OfferInfo(f["title"], f["platform"], f["session_id"], f["message_count"]))
+    if kind is FrameType.STREAM_END:
+        return StreamEnd(tid, f["nchunks"], f["raw_size"], f["compressed_size"], bytes.fromhex(f["sha256"]))
     if kind is FrameType.ACCEPT:
         return Accept(transfer_id=tid, window=f["window"], have=tuple((a, b) for a, b in f["have"]))
     if kind in (FrameType.REJECT, FrameType.CANCEL, FrameType.ERROR):
@@ -183,6 +197,31 @@ def invalid_frames() -> list[tuple[str, str, bytes, str]]:
     ]
 
 
+def streamed_frames() -> list[tuple[str, str, Frame]]:
+    """Frames of streamed transfers (SPEC.md §12): in their own list, which the page (it does not stream) skips."""
+    info = OfferInfo(title="A session still being packed", platform="claude-code", session_id="4d5611e5",
+                     message_count=6377)
+    return [
+        ("hello-receiver-streams", "a daemon receiver that takes streamed transfers (STREAMS, 0x80, among its codecs)",
+         Hello(role=Role.RECEIVER, max_message_size=65536, codecs=(1, 2, STREAMS))),
+        ("stream-offer", "a streamed offer: a 50 MB transcript, ~5 MB on the wire (estimates), zstd, 64 KiB frames",
+         StreamOffer(transfer_id=TID, codec_id=2, raw_size=50_000_000, compressed_size=5_000_000, sha256=bytes(32),
+                     chunk_size=65510, info=info)),
+        ("stream-end", "the streamed payload is complete: 69 chunks, 4 512 351 bytes of 53 096 084, and its SHA-256",
+         StreamEnd(TID, 69, 53_096_084, 4_512_351, SHA)),
+    ]
+
+
+def streamed_invalid() -> list[tuple[str, str, bytes, str]]:
+    body = struct.pack(">IQQ32s", 0, 10, 10, SHA)
+    return [
+        ("stream-end-no-chunks", "STREAM_END of zero chunks", _raw(1, 0x0C, TID, body),
+         "STREAM_END needs a 32-byte sha256"),
+        ("stream-end-short", "STREAM_END body one byte short", _raw(1, 0x0C, TID, body[:-1]),
+         "STREAM_END body is 51 bytes, expected 52"),
+    ]
+
+
 def build() -> dict[str, Any]:
     return {
         "description": "p2pd transfer protocol v1 frames (p2pd/transfer/SPEC.md). Each valid frame decodes "
@@ -193,6 +232,10 @@ def build() -> dict[str, Any]:
                   for name, meaning, frame in valid_frames()],
         "invalid": [{"name": name, "meaning": meaning, "hex": data.hex(), "error": error}
                     for name, meaning, data, error in invalid_frames()],
+        "streamed_valid": [{"name": name, "meaning": meaning, "hex": encode(frame).hex(), "fields": fields_of(frame)}
+                           for name, meaning, frame in streamed_frames()],
+        "streamed_invalid": [{"name": name, "meaning": meaning, "hex": data.hex(), "error": error}
+                             for name, meaning, data, error in streamed_invalid()],
     }
 
 

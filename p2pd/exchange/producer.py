@@ -1,0 +1,102 @@
+"""The packing process of a streamed send: ``python -m p2pd.exchange.producer SESSION_FILE WORK_DIR``.
+
+It converts the session (a Claude Code transcript is converted as it is written; anything else is loaded whole)
+into the conversation document in the line layout, compresses it with zstd as it goes, and writes records to
+its standard output, which the sending process (:mod:`p2pd.exchange.producing`) reads while the transfer runs::
+
+    tag u8, length u32 (big-endian), data
+    b"S"  the document's head as JSON (its first line: title, origin, counts …) — before any payload
+    b"D"  compressed payload bytes
+    b"E"  JSON {"raw_size": n}: the payload is complete
+
+An error ends it with a non-zero exit status and its text on standard error. Running in its own process, the
+conversion has a core of its own: the sender's event loop (pairing, ICE, the data channel) does not compete
+with it for the GIL.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+MESSAGES_KEY = b',"messages":[\n'
+RECORD = 1 << 18  # gather compressed output into records of about this size
+
+
+class _Out:
+    def __init__(self) -> None:
+        import zstandard
+
+        from p2pd.blob.stream import ZSTD_LEVEL
+
+        self._z = zstandard.ZstdCompressor(level=ZSTD_LEVEL, write_checksum=True).compressobj(size=-1)
+        self._buf: list[bytes] = []
+        self._held = 0
+        self.raw_size = 0
+        self.head_sent = False
+
+    def record(self, tag: bytes, data: bytes) -> None:
+        view = tag + len(data).to_bytes(4, "big") + data
+        while view:
+            n = os.write(1, view)
+            view = view[n:]
+
+    def write(self, data: bytes) -> None:
+        if not self.head_sent:  # the layout's first write is the head, up to the messages array
+            self.head_sent = True
+            head = data[: -len(MESSAGES_KEY)] + b"}" if data.endswith(MESSAGES_KEY) else b"{}"
+            self.record(b"S", head)
+        self.raw_size += len(data)
+        out = self._z.compress(data)
+        if out:
+            self._buf.append(out)
+            self._held += len(out)
+            if self._held >= RECORD:
+                self.flush()
+
+    def flush(self) -> None:
+        if self._buf:
+            self.record(b"D", b"".join(self._buf))
+            self._buf, self._held = [], 0
+
+    def finish(self) -> None:
+        self._buf.append(self._z.flush())
+        self.flush()
+        self.record(b"E", json.dumps({"raw_size": self.raw_size}).encode())
+
+
+def produce(session: Path, work: Path, out: Any) -> None:
+    from p2pd.agents.claude_code.streamed import NotStreamable, write_session
+
+    try:
+        write_session(session, out.write, spool_dir=work)
+    except NotStreamable:
+        from p2pd.agents.sources import load_file
+        from p2pd.conversation.layout import document_lines
+        from p2pd.support.gcpause import bulk_work
+
+        with bulk_work():
+            document_lines(load_file(session).to_json_dict(), out.write)
+    out.finish()
+
+
+def main(argv: list[str]) -> int:
+    gc.disable()  # a short-lived process building nothing cyclic worth collecting
+    out = _Out()
+    try:
+        produce(Path(argv[1]), Path(argv[2]), out)
+    except Exception as exc:  # the parent shows the text; the status says it failed
+        from p2pd.errors import P2pdError
+
+        sys.stderr.write(f"{exc}\n" if isinstance(exc, P2pdError) else f"{type(exc).__name__}: {exc}\n")
+        sys.stderr.flush()
+        os._exit(2)
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main(sys.argv)
