@@ -77,6 +77,9 @@ def cmd_send(args: argparse.Namespace) -> int:
     streamable = None if _redacting(args) else streamable_session(args.session)
     if streamable is not None:
         doc: Any = streamable  # converted while it is packed: memory bounded by a message, not the session
+        if not Path(args.session).expanduser().is_file():  # `latest` or an id prefix: say which one before the code
+            err.print(f"Picked Claude Code session [bold]{escape(streamable.stem)}[/] "
+                      f"({human(streamable.stat().st_size)}, {escape(str(streamable.parent))})")
     else:
         with status(f"Reading {escape(args.session)}…"):
             doc = load_conversation(args.session)

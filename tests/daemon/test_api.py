@@ -22,7 +22,7 @@ EXPECTED_PATHS = {
     "/hooks/session-start",
     # agent sessions (seeds 002, 003)
     "/delegations", "/delegations/{delegation_id}", "/delegations/{delegation_id}/start",
-    "/delegations/{delegation_id}/message", "/session-links", "/session-links/{link_id}",
+    "/delegations/{delegation_id}/message", "/session-links", "/session-links/limits", "/session-links/{link_id}",
     "/session-links/{link_id}/sever", "/session-links/{link_id}/close", "/sessions/{session_id}/messages",
     "/hooks/{event}",
 }
