@@ -20,9 +20,9 @@ value, so each element is exactly one line::
     {"name":"t.txt","text":"…"}
     ]}
 
-Elements after the first start with ``,``. A writer never holds more than one element; a reader
-(:mod:`p2pd.conversation.layout_reader`) parses each element line on its own and the small rest (the "skeleton")
-at the end.
+Elements after the first start with ``,``. A writer never holds more than one element; the reader
+(:mod:`p2pd.conversation.stream_reader`, which takes any layout) parses each element on its own and the small
+rest (the "skeleton") at the end.
 """
 
 from __future__ import annotations

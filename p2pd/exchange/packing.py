@@ -7,9 +7,9 @@ peer speaks it: the page). A Claude Code session file is converted while it is w
 agents, redacted or team sessions) is built in memory first, as before.
 
 Receiving: the verified blob is decompressed in pieces into a staging file beside the output while
-:class:`~p2pd.conversation.layout_reader.LayoutReader` checks each element as it goes by; the document that
-arrives is written as it came (it is valid: every element and the rest were checked). A document not in the
-line layout (the page's, another tool's) is parsed whole, checked and written in the layout.
+:class:`~p2pd.conversation.stream_reader.DocumentReader` checks each element as it goes by, whatever the layout
+(the line layout, the page's, another tool's), within its limits; the document that arrives is written as it
+came (it is valid: every element and the rest were checked). Nothing is ever parsed whole.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from typing import Any
 from p2pd.blob.container import DEFAULT_MAX_RAW_SIZE
 from p2pd.blob.stream import BlobWriter, iter_raw
 from p2pd.conversation.layout import document_lines
-from p2pd.conversation.layout_reader import LayoutReader, NotLayout
 from p2pd.conversation.model import ConversationDocument, Counts, Origin
+from p2pd.conversation.stream_reader import DocumentReader
 from p2pd.errors import CodecError, ConflictError
 from p2pd.support.atomic import atomic_writer
 from p2pd.support.gcpause import bulk_work
@@ -97,32 +97,17 @@ def unpack(blob_path: Path, folder: Path, *, source: str = "the received convers
     staged = folder / f".{blob_path.name}.a2a.json.part"
     try:
         with bulk_work():
-            try:
-                reader = LayoutReader(source=source)
-                with staged.open("wb") as out:
-                    for piece in iter_raw(blob_path, max_raw_size=max_raw_size):
-                        out.write(piece)
-                        reader.feed(piece)
-                summary = reader.finish()
-                return Unpacked(summary.context_id, summary.title, summary.counts, staged, summary.document.origin)
-            except NotLayout:
-                return _unpack_whole(blob_path, staged, source, max_raw_size)
+            reader = DocumentReader(source=source)
+            with staged.open("wb") as out:
+                for piece in iter_raw(blob_path, max_raw_size=max_raw_size):
+                    out.write(piece)
+                    reader.feed(piece)
+            summary = reader.finish()
+            return Unpacked(summary.context_id, summary.title, summary.counts, staged, summary.document.origin)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             staged.unlink()
         raise
-
-
-def _unpack_whole(blob_path: Path, staged: Path, source: str, max_raw_size: int) -> Unpacked:
-    from p2pd.agents.counting import count
-    from p2pd.blob import container as blob
-    from p2pd.conversation.document_io import parse_document
-
-    doc = parse_document(blob.read(blob_path, max_raw_size=max_raw_size), source=source)
-    doc.counts = count(doc)
-    with staged.open("wb") as out:
-        document_lines(doc.to_json_dict(), out.write)
-    return Unpacked(doc.context_id, doc.title, doc.counts, staged, doc.origin)
 
 
 def place(staged: Path, folder: Path, base: str) -> Path:
@@ -161,8 +146,8 @@ def staging_file(folder: Path) -> Path:
 
 class StreamUnpacker:
     """The receiver's :class:`~p2pd.transfer.streamstore.StreamSink`: a streamed payload decompressed as it
-    arrives into a staging file beside the output, each element checked by the LayoutReader on the way. A
-    document not in the line layout is staged whole and parsed at the end. Blocking (worker threads)."""
+    arrives into a staging file beside the output, each element checked by the DocumentReader on the way.
+    Blocking (worker threads)."""
 
     def __init__(self, codec: str, folder: Path, *, max_raw_size: int = DEFAULT_MAX_RAW_SIZE,
                  source: str = "the received conversation", staged: Path | None = None) -> None:
@@ -173,7 +158,7 @@ class StreamUnpacker:
         self._out = self.staged.open("wb")
         self._source = source
         self._max = max_raw_size
-        self._reader: LayoutReader | None = LayoutReader(source=source)
+        self._reader = DocumentReader(source=source)
         self._inflater = Inflater(codec, self._piece, max_raw_size=max_raw_size)
         self.unpacked: Unpacked | None = None
         self._gc: Any = bulk_work()
@@ -181,11 +166,7 @@ class StreamUnpacker:
 
     def _piece(self, piece: bytes) -> None:
         self._out.write(piece)
-        if self._reader is not None:
-            try:
-                self._reader.feed(piece)
-            except NotLayout:
-                self._reader = None  # parsed whole at the end
+        self._reader.feed(piece)
 
     def feed(self, data: bytes) -> None:
         self._inflater.feed(data)
@@ -196,14 +177,8 @@ class StreamUnpacker:
             if got != raw_size:
                 raise CodecError(f"the conversation decompressed to {got} bytes, the sender said {raw_size}")
             self._out.close()
-            if self._reader is not None:
-                try:
-                    s = self._reader.finish()
-                    self.unpacked = Unpacked(s.context_id, s.title, s.counts, self.staged, s.document.origin)
-                    return self.staged
-                except NotLayout:
-                    pass
-            self.unpacked = _reparse(self.staged, self._source, self._max)
+            s = self._reader.finish()
+            self.unpacked = Unpacked(s.context_id, s.title, s.counts, self.staged, s.document.origin)
             return self.staged
         finally:
             self._end_gc()
@@ -219,14 +194,3 @@ class StreamUnpacker:
         if self._gc is not None:
             gc_pause, self._gc = self._gc, None
             gc_pause.__exit__(None, None, None)
-
-
-def _reparse(staged: Path, source: str, max_raw_size: int) -> Unpacked:
-    from p2pd.agents.counting import count
-    from p2pd.conversation.document_io import parse_document
-
-    doc = parse_document(staged.read_bytes(), source=source)
-    doc.counts = count(doc)
-    with atomic_writer(staged) as out:
-        document_lines(doc.to_json_dict(), out.write)
-    return Unpacked(doc.context_id, doc.title, doc.counts, staged, doc.origin)

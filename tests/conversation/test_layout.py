@@ -10,11 +10,18 @@ import pytest
 from p2pd.agents.sources import load_file
 from p2pd.conversation.document_io import dumps
 from p2pd.conversation.layout import document_lines
-from p2pd.conversation.layout_reader import LayoutReader, read_layout
+from p2pd.conversation.stream_reader import DocumentReader, DocumentSummary
 from p2pd.errors import InvalidInputError
 from tests.corpus import claude_code_files, codex_files, file_id, gemini_files
 
 SESSIONS = claude_code_files(include_subagents=False) + codex_files() + gemini_files()
+
+
+def read_layout(pieces, *, on_element=None) -> DocumentSummary:
+    reader = DocumentReader(on_element=on_element)
+    for piece in pieces:
+        reader.feed(piece)
+    return reader.finish()
 
 
 def _layout(doc_json: dict) -> bytes:
@@ -50,7 +57,7 @@ def test_elements_are_heard_with_their_place():
 
 def test_a_one_line_document_reads_as_a_stream_too():
     doc = load_file(claude_code_files(include_subagents=False)[0])
-    reader = LayoutReader()
+    reader = DocumentReader()
     reader.feed(dumps(doc, pretty=False) + b"\n")
     assert reader.finish().counts == doc.counts
 

@@ -4,6 +4,7 @@ changed) on loopback, real aiortc peers."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -12,10 +13,12 @@ from pathlib import Path
 
 from tests.exchange.test_handover import SESSION, _env, finish, p2pd, server, wait_for_code
 
+ROOT = Path(__file__).resolve().parents[2]
 __all__ = ["server"]  # the fixture, shared
 
 
 def double(mode: str, *args: str, env: dict[str, str], cwd: Path | None = None) -> subprocess.Popen[str]:
+    env = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))}  # tests.*
     return subprocess.Popen([sys.executable, "-m", "tests.exchange.doubles", mode, *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env, cwd=cwd, stdin=subprocess.DEVNULL)
 
