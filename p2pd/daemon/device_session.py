@@ -63,7 +63,7 @@ class DeviceSession:
     rtc: dict[str, asyncio.Queue[dict[str, Any]]] = field(default_factory=dict)
     online_event: asyncio.Event = field(default_factory=asyncio.Event)
     kick: asyncio.Event = field(default_factory=asyncio.Event)
-    reports: list[Control] = field(default_factory=list)  # handoff states to deliver when online
+    reports: list[Control] = field(default_factory=list)  # handoff states being delivered now (online only)
     incoming: dict[str, tuple[asyncio.Task[None], TransferControl]] = field(default_factory=dict)
     tasks: set[asyncio.Task[Any]] = field(default_factory=set)
     runner: asyncio.Task[None] | None = None
@@ -146,9 +146,7 @@ class DeviceSession:
 
     async def _serve(self, rv: Rendezvous) -> None:
         self.kick.set()
-        for report in list(self.reports):
-            await self.send(report)
-            self.reports.remove(report)
+        self.reports.clear()  # what they said is in the store, and greet tells it again (notices.py)
         await self.net.greet(self)
         while True:
             message = parse_control(await rv.recv_sealed())
@@ -161,9 +159,10 @@ class DeviceSession:
         await rv.send_sealed(message.model_dump(exclude_none=True))
 
     def report(self, message: HandoffState) -> None:
-        """Deliver a handoff state now, or as soon as the device is back."""
-        self.reports.append(message)
+        """Deliver a handoff state now, in order; a device that is away hears it from the store when it is back
+        (``notices.py``)."""
         if self.rv is not None:
+            self.reports.append(message)
             self.spawn(self._flush_reports())
 
     async def _flush_reports(self) -> None:
@@ -232,12 +231,20 @@ class DeviceSession:
             if row is None:
                 await self.kick.wait()
                 continue
+            # its own task, so a cancel through the API can wait for it (and stop it) without stopping this worker
+            send = asyncio.create_task(self.net.run_outgoing(self, row), name=f"p2pd-send-{row.id}")
             try:
-                await self.net.run_outgoing(self, row)
-            except P2pdError as exc:  # e.g. the row reached a final state meanwhile (cancelled)
+                await asyncio.wait([send])
+            except asyncio.CancelledError:
+                send.cancel()
+                raise
+            if send.cancelled():
+                continue
+            exc = send.exception()
+            if isinstance(exc, P2pdError):  # e.g. the row reached a final state meanwhile (cancelled)
                 log.info("transfer %s: %s", row.id, exc)
-            except Exception:  # a bug must not stop this device's sends for good
-                log.exception("transfer %s failed unexpectedly", row.id)
+            elif exc is not None:  # a bug must not stop this device's sends for good
+                log.error("transfer %s failed unexpectedly", row.id, exc_info=exc)
                 await asyncio.sleep(1.0)
 
 

@@ -70,6 +70,7 @@ class DeviceTransfers:
         self.policy = policy  # what incoming transfers are taken, refused or asked about (accept_policy.py)
         self.limits = limits  # the receive caps (config.py)
         self.pending = PendingOffers()  # incoming transfers waiting for a person's decision
+        self._superseded: set[int] = set()  # controls of incoming transfers stopped because the sender began again
 
     async def _update(self, tid: str, **fields: Any) -> None:
         await asyncio.to_thread(self.store.update_transfer, tid, **fields)
@@ -84,7 +85,8 @@ class DeviceTransfers:
 
     async def run_outgoing(self, session: DeviceSession, row: TransferRow) -> None:
         tid = row.id
-        control = self.running.add(tid)
+        control = self.running.add(tid, task=asyncio.current_task())  # a cancel waits for the outcome
+        pause = 0
         try:
             if row.link_id is not None and session.device.device_id not in self.links.targets(row.link_id):
                 raise ConflictError("the device left the link")
@@ -106,10 +108,11 @@ class DeviceTransfers:
             ending = outgoing_ending(exc, cancelled=control.reason, device_online=session.online,
                                      device_name=session.device.name)
             await self._end(tid, ending, row.handoff_id)
-            if ending.backoff:
-                await asyncio.sleep(backoff(ending.backoff))
+            pause = ending.backoff
         finally:
             self.running.remove(tid, control)
+        if pause:
+            await asyncio.sleep(backoff(pause))
 
     async def _end(self, tid: str, ending: Ending, handoff_id: str | None) -> None:
         # (a row that reached a final state meanwhile — cancelled through the API — keeps it and its reason)
@@ -126,6 +129,7 @@ class DeviceTransfers:
         here is dead (its sender restarted): stop those first, so their partial file is free for this one."""
         stale = list(session.incoming.values())
         for _, old in stale:
+            self._superseded.add(id(old))
             old.cancel("the sender started again")
         session.expect_link(start.tid)
         control = TransferControl()
@@ -147,11 +151,7 @@ class DeviceTransfers:
         async def decide(offer: Offer) -> bool | Refusal:
             if start.link is not None and not self.links.accepts(start.link, device.device_id):
                 return False
-            row = await asyncio.to_thread(
-                self.store.create_transfer, "in", device.device_id, title=offer.info.title,
-                size=offer.compressed_size, sha256=offer.sha256.hex(), blob_path=None,
-                handoff_id=hid, link_id=start.link,
-                detail={"raw_size": offer.raw_size, "device": device.name})
+            row = await asyncio.to_thread(self._incoming_row, device, start, offer, hid)
             row_id.append(row.id)
             progress.append(ProgressWriter(self.store, row.id))
             self.running.add(row.id, control, asyncio.current_task())
@@ -182,7 +182,7 @@ class DeviceTransfers:
             return  # we declined (policy, person, closed link), are busy or over a cap: the sender hears it from
             # the transfer protocol (the row, if any, already ended with the cause)
         except (P2pdError, OSError) as exc:
-            ending = incoming_ending(exc, cancelled=control.cancelled)
+            ending = incoming_ending(exc, cancelled=control.cancelled, superseded=id(control) in self._superseded)
             if row_id:
                 await asyncio.to_thread(self.store.end_transfer, row_id[0], ending.state, error=ending.reason,
                                         cause=ending.cause)
@@ -191,8 +191,29 @@ class DeviceTransfers:
                     await self.offers.fail(hid, ending.handoff_reason)
             log.warning("receiving from %s failed: %s", device.name, exc)
         finally:
+            self._superseded.discard(id(control))
             if row_id:
                 self.running.remove(row_id[0], control)
+
+    def _incoming_row(self, device: Device, start: TransferStart, offer: Offer, hid: str | None) -> TransferRow:
+        """The row of an incoming transfer: the one an earlier attempt of the same transfer left interrupted (the
+        sender's id is kept in ``detail.sender_tid``), so both sides keep one row per transfer; else a new one."""
+        detail = {"raw_size": offer.raw_size, "device": device.name, "sender_tid": start.tid}
+        for row in self.store.list_transfers(TransferState.INTERRUPTED, limit=1000):
+            if row.direction == "in" and row.peer == device.device_id and row.detail.get("sender_tid") == start.tid:
+                return self.store.update_transfer(row.id, title=offer.info.title, size=offer.compressed_size,
+                                                  sha256=offer.sha256.hex(), detail=detail)
+        return self.store.create_transfer("in", device.device_id, title=offer.info.title,
+                                          size=offer.compressed_size, sha256=offer.sha256.hex(), blob_path=None,
+                                          handoff_id=hid, link_id=start.link, detail=detail)
+
+    def close_incoming(self, device_id: str, sender_tid: str, state: TransferState, reason: str) -> None:
+        """The sender ended transfer ``sender_tid`` while it was not under way here (cancelled, or failed): an
+        interrupted row of it here ends the same way (call in a thread)."""
+        for row in self.store.list_transfers(TransferState.INTERRUPTED, limit=1000):
+            if row.direction == "in" and row.peer == device_id and row.detail.get("sender_tid") == sender_tid:
+                cause = Cause.CANCELLED if state is TransferState.CANCELLED else Cause.TRANSFER_FAILED
+                self.store.end_transfer(row.id, state, error=reason, cause=cause)
 
     async def _judge(self, device: Device, tid: str, offer: Offer, *, claimed_handoff: bool) -> bool | Refusal:
         """The accept policy's verdict on an offer (its row is ``tid``): refused with a typed code, accepted, or
@@ -255,8 +276,10 @@ def readable_blob(path: Path, max_size: int | None = None) -> None:
     parse_document(raw, source="the received conversation")
 
 
-def _forget(table: dict[str, Any], key: str, _task: object) -> None:
-    table.pop(key, None)
+def _forget(table: dict[str, Any], key: str, task: object) -> None:
+    entry = table.get(key)
+    if entry is not None and entry[0] is task:  # not a newer attempt of the same transfer
+        del table[key]
 
 
 __all__ = ["MESSAGE_SIZE", "DeviceTransfers", "NetworkHost"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -24,8 +25,9 @@ from p2pd.daemon.device_state import DeviceState
 from p2pd.daemon.device_transfers import DeviceTransfers, NetworkHost
 from p2pd.daemon.devices import Device, DeviceBook
 from p2pd.daemon.handoffs import FINAL as HANDOFF_FINAL
-from p2pd.daemon.identity import Identity
+from p2pd.daemon.identity import NAME_FILE, Identity, load_identity
 from p2pd.daemon.links import LinkBook
+from p2pd.daemon.notices import notices_for, transfer_closed
 from p2pd.daemon.offer_desk import OfferDesk
 from p2pd.daemon.outbox import pack_outbox
 from p2pd.daemon.peer_protocol import (
@@ -35,13 +37,16 @@ from p2pd.daemon.peer_protocol import (
     HandoffClosed,
     HandoffOffer,
     HandoffState,
+    Hello,
     LinkMember,
     LinkUpdate,
     LinkView,
     Rtc,
+    TransferClosed,
     TransferStart,
 )
 from p2pd.daemon.store import HandoffRow, TransferRow
+from p2pd.daemon.transfers import TransferState
 from p2pd.errors import Cause, ConflictError, DeviceKeyChangedError, InvalidInputError, NotFoundError, P2pdError
 from p2pd.transfer.partial import sweep
 
@@ -82,6 +87,7 @@ class DeviceNetwork:
                                          limits=limits if limits is not None else receive_limits())
         self._watcher: asyncio.Task[None] | None = None
         self._stopping: set[asyncio.Task[None]] = set()
+        self._name_mtime = 0
 
     # ---- lifecycle -------------------------------------------------------------------------------------------
 
@@ -114,6 +120,23 @@ class DeviceNetwork:
                 continue
             if changed:
                 self._sync_sessions()
+            await self._check_name()
+
+    async def _check_name(self) -> None:
+        """``p2pd devices name NEW`` (another process) renamed this device: tell every connected device."""
+        try:
+            mtime = (self.folder / NAME_FILE).stat().st_mtime_ns
+        except FileNotFoundError:
+            return
+        if mtime == self._name_mtime:
+            return
+        self._name_mtime = mtime
+        name = (await asyncio.to_thread(load_identity, self.folder, create=False)).name
+        if name != self.identity.name:
+            self.identity = dataclasses.replace(self.identity, name=name)
+            for session in self.sessions.values():
+                if session.online:
+                    session.spawn(session.send(Hello(name=name)))
 
     def _sync_sessions(self) -> None:
         for device_id in list(self.sessions):
@@ -258,13 +281,18 @@ class DeviceNetwork:
     # ---- control messages -----------------------------------------------------------------------------------
 
     async def greet(self, session: DeviceSession) -> None:
-        """What a device gets when it (re)connects: pending handoffs for it and the links it is in."""
+        """What a device gets when it (re)connects: this device's name, pending handoffs for it, the links it is
+        in, and — from the store, so nothing waits in memory for a device that is away — how transfers and
+        handoffs between the two ended while it was away (:mod:`p2pd.daemon.notices`)."""
         device_id = session.device.device_id
+        await session.send(Hello(name=self.identity.name))
         for row in await asyncio.to_thread(self.store.pending_handoffs_for, device_id):
             await session.send(self._handoff_offer(row))
         for view in self.links.links.values():
             if device_id in {m.id for m in view.members}:
                 await session.send(LinkUpdate(link=view))
+        for message in await asyncio.to_thread(notices_for, self.store, device_id):
+            await session.send(message)
 
     def _handoff_offer(self, row: HandoffRow) -> HandoffOffer:
         package = row.package if isinstance(row.package, dict) else {}
@@ -281,10 +309,33 @@ class DeviceNetwork:
 
     @property
     def _handlers(self) -> dict[type[Control], Callable[[DeviceSession, Any], Awaitable[None]]]:
-        return {Rtc: self._on_rtc, TransferStart: self._on_transfer_start, HandoffOffer: self.offers.offered,
+        return {Hello: self._on_hello, TransferClosed: self._on_transfer_closed,
+                Rtc: self._on_rtc, TransferStart: self._on_transfer_start, HandoffOffer: self.offers.offered,
                 HandoffClaim: self._on_claim, HandoffClaimResult: self.offers.claim_result,
                 HandoffClosed: self.offers.closed, HandoffState: self._on_handoff_state,
                 LinkUpdate: self._on_link_update}
+
+    async def _on_hello(self, session: DeviceSession, message: Hello) -> None:
+        """The name the device gives itself: shown here from now on (a rename there reaches this device)."""
+        if message.name != session.device.name:
+            with contextlib.suppress(P2pdError):
+                session.device = await asyncio.to_thread(self.book.rename, session.device.device_id, message.name)
+                log.info("device %s is now called %s", session.device.device_id, session.device.name)
+
+    async def _on_transfer_closed(self, session: DeviceSession, message: TransferClosed) -> None:
+        running = session.incoming.get(message.tid)
+        if running is not None:
+            running[1].cancel(message.reason or f"the sender {message.state} it")
+        await asyncio.to_thread(self.transfers.close_incoming, session.device.device_id, message.tid,
+                                TransferState(message.state), message.reason)
+
+    def transfer_ended(self, row: TransferRow) -> None:
+        """An outgoing transfer was cancelled (or failed) here: its receiver, if online, hears it now (else at
+        the next contact)."""
+        session = self.sessions.get(row.peer)
+        message = transfer_closed(row)
+        if session is not None and session.online and message is not None:
+            session.spawn(session.send(message))
 
     async def _on_rtc(self, session: DeviceSession, message: Rtc) -> None:
         session.deliver_rtc(message)

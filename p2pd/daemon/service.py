@@ -231,7 +231,12 @@ class DaemonService:
         await self.running.cancel(transfer_id, reason, grace=CANCEL_GRACE)  # tells the peer when under way
         await asyncio.to_thread(self.store.end_transfer, transfer_id, TransferState.CANCELLED, error=reason,
                                 cause=Cause.CANCELLED)
-        return await asyncio.to_thread(self.store.get_transfer, transfer_id)
+        row = await asyncio.to_thread(self.store.get_transfer, transfer_id)
+        if row.state != TransferState.CANCELLED:  # it finished first: the receiver has it
+            raise ConflictError(f"transfer {transfer_id} was {row.state} before the cancel reached it")
+        if self.network is not None and row.direction == "out" and row.code is None:
+            self.network.transfer_ended(row)  # a cut-off attempt the receiver holds ends too
+        return row
 
     async def answer_transfer(self, transfer_id: str, accept: bool) -> TransferRow:
         """Accept or decline an incoming transfer the accept policy holds pending (``ask``); returns its row once
