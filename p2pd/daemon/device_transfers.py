@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from p2pd.config import ReceiveLimits
-from p2pd.daemon.accept_policy import Accepted, AcceptPolicy, Decision
+from p2pd.daemon.accept_policy import Accepted, AcceptPolicy, Decision, PolicySource
 from p2pd.daemon.device_session import DeviceSession
 from p2pd.daemon.device_state import backoff
 from p2pd.daemon.devices import Device
@@ -59,7 +59,7 @@ class NetworkHost(Protocol):
 
 class DeviceTransfers:
     def __init__(self, host: NetworkHost, links: LinkBook, partial: Path, offers: OfferDesk, *,
-                 idle_timeout: float, policy: AcceptPolicy, limits: ReceiveLimits) -> None:
+                 idle_timeout: float, policy: PolicySource, limits: ReceiveLimits) -> None:
         self.host = host
         self.offers = offers
         self.store = host.store
@@ -67,10 +67,15 @@ class DeviceTransfers:
         self.links = links
         self.partial = partial  # verified blobs land here; cut-off ones wait to resume
         self.idle_timeout = idle_timeout
-        self.policy = policy  # what incoming transfers are taken, refused or asked about (accept_policy.py)
+        self.policy_source = policy  # what incoming transfers are taken, refused or asked about (accept_policy.py)
         self.limits = limits  # the receive caps (config.py)
         self.pending = PendingOffers()  # incoming transfers waiting for a person's decision
         self._superseded: set[int] = set()  # controls of incoming transfers stopped because the sender began again
+
+    @property
+    def policy(self) -> AcceptPolicy:
+        """The accept policy now (the config file's, read again when it changed)."""
+        return self.policy_source.current()
 
     async def _update(self, tid: str, **fields: Any) -> None:
         await asyncio.to_thread(self.store.update_transfer, tid, **fields)

@@ -19,7 +19,7 @@ from typing import Any
 
 from p2pd.config import ReceiveLimits, receive_limits
 from p2pd.conversation.model import ConversationDocument
-from p2pd.daemon.accept_policy import AcceptPolicy, configured_policy
+from p2pd.daemon.accept_policy import AcceptPolicy, PolicySource
 from p2pd.daemon.device_session import DeviceSession
 from p2pd.daemon.device_state import DeviceState
 from p2pd.daemon.device_transfers import DeviceTransfers, NetworkHost
@@ -83,7 +83,7 @@ class DeviceNetwork:
         self.sessions: dict[str, DeviceSession] = {}
         self.offers = OfferDesk(self)  # handoffs paired devices offer to this daemon
         self.transfers = DeviceTransfers(host, self.links, self.partial, self.offers, idle_timeout=idle_timeout,
-                                         policy=policy if policy is not None else configured_policy(),
+                                         policy=PolicySource(policy),
                                          limits=limits if limits is not None else receive_limits())
         self._watcher: asyncio.Task[None] | None = None
         self._stopping: set[asyncio.Task[None]] = set()
@@ -166,6 +166,11 @@ class DeviceNetwork:
 
     def devices(self) -> list[dict[str, Any]]:
         return [s.view() for s in self.sessions.values()]
+
+    def reload_policy(self) -> None:
+        """SIGHUP: the config file's ``[accept]`` is read again before the next offer is judged."""
+        self.transfers.policy_source.reload()
+        log.info("SIGHUP: the [accept] policy will be read again")
 
     def should_claim(self, device: Device, offer: HandoffOffer) -> bool:
         return self.host.should_claim(device, offer)

@@ -155,6 +155,9 @@ async def serve(home: Home, *, host: str, port: int, cors_origins: tuple[str, ..
                      f"signaling {service.signal_url()}")
 
     watcher = asyncio.create_task(announce_when_up())
+    if service.network is not None and hasattr(signal, "SIGHUP"):  # SIGHUP: read [accept] again now
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, service.network.reload_policy)
     try:
         await server.serve()
     finally:
