@@ -83,7 +83,11 @@ def test_a_transfer_cut_by_sigkill_resumes_after_restart(two: tuple[Daemon, Daem
                          timeout=120, what="the transfer finished")
     assert final["state"] == "done", final["error"]
     assert final["detail"]["resumed_bytes"] > 0
+    assert final["error"] is None and final["cause"] is None  # what interrupted it no longer holds
     with b.client() as c:
         inbox = wait_for(lambda: c.get("/inbox").json(), timeout=60, what="the conversation in b's inbox")
         assert len(inbox) == 1 and inbox[0]["sha256"] == row["sha256"]
         assert inbox[0]["messages"] == len(doc.messages)  # the filler included (doc.counts predates it)
+        # one row for the transfer at the receiver too, done (chaos seed 1: the cut-off attempt stayed behind)
+        incoming = wait_for(lambda: (rows := c.get("/transfers").json())[0]["state"] == "done" and rows)
+        assert [(t["state"], t["detail"]["sender_tid"]) for t in incoming] == [("done", tid)]
