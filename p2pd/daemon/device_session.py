@@ -145,9 +145,9 @@ class DeviceSession:
             self._changed()
 
     async def _serve(self, rv: Rendezvous) -> None:
-        self.kick.set()
         self.reports.clear()  # what they said is in the store, and greet tells it again (notices.py)
         await self.net.greet(self)
+        self.kick.set()  # transfers after the greeting: a claim granted again is heard before its conversation
         while True:
             message = parse_control(await rv.recv_sealed())
             await self.net.dispatch(self, message)

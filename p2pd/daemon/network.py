@@ -367,13 +367,15 @@ class DeviceNetwork:
             await session.send(HandoffClaimResult(hid=hid, granted=False,
                                                   reason="already claimed, cancelled or not for this device"))
             return
-        await session.send(HandoffClaimResult(hid=hid, granted=True))
-        await self.handoff_closed(row, "taken", f"claimed by {session.device.name}", but=device_id)
         try:  # it stays claimed until the claimer reports started (its worker began) or how it ended
             await self.queue_blob(device_id, Path(row.document_path), title=row.title,
                                   sha256=str(row.source.get("sha256") or ""), handoff_id=hid)
         except P2pdError as exc:
             await asyncio.to_thread(self.store.transition_handoff, hid, "failed", reason=str(exc))
+        # the grant after the queued transfer (both in the store): if the device goes away before it hears it,
+        # the next contact tells it again (notices.py), and the transfer waits for it (chaos seed 102)
+        await session.send(HandoffClaimResult(hid=hid, granted=True))
+        await self.handoff_closed(row, "taken", f"claimed by {session.device.name}", but=device_id)
 
     async def _on_handoff_state(self, session: DeviceSession, message: HandoffState) -> None:
         try:

@@ -7,14 +7,16 @@ Each message is idempotent on the other side (a state already reached, or an unk
 
 - as the sender of transfers: ``transfer-closed`` for each outgoing transfer to the device that was cancelled or
   failed, so a cut-off attempt the receiver still holds as ``interrupted`` ends the same way;
-- as the sender of handoffs: ``handoff-closed`` for each handoff offered to the device that was cancelled;
+- as the sender of handoffs: ``handoff-closed`` for each handoff offered to the device that was cancelled or
+  that another device took, and ``handoff-claim-result`` (granted) for each the device holds claimed — a grant
+  it did not hear (it went away meanwhile) would leave its offer ``claiming`` for ever;
 - as the receiver of handoffs (the claimer): ``handoff-state`` for each offer of the device that was started,
   completed or failed here (a completed one is told ``started`` first: the sender's lifecycle goes through it).
 """
 
 from __future__ import annotations
 
-from p2pd.daemon.peer_protocol import Control, HandoffClosed, HandoffState, TransferClosed
+from p2pd.daemon.peer_protocol import Control, HandoffClaimResult, HandoffClosed, HandoffState, TransferClosed
 from p2pd.daemon.store import Store, TransferRow
 from p2pd.daemon.transfers import TransferState
 
@@ -40,9 +42,15 @@ def notices_for(store: Store, device_id: str) -> list[Control]:
     for row in store.list_transfers(limit=RECENT):
         if row.peer == device_id and (message := transfer_closed(row)) is not None:
             out.append(message)
-    for h in store.list_handoffs("cancelled", limit=RECENT):
-        if h.target in ("any", device_id):
+    for h in store.list_handoffs(limit=RECENT):
+        if h.target not in ("any", device_id) or h.state == "pending":
+            continue
+        if h.state == "cancelled":
             out.append(HandoffClosed(hid=h.id, state="cancelled", reason=(h.reason or "")[:MAX_TEXT]))
+        elif h.claimed_by == device_id and h.state in ("claimed", "started"):
+            out.append(HandoffClaimResult(hid=h.id, granted=True))  # a grant it may not have heard
+        elif h.claimed_by is not None and h.claimed_by != device_id:
+            out.append(HandoffClosed(hid=h.id, state="taken", reason="claimed by another device"))
     for o in store.list_offers(limit=RECENT):
         if o.from_device != device_id or o.state not in ("started", "completed", "failed"):
             continue
