@@ -65,6 +65,7 @@ class DeviceSession:
     kick: asyncio.Event = field(default_factory=asyncio.Event)
     reports: list[Control] = field(default_factory=list)  # handoff states being delivered now (online only)
     incoming: dict[str, tuple[asyncio.Task[None], TransferControl]] = field(default_factory=dict)
+    links: list[PeerLink] = field(default_factory=list)  # the transfers' peer connections (closed at stop)
     tasks: set[asyncio.Task[Any]] = field(default_factory=set)
     runner: asyncio.Task[None] | None = None
     worker: asyncio.Task[None] | None = None
@@ -78,6 +79,13 @@ class DeviceSession:
         self.worker = asyncio.create_task(self._outbox(), name=f"p2pd-outbox-{self.device.device_id}")
 
     async def stop(self) -> None:
+        """Stop everything of this device. The transfers' peer connections are closed first: to the device this
+        daemon went away (it resumes them later); a transfer stopped with its connection still open would tell
+        the device it was cancelled (chaos seed 204: a SIGTERM'd receiver made its sender fail the transfer)."""
+        for link in self.links:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(link.close(), STOP_GRACE)
+        self.links.clear()
         everything = [t for t in (self.runner, self.worker, *self.tasks, *(t for t, _ in self.incoming.values()))
                       if t is not None]
         for task in everything:
@@ -216,6 +224,8 @@ class DeviceSession:
                                  server_ice=self.rv.ice_servers if self.rv is not None else ())
             if link.path is not None:
                 log.info("device %s: transfer %s %s", self.device.name, tid, link.path.describe())
+            self.links = [x for x in self.links if x.pc.connectionState != "closed"]
+            self.links.append(link)
             return link
         finally:
             self.rtc.pop(tid, None)

@@ -30,9 +30,11 @@ from p2pd.daemon.pending import PendingOffers
 from p2pd.daemon.running import ProgressWriter, RunningTransfers
 from p2pd.daemon.store import Store, TransferRow
 from p2pd.daemon.transfers import Ending, TransferState, incoming_ending, outgoing_ending
-from p2pd.errors import BusyError, Cause, ConflictError, DeclinedError, P2pdError, TooLargeError
+from p2pd.errors import BusyError, Cause, ConflictError, DeclinedError, P2pdError, TooLargeError, cause_of
+from p2pd.support.memory import BIG_JOB, release
 from p2pd.transfer.channel import Refusal, TransferControl, receive_blob, send_blob
 from p2pd.transfer.frames import Offer
+from p2pd.transfer.partial import final_name
 
 log = logging.getLogger("p2pd.network")
 
@@ -116,6 +118,8 @@ class DeviceTransfers:
             pause = ending.backoff
         finally:
             self.running.remove(tid, control)
+            if row.size >= BIG_JOB:
+                await asyncio.to_thread(release)
         if pause:
             await asyncio.sleep(backoff(pause))
 
@@ -199,6 +203,7 @@ class DeviceTransfers:
             self._superseded.discard(id(control))
             if row_id:
                 self.running.remove(row_id[0], control)
+                await asyncio.to_thread(release)  # verified, parsed, filed, imported: give the memory back
 
     def _incoming_row(self, device: Device, start: TransferStart, offer: Offer, hid: str | None) -> TransferRow:
         """The row of an incoming transfer: the one an earlier attempt of the same transfer left interrupted (the
@@ -219,6 +224,34 @@ class DeviceTransfers:
             if row.direction == "in" and row.peer == device_id and row.detail.get("sender_tid") == sender_tid:
                 cause = Cause.CANCELLED if state is TransferState.CANCELLED else Cause.TRANSFER_FAILED
                 self.store.end_transfer(row.id, state, error=reason, cause=cause)
+
+    async def file_verified(self, devices: dict[str, Device]) -> None:
+        """Start-up: a conversation received and verified here — the sender was told DONE — whose filing in the
+        inbox a stop cut off (its row interrupted, its blob in ``partial/``) is filed now (chaos seed 211: the
+        sender had it done, the receiver never filed it)."""
+        rows = await asyncio.to_thread(self.store.list_transfers, TransferState.INTERRUPTED, 1000)
+        for row in rows:
+            device = devices.get(row.peer)
+            if row.direction != "in" or device is None or len(row.sha256) != 64:
+                continue
+            path = self.partial / final_name(bytes.fromhex(row.sha256))
+            if not path.is_file():
+                continue
+            hid = await asyncio.to_thread(self.offers.honoured, row.handoff_id, device.device_id)
+            try:
+                await self._update(row.id, state=TransferState.RUNNING)
+                output = await self.host.accept_conversation(device, path, transfer_id=row.id, handoff_id=hid,
+                                                             link_id=row.link_id)
+                await self._update(row.id, state=TransferState.DONE, bytes_done=row.size)
+                if hid is not None and output:
+                    await self.offers.complete(hid, "imported by the receiving daemon", output=output)
+            except (P2pdError, OSError) as exc:
+                log.warning("could not file the verified conversation of transfer %s: %s", row.id, exc)
+                with contextlib.suppress(P2pdError):
+                    await asyncio.to_thread(self.store.end_transfer, row.id, TransferState.FAILED, error=str(exc),
+                                            cause=cause_of(exc))
+            finally:
+                await asyncio.to_thread(release)
 
     async def _judge(self, device: Device, tid: str, offer: Offer, *, claimed_handoff: bool) -> bool | Refusal:
         """The accept policy's verdict on an offer (its row is ``tid``): refused with a typed code, accepted, or

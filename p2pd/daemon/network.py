@@ -97,6 +97,8 @@ class DeviceNetwork:
         swept = await asyncio.to_thread(sweep, self.partial, self.partial_max_age)
         if swept:
             log.info("removed %d partial transfers older than %g h", swept, self.partial_max_age / 3600)
+        # before any device connects: a resend of the same transfer must not race its filing
+        await self.transfers.file_verified(dict(self.book.devices))
         self._sync_sessions()
         self._watcher = asyncio.create_task(self._watch_book())
 

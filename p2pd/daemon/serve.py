@@ -27,6 +27,7 @@ from p2pd.daemon.network import DeviceNetwork
 from p2pd.daemon.service import DaemonService
 from p2pd.daemon.store import Store
 from p2pd.errors import InvalidInputError
+from p2pd.support.memory import limit_arenas
 
 log = logging.getLogger("p2pd.daemon")
 
@@ -125,6 +126,7 @@ async def serve(home: Home, *, host: str, port: int, cors_origins: tuple[str, ..
     _Server = _server_class()
 
     home.ensure()
+    limit_arenas()  # before the worker threads: freed memory of one big job is reused by the next
     token = home.token()
     store = await asyncio.to_thread(Store, home.db_path)
     service = DaemonService(home, store)

@@ -34,6 +34,7 @@ from p2pd.daemon.store import TRANSFER_FINAL, HandoffRow, InboxRow, Store, Trans
 from p2pd.daemon.targets import NoNetworkError, SendTo
 from p2pd.daemon.transfers import TransferState
 from p2pd.errors import Cause, ConflictError, InvalidInputError, NotFoundError
+from p2pd.support.memory import release
 
 if TYPE_CHECKING:
     from p2pd.daemon.devices import Device
@@ -177,12 +178,15 @@ class DaemonService:
             code = str(parse_code(to.code))
         doc = await self.load(session, transcript_path=transcript_path, redact=redact)
         if to.kind != "code":
-            return await self._send_to_devices(to, doc, wait=wait)
+            rows = await self._queue_for_devices(to, doc)
+            del doc  # packed into the outbox: the document is not needed any more
+            await asyncio.to_thread(release)
+            return (await self._wait_rows([r.id for r in rows], wait))[0]
         return await self.codes.send(doc, code, timeout=timeout, wait=wait, handoff_id=handoff_id)
 
-    async def _send_to_devices(self, to: SendTo, doc: ConversationDocument, *, wait: float) -> TransferRow:
-        """Queue for a paired device, or for every member of a link (the first row is returned; each row
-        lists its siblings in ``detail.link_transfers``)."""
+    async def _queue_for_devices(self, to: SendTo, doc: ConversationDocument) -> list[TransferRow]:
+        """Queue for a paired device, or for every member of a link (each row lists its siblings in
+        ``detail.link_transfers``)."""
         net = self.network
         assert net is not None
         if to.kind == "device":
@@ -194,7 +198,7 @@ class DaemonService:
             ids = [r.id for r in rows]
             for r in rows:
                 await asyncio.to_thread(self.store.update_transfer, r.id, detail={"link_transfers": ids})
-        return (await self._wait_rows([r.id for r in rows], wait))[0]
+        return rows
 
     async def receive(self, code: str, *, wait: float = 0.0, timeout: float = 300.0) -> TransferRow:
         """Receive with a code into the inbox (background; ``wait`` > 0 waits for the outcome)."""

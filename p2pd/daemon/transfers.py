@@ -135,8 +135,9 @@ def incoming_ending(exc: BaseException, *, cancelled: bool, superseded: bool = F
     if superseded:
         return Ending(S.INTERRUPTED, "the sender started it again", Cause.INTERRUPTED)
     cause = Cause.CANCELLED if cancelled else cause_of(exc)
-    state = S.CANCELLED if cancelled else S.FAILED
     worth_retry = not cancelled and cause in RETRYABLE
+    # cut off: interrupted, and the sender's next attempt takes the row over (or its transfer-closed ends it)
+    state = S.CANCELLED if cancelled else S.INTERRUPTED if worth_retry else S.FAILED
     return Ending(state, str(exc), cause, handoff=None if worth_retry else "failed", handoff_reason=str(exc))
 
 

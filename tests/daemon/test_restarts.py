@@ -1,0 +1,73 @@
+"""Daemons stopped at the wrong moment, found by the chaos test (``tests/daemon/chaos.py``), each replayed at that
+moment with two real daemons:
+
+- seed 211: the receiver verified a conversation (the sender was told DONE) and was killed before filing it in
+  its inbox — the next start files it;
+- seed 204: a receiver stopped with SIGTERM mid-transfer told its sender the transfer was cancelled, so the
+  sender failed it — now it just goes away: the sender resumes it when the receiver is back."""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import signal
+from pathlib import Path
+
+import pytest
+
+from p2pd.agents.sources import load_file
+from p2pd.conversation.document_io import write_document
+from p2pd.conversation.model import Message, Part
+from p2pd.daemon.outbox import pack_outbox
+from p2pd.daemon.store import Store
+from p2pd.transfer.partial import final_name
+from tests.daemon.conftest import PairMaker, corpus_session, device_id, wait_for
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_verified_conversation_a_stop_left_unfiled_is_filed_at_the_next_start(paired: PairMaker,
+                                                                                 tmp_path: Path) -> None:
+    a, b = paired(names=("desk", "laptop"))
+    a_id = device_id(a)
+    b.stop(signal.SIGKILL)
+    blob, _, sha = pack_outbox(load_file(corpus_session()), tmp_path / "packed")
+    shutil.move(blob, b.home / "partial" / final_name(bytes.fromhex(sha)))  # verified, moved into place
+    row = Store(b.home / "state.sqlite3").create_transfer(
+        "in", a_id, title="cut", sha256=sha,
+        state="interrupted", detail={"sender_tid": "tr_0123456789abcdef"})
+    b.start()
+    with b.client() as c:
+        inbox = wait_for(lambda: c.get("/inbox").json(), timeout=60, what="filed in the inbox")
+        assert [(e["sha256"], e["transfer_id"], e["from_peer"]) for e in inbox] == [(sha, row.id, a_id)]
+        assert c.get(f"/transfers/{row.id}").json()["state"] == "done"
+    assert not (b.home / "partial" / final_name(bytes.fromhex(sha))).exists()
+
+
+def test_a_receiver_stopped_mid_transfer_is_resumed_not_failed(paired: PairMaker, tmp_path: Path) -> None:
+    a, b = paired(names=("desk", "laptop"), wait_online=True)
+    doc = load_file(corpus_session())
+    doc.messages.append(Message(message_id="filler", role="ROLE_USER",
+                                parts=[Part(text=base64.b64encode(os.urandom(30_000_000)).decode("ascii"))]))
+    big = tmp_path / "big.a2a.json"
+    write_document(doc, big)
+    with a.client() as c:
+        row = c.post("/send", json={"transcript_path": str(big), "to": {"device": "laptop"}}).json()
+        tid = row["id"]
+        wait_for(lambda: 0 < c.get(f"/transfers/{tid}").json()["bytes_done"] < row["size"] // 2, timeout=60,
+                 what="the transfer under way")
+        b.stop(signal.SIGTERM)
+        cut = wait_for(lambda: (r := c.get(f"/transfers/{tid}").json())["state"] != "running" and r, timeout=90,
+                       what="the desk noticed")
+        assert cut["state"] == "interrupted", cut
+        b.start()
+        final = wait_for(lambda: (r := c.get(f"/transfers/{tid}").json())["state"] in ("done", "failed") and r,
+                         timeout=120, what="the transfer finished")
+    assert final["state"] == "done", final
+    assert final["detail"]["resumed_bytes"] > 0
+    with b.client() as c:
+        rows = wait_for(lambda: (r := c.get("/transfers").json())[0]["state"] != "running" and r, timeout=60,
+                        what="filed at the laptop")
+        assert [(t["state"], t["detail"]["sender_tid"]) for t in rows] == [("done", tid)]
+        assert len(c.get("/inbox").json()) == 1
