@@ -73,6 +73,8 @@ class DeviceTransfers:
         self.limits = limits  # the receive caps (config.py)
         self.pending = PendingOffers()  # incoming transfers waiting for a person's decision
         self._superseded: set[int] = set()  # controls of incoming transfers stopped because the sender began again
+        # (device, sender's id) → (state, reason): transfers the sender said it ended while they ran here
+        self.closed_by_sender: dict[tuple[str, str], tuple[TransferState, str]] = {}
 
     @property
     def policy(self) -> AcceptPolicy:
@@ -186,7 +188,8 @@ class DeviceTransfers:
                                detail={"resumed_bytes": received.resumed_bytes, "elapsed": round(received.elapsed, 3),
                                        "path": link.path.to_dict() if link.path is not None else None})
             if hid is not None and output:  # imported by this daemon (accept_handoffs): the handoff is done
-                await self.offers.complete(hid, "imported by the receiving daemon", output=output)
+                with contextlib.suppress(ConflictError):  # unless the sender withdrew it meanwhile
+                    await self.offers.complete(hid, "imported by the receiving daemon", output=output)
         except (DeclinedError, BusyError, TooLargeError):
             return  # we declined (policy, person, closed link), are busy or over a cap: the sender hears it from
             # the transfer protocol (the row, if any, already ended with the cause)
@@ -195,6 +198,10 @@ class DeviceTransfers:
             if row_id:
                 await asyncio.to_thread(self.store.end_transfer, row_id[0], ending.state, error=ending.reason,
                                         cause=ending.cause)
+            closed = self.closed_by_sender.pop((device.device_id, start.tid), None)
+            if closed is not None:  # the sender ended it while this attempt was still winding down (chaos seed
+                # 543887713: the row stayed interrupted while both stayed connected)
+                await asyncio.to_thread(self.close_incoming, device.device_id, start.tid, *closed)
             if hid is not None and isinstance(exc, P2pdError) and ending.handoff is not None:
                 with contextlib.suppress(P2pdError):
                     await self.offers.fail(hid, ending.handoff_reason)
@@ -244,7 +251,8 @@ class DeviceTransfers:
                                                              link_id=row.link_id)
                 await self._update(row.id, state=TransferState.DONE, bytes_done=row.size)
                 if hid is not None and output:
-                    await self.offers.complete(hid, "imported by the receiving daemon", output=output)
+                    with contextlib.suppress(ConflictError):
+                        await self.offers.complete(hid, "imported by the receiving daemon", output=output)
             except (P2pdError, OSError) as exc:
                 log.warning("could not file the verified conversation of transfer %s: %s", row.id, exc)
                 with contextlib.suppress(P2pdError):

@@ -330,11 +330,12 @@ class DeviceNetwork:
                 log.info("device %s is now called %s", session.device.device_id, session.device.name)
 
     async def _on_transfer_closed(self, session: DeviceSession, message: TransferClosed) -> None:
+        state, device_id = TransferState(message.state), session.device.device_id
         running = session.incoming.get(message.tid)
-        if running is not None:
+        if running is not None:  # it ends as the sender says once it has wound down
+            self.transfers.closed_by_sender[(device_id, message.tid)] = (state, message.reason)
             running[1].cancel(message.reason or f"the sender {message.state} it")
-        await asyncio.to_thread(self.transfers.close_incoming, session.device.device_id, message.tid,
-                                TransferState(message.state), message.reason)
+        await asyncio.to_thread(self.transfers.close_incoming, device_id, message.tid, state, message.reason)
 
     def transfer_ended(self, row: TransferRow) -> None:
         """An outgoing transfer was cancelled (or failed) here: its receiver, if online, hears it now (else at

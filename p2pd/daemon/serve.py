@@ -27,7 +27,7 @@ from p2pd.daemon.network import DeviceNetwork
 from p2pd.daemon.service import DaemonService
 from p2pd.daemon.store import Store
 from p2pd.errors import InvalidInputError
-from p2pd.support.memory import limit_arenas
+from p2pd.support.memory import limit_arenas, use_system_malloc
 
 log = logging.getLogger("p2pd.daemon")
 
@@ -176,6 +176,7 @@ def cmd_serve(args: Any) -> int:
     if args.print_systemd_unit:
         sys.stdout.write(systemd_unit())
         return 0
+    use_system_malloc(sys.argv[1:])  # exec again (same pid) with PYTHONMALLOC=malloc: memory goes back after jobs
     settings = daemon_settings()
     host = args.host or settings.host
     port = settings.port if args.port is None else args.port

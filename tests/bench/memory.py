@@ -57,8 +57,11 @@ def main() -> int:
     ap.add_argument("--mb", type=float, default=100.0, help="size of each generated session, MB")
     ap.add_argument("--outbox-mb", type=int, default=300, help="the daemons' outbox_max_mb")
     ap.add_argument("--partial-mb", type=int, default=300, help="the daemons' partial_max_mb")
+    ap.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="extra environment for both "
+                    "daemons (e.g. PYTHONMALLOC=pymalloc to compare allocators)")
     args = ap.parse_args()
-    caps = {"P2PD_OUTBOX_MAX_MB": str(args.outbox_mb), "P2PD_PARTIAL_MAX_MB": str(args.partial_mb)}
+    caps = {"P2PD_OUTBOX_MAX_MB": str(args.outbox_mb), "P2PD_PARTIAL_MAX_MB": str(args.partial_mb),
+            **dict(e.split("=", 1) for e in args.env)}
     with tempfile.TemporaryDirectory(prefix="p2pd-memory-") as tmp:
         work = Path(tmp)
         sessions = []

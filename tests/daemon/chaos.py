@@ -397,9 +397,13 @@ def check(world: World, out: Outcome) -> None:
             imported = [e for e in v["inbox"] if e.get("handoff_id") == item.id]
             if item.cancelled and state != "cancelled":
                 bad.append(f"{item.id}: cancelled (the API said so) but now {state}")
+            for t in v["transfers"].values():  # its conversation's transfers: the same end on both sides
+                if t["handoff_id"] == item.id and rows and t["state"] != last and not (
+                        t["state"] == "cancelled" and last is None):
+                    bad.append(f"handoff {item.id}: its transfer {t['state']} at the desk, {last} at the laptop")
             if state == "cancelled":
-                if imported or got:
-                    bad.append(f"handoff {item.id}: cancelled at the desk, yet in the laptop's inbox")
+                if [e for e in imported if e.get("imported")]:  # delivered before the cancel: kept, not imported
+                    bad.append(f"handoff {item.id}: cancelled at the desk, yet imported at the laptop")
                 if there not in (None, "cancelled"):
                     bad.append(f"handoff {item.id}: cancelled at the desk, {there} at the laptop")
             elif state == "completed":
