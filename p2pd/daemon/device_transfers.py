@@ -237,11 +237,17 @@ class DeviceTransfers:
         inbox a stop cut off (its row interrupted, its blob in ``partial/``) is filed now (chaos seed 211: the
         sender had it done, the receiver never filed it)."""
         rows = await asyncio.to_thread(self.store.list_transfers, TransferState.INTERRUPTED, 1000)
+        filed = {e.transfer_id for e in await asyncio.to_thread(self.store.list_inbox, 1000)}
         for row in rows:
             device = devices.get(row.peer)
             if row.direction != "in" or device is None or len(row.sha256) != 64:
                 continue
             path = self.partial / final_name(bytes.fromhex(row.sha256))
+            if row.id in filed:  # stopped after its inbox entry was stored (chaos seed 332): only the row is left
+                await asyncio.to_thread(path.unlink, missing_ok=True)
+                await self._update(row.id, state=TransferState.RUNNING)
+                await self._update(row.id, state=TransferState.DONE, bytes_done=row.size)
+                continue
             if not path.is_file():
                 continue
             hid = await asyncio.to_thread(self.offers.honoured, row.handoff_id, device.device_id)

@@ -56,12 +56,13 @@ class Inbox:
             digest = blob.BlobHeader.unpack(raw).sha256.hex()
             doc = parse_document(blob.decode(raw), source=f"the conversation from {device.name}")
             path = fallback_file(doc, self.home.inbox)
-            os.unlink(blob_path)
             return doc, path, digest
 
         doc, path, digest = await asyncio.to_thread(file_it)
         entry = await self.add(doc, path, transfer_id=transfer_id, from_peer=device.device_id, sha256=digest,
                                handoff_id=handoff_id or "")
+        # the verified blob goes only once the entry is stored: a stop in between leaves it for the next start
+        await asyncio.to_thread(blob_path.unlink, missing_ok=True)
         return entry, package_of(doc) if handoff_id else None
 
     async def list(self, limit: int = 100) -> list[InboxRow]:

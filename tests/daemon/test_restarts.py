@@ -2,7 +2,8 @@
 moment with two real daemons:
 
 - seed 211: the receiver verified a conversation (the sender was told DONE) and was killed before filing it in
-  its inbox — the next start files it;
+  its inbox — the next start files it; seed 332: stopped after the entry was stored — the row is finished,
+  nothing filed twice;
 - seed 204: a receiver stopped with SIGTERM mid-transfer told its sender the transfer was cancelled, so the
   sender failed it — now it just goes away: the sender resumes it when the receiver is back."""
 
@@ -43,6 +44,26 @@ def test_a_verified_conversation_a_stop_left_unfiled_is_filed_at_the_next_start(
         assert [(e["sha256"], e["transfer_id"], e["from_peer"]) for e in inbox] == [(sha, row.id, a_id)]
         assert c.get(f"/transfers/{row.id}").json()["state"] == "done"
     assert not (b.home / "partial" / final_name(bytes.fromhex(sha))).exists()
+
+
+def test_a_stop_after_the_inbox_entry_was_stored_leaves_only_the_row_to_finish(paired: PairMaker,
+                                                                              tmp_path: Path) -> None:
+    """Seed 332: SIGTERM while the conversation was being filed; the entry is stored, the row was not done."""
+    a, b = paired(names=("desk", "laptop"))
+    a_id = device_id(a)
+    b.stop(signal.SIGKILL)
+    blob, _, sha = pack_outbox(load_file(corpus_session()), tmp_path / "packed")
+    kept = b.home / "partial" / final_name(bytes.fromhex(sha))
+    shutil.move(blob, kept)
+    store = Store(b.home / "state.sqlite3")
+    row = store.create_transfer("in", a_id, title="cut", sha256=sha, state="interrupted")
+    store.add_inbox(transfer_id=row.id, from_peer=a_id, document_path=str(tmp_path / "x.a2a.json"), title="cut",
+                    platform="claude-code", session_id=None, messages=1, sha256=sha)
+    b.start()
+    with b.client() as c:
+        wait_for(lambda: c.get(f"/transfers/{row.id}").json()["state"] == "done", timeout=60, what="done")
+        assert len(c.get("/inbox").json()) == 1  # not filed twice
+    assert not kept.exists()
 
 
 def test_a_receiver_stopped_mid_transfer_is_resumed_not_failed(paired: PairMaker, tmp_path: Path) -> None:
