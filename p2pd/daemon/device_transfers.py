@@ -154,6 +154,7 @@ class DeviceTransfers:
         device = session.device
         row_id: list[str] = []
         progress: list[ProgressWriter] = []
+        again: list[str] = []  # the done row of a transfer already filed here, when the sender sends it again
         if stale:
             await asyncio.wait(stale, timeout=STALE_WAIT)
         # A handoff tag counts only for a handoff this daemon was granted by this device; any other is ignored.
@@ -163,6 +164,9 @@ class DeviceTransfers:
             if start.link is not None and not self.links.accepts(start.link, device.device_id):
                 return False
             row = await asyncio.to_thread(self._incoming_row, device, start, offer, hid)
+            if row.state == TransferState.DONE:  # filed already; the sender missed the DONE (chaos seed 346): it
+                again.append(row.id)  # gets it again, and nothing is filed twice
+                return True
             row_id.append(row.id)
             progress.append(ProgressWriter(self.store, row.id))
             self.running.add(row.id, control, asyncio.current_task())
@@ -172,7 +176,7 @@ class DeviceTransfers:
             link = await session.open_link(start.tid, "answer")
             try:
                 received = await receive_blob(link.channel, self.partial, decide=decide,
-                                              on_progress=lambda done, total: progress[0](done, total),
+                                              on_progress=functools.partial(_progress, progress),
                                               idle_timeout=self.idle_timeout, max_message_size=MESSAGE_SIZE,
                                               control=control, max_raw_size=self.limits.max_size,
                                               min_rate=self.limits.min_rate, rate_window=self.limits.rate_window,
@@ -180,6 +184,10 @@ class DeviceTransfers:
                                                                          max_size=self.limits.max_size))
             finally:
                 await link.close()
+            if again:
+                log.info("transfer %s from %s came again; it was filed as %s", start.tid, device.name, again[0])
+                await asyncio.to_thread(received.path.unlink, missing_ok=True)
+                return
             if hid is not None and await asyncio.to_thread(self.offers.honoured, hid, device.device_id) is None:
                 hid = None  # withdrawn while it came: an ordinary conversation, not imported
             output = await self.host.accept_conversation(device, received.path, transfer_id=row_id[0],
@@ -214,10 +222,15 @@ class DeviceTransfers:
 
     def _incoming_row(self, device: Device, start: TransferStart, offer: Offer, hid: str | None) -> TransferRow:
         """The row of an incoming transfer: the one an earlier attempt of the same transfer left interrupted (the
-        sender's id is kept in ``detail.sender_tid``), so both sides keep one row per transfer; else a new one."""
+        sender's id is kept in ``detail.sender_tid``), so both sides keep one row per transfer; else a new one.
+        A done row of it means it was filed here already and the sender missed the DONE: it is returned as is."""
         detail = {"raw_size": offer.raw_size, "device": device.name, "sender_tid": start.tid}
-        for row in self.store.list_transfers(TransferState.INTERRUPTED, limit=1000):
-            if row.direction == "in" and row.peer == device.device_id and row.detail.get("sender_tid") == start.tid:
+        for row in self.store.list_transfers(limit=1000):
+            if row.direction != "in" or row.peer != device.device_id or row.detail.get("sender_tid") != start.tid:
+                continue
+            if row.state == TransferState.DONE and row.sha256 == offer.sha256.hex():
+                return row  # filed already: the caller only lets the sender finish
+            if row.state == TransferState.INTERRUPTED:
                 return self.store.update_transfer(row.id, title=offer.info.title, size=offer.compressed_size,
                                                   sha256=offer.sha256.hex(), detail=detail)
         return self.store.create_transfer("in", device.device_id, title=offer.info.title,
@@ -326,6 +339,11 @@ def readable_blob(path: Path, max_size: int | None = None) -> None:
 
     raw = blob.read(path) if max_size is None else blob.read(path, max_raw_size=max_size)
     parse_document(raw, source="the received conversation")
+
+
+def _progress(writers: list[ProgressWriter], done: int, total: int) -> None:
+    if writers:  # none for a transfer filed already and sent again
+        writers[0](done, total)
 
 
 def _forget(table: dict[str, Any], key: str, task: object) -> None:

@@ -3,7 +3,7 @@ moment with two real daemons:
 
 - seed 211: the receiver verified a conversation (the sender was told DONE) and was killed before filing it in
   its inbox — the next start files it; seed 332: stopped after the entry was stored — the row is finished,
-  nothing filed twice;
+  nothing filed twice; seed 346: the sender, killed before it recorded DONE, sends it again — not filed twice;
 - seed 204: a receiver stopped with SIGTERM mid-transfer told its sender the transfer was cancelled, so the
   sender failed it — now it just goes away: the sender resumes it when the receiver is back."""
 
@@ -13,6 +13,7 @@ import base64
 import os
 import shutil
 import signal
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,7 @@ from p2pd.conversation.model import Message, Part
 from p2pd.daemon.outbox import pack_outbox
 from p2pd.daemon.store import Store
 from p2pd.transfer.partial import final_name
-from tests.daemon.conftest import PairMaker, corpus_session, device_id, wait_for
+from tests.daemon.conftest import SESSION_ID, PairMaker, corpus_session, device_id, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -64,6 +65,28 @@ def test_a_stop_after_the_inbox_entry_was_stored_leaves_only_the_row_to_finish(p
         wait_for(lambda: c.get(f"/transfers/{row.id}").json()["state"] == "done", timeout=60, what="done")
         assert len(c.get("/inbox").json()) == 1  # not filed twice
     assert not kept.exists()
+
+
+def test_a_transfer_filed_already_and_sent_again_is_not_filed_twice(paired: PairMaker) -> None:
+    """Seed 346: the sender was killed after the receiver filed the conversation but before it recorded DONE;
+    it sends the transfer again on restart."""
+    a, b = paired(names=("desk", "laptop"), wait_online=True)
+    with a.client() as c:
+        tid = c.post("/send", json={"session": SESSION_ID, "to": {"device": "laptop"}}).json()["id"]
+        wait_for(lambda: c.get(f"/transfers/{tid}").json()["state"] == "done", timeout=90, what="sent")
+    with b.client() as c:
+        wait_for(lambda: c.get("/transfers").json()[0]["state"] == "done", what="filed at the laptop")
+    a.stop(signal.SIGKILL)
+    with sqlite3.connect(a.home / "state.sqlite3") as db:  # what the desk's store held when it was killed
+        db.execute("UPDATE transfers SET state='running' WHERE id=?", (tid,))
+    a.start()
+    with a.client() as c:
+        row = wait_for(lambda: (r := c.get(f"/transfers/{tid}").json())["state"] in ("done", "failed") and r,
+                       timeout=120, what="sent again")
+    assert row["state"] == "done", row
+    with b.client() as c:
+        assert [t["state"] for t in c.get("/transfers").json()] == ["done"]
+        assert len(c.get("/inbox").json()) == 1
 
 
 def test_a_receiver_stopped_mid_transfer_is_resumed_not_failed(paired: PairMaker, tmp_path: Path) -> None:
