@@ -86,6 +86,9 @@ class DeviceSession:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(link.close(), STOP_GRACE)
         self.links.clear()
+        receiving = [t for t, _ in self.incoming.values()]
+        if receiving:  # they wind down on the closed connection: partial kept, its lock released, row interrupted
+            await asyncio.wait(receiving, timeout=STOP_GRACE)
         everything = [t for t in (self.runner, self.worker, *self.tasks, *(t for t, _ in self.incoming.values()))
                       if t is not None]
         for task in everything:

@@ -155,6 +155,7 @@ class DeviceTransfers:
         row_id: list[str] = []
         progress: list[ProgressWriter] = []
         again: list[str] = []  # the done row of a transfer already filed here, when the sender sends it again
+        raw_sizes: list[int] = []
         if stale:
             await asyncio.wait(stale, timeout=STALE_WAIT)
         # A handoff tag counts only for a handoff this daemon was granted by this device; any other is ignored.
@@ -163,6 +164,7 @@ class DeviceTransfers:
         async def decide(offer: Offer) -> bool | Refusal:
             if start.link is not None and not self.links.accepts(start.link, device.device_id):
                 return False
+            raw_sizes.append(offer.raw_size)
             row = await asyncio.to_thread(self._incoming_row, device, start, offer, hid)
             if row.state == TransferState.DONE:  # filed already; the sender missed the DONE (chaos seed 346): it
                 again.append(row.id)  # gets it again, and nothing is filed twice
@@ -198,8 +200,12 @@ class DeviceTransfers:
             if hid is not None and output:  # imported by this daemon (accept_handoffs): the handoff is done
                 with contextlib.suppress(ConflictError):  # unless the sender withdrew it meanwhile
                     await self.offers.complete(hid, "imported by the receiving daemon", output=output)
-        except (DeclinedError, BusyError, TooLargeError):
-            return  # we declined (policy, person, closed link), are busy or over a cap: the sender hears it from
+        except BusyError as exc:  # an older attempt still holds the partial: this one is cut off, tried again
+            if row_id:
+                await asyncio.to_thread(self.store.end_transfer, row_id[0], TransferState.INTERRUPTED,
+                                        error=str(exc), cause=Cause.BUSY)
+        except (DeclinedError, TooLargeError):
+            return  # we declined (policy, person, closed link) or are over a cap: the sender hears it from
             # the transfer protocol (the row, if any, already ended with the cause)
         except (P2pdError, OSError) as exc:
             ending = incoming_ending(exc, cancelled=control.cancelled, superseded=id(control) in self._superseded)
@@ -218,7 +224,8 @@ class DeviceTransfers:
             self._superseded.discard(id(control))
             if row_id:
                 self.running.remove(row_id[0], control)
-                await asyncio.to_thread(release)  # verified, parsed, filed, imported: give the memory back
+                if raw_sizes and raw_sizes[0] >= BIG_JOB:  # verified, parsed, filed: give the memory back
+                    await asyncio.to_thread(release)
 
     def _incoming_row(self, device: Device, start: TransferStart, offer: Offer, hid: str | None) -> TransferRow:
         """The row of an incoming transfer: the one an earlier attempt of the same transfer left interrupted (the

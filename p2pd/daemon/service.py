@@ -34,7 +34,7 @@ from p2pd.daemon.store import TRANSFER_FINAL, HandoffRow, InboxRow, Store, Trans
 from p2pd.daemon.targets import NoNetworkError, SendTo
 from p2pd.daemon.transfers import TransferState
 from p2pd.errors import Cause, ConflictError, InvalidInputError, NotFoundError
-from p2pd.support.memory import release
+from p2pd.support.memory import BIG_JOB, release
 
 if TYPE_CHECKING:
     from p2pd.daemon.devices import Device
@@ -180,7 +180,8 @@ class DaemonService:
         if to.kind != "code":
             rows = await self._queue_for_devices(to, doc)
             del doc  # packed into the outbox: the document is not needed any more
-            await asyncio.to_thread(release)
+            if rows[0].size >= BIG_JOB // 4:  # (compressed size) a big conversion: give the memory back
+                await asyncio.to_thread(release)
             return (await self._wait_rows([r.id for r in rows], wait))[0]
         return await self.codes.send(doc, code, timeout=timeout, wait=wait, handoff_id=handoff_id)
 
