@@ -148,7 +148,8 @@ def cmd_inbox(args: argparse.Namespace) -> int:
                 err.print("Waiting for your decision (`p2pd inbox accept ID` or `p2pd inbox decline ID`):")
                 print_rows(pending, as_json=False, empty="",
                            columns=("id", "from", "title", "size", "since"),
-                           cells=lambda t: (shown(t["id"]), shown(t["detail"].get("device") or t["peer"]),
+                           cells=lambda t: (shown(t["id"]),
+                                            shown(names.get(t["peer"]) or t["detail"].get("device") or t["peer"]),
                                             shown(t["title"]), human(t["detail"].get("raw_size") or t["size"]),
                                             when(t["created_at"])))
             return print_rows(c.get("/inbox"), as_json=args.json,

@@ -18,6 +18,7 @@ daemon claimed (claiming was the decision; ``accept_handoffs`` governs it); the 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -25,6 +26,8 @@ from typing import Any
 
 from p2pd.errors import Cause, InvalidInputError
 from p2pd.transfer.codes import Code
+
+log = logging.getLogger("p2pd.daemon")
 
 HOUR = 3600.0
 KEYS = ("max_size", "devices", "transfers_per_hour", "bytes_per_hour", "ask")
@@ -126,4 +129,45 @@ def configured_policy() -> AcceptPolicy:
     return parse_policy(load_config().get("accept"), str(config_path()))
 
 
-__all__ = ["HOUR", "AcceptPolicy", "Accepted", "Decision", "Verdict", "configured_policy", "parse_policy"]
+class PolicySource:
+    """The policy a running daemon applies: the config file's ``[accept]``, read again when the file changed
+    (its path, modification time or size — looked at on each offer) or after :meth:`reload` (SIGHUP). A changed
+    file that does not parse keeps the previous policy (logged). ``PolicySource(policy)`` is a fixed one."""
+
+    def __init__(self, fixed: AcceptPolicy | None = None) -> None:
+        self._fixed = fixed
+        self._key: tuple[str, int, int] | None = None
+        self._policy = fixed if fixed is not None else configured_policy()  # a bad file at start-up is an error
+        self._key = self._file_key()
+
+    @staticmethod
+    def _file_key() -> tuple[str, int, int]:
+        from p2pd.config import config_path
+
+        path = config_path()
+        try:
+            st = path.stat()
+        except OSError:
+            return (str(path), 0, -1)
+        return (str(path), st.st_mtime_ns, st.st_size)
+
+    def reload(self) -> None:
+        """Read the file again at the next offer, changed or not."""
+        self._key = None
+
+    def current(self) -> AcceptPolicy:
+        if self._fixed is not None:
+            return self._fixed
+        key = self._file_key()
+        if key != self._key:
+            self._key = key
+            try:
+                self._policy = configured_policy()
+                log.info("[accept] policy (re)read: %s", self._policy)
+            except InvalidInputError as exc:
+                log.warning("kept the previous [accept] policy: %s", exc)
+        return self._policy
+
+
+__all__ = ["HOUR", "AcceptPolicy", "Accepted", "Decision", "PolicySource", "Verdict", "configured_policy",
+           "parse_policy"]

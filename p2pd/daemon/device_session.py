@@ -63,8 +63,9 @@ class DeviceSession:
     rtc: dict[str, asyncio.Queue[dict[str, Any]]] = field(default_factory=dict)
     online_event: asyncio.Event = field(default_factory=asyncio.Event)
     kick: asyncio.Event = field(default_factory=asyncio.Event)
-    reports: list[Control] = field(default_factory=list)  # handoff states to deliver when online
+    reports: list[Control] = field(default_factory=list)  # handoff states being delivered now (online only)
     incoming: dict[str, tuple[asyncio.Task[None], TransferControl]] = field(default_factory=dict)
+    links: list[PeerLink] = field(default_factory=list)  # the transfers' peer connections (closed at stop)
     tasks: set[asyncio.Task[Any]] = field(default_factory=set)
     runner: asyncio.Task[None] | None = None
     worker: asyncio.Task[None] | None = None
@@ -78,6 +79,16 @@ class DeviceSession:
         self.worker = asyncio.create_task(self._outbox(), name=f"p2pd-outbox-{self.device.device_id}")
 
     async def stop(self) -> None:
+        """Stop everything of this device. The transfers' peer connections are closed first: to the device this
+        daemon went away (it resumes them later); a transfer stopped with its connection still open would tell
+        the device it was cancelled (chaos seed 204: a SIGTERM'd receiver made its sender fail the transfer)."""
+        for link in self.links:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(link.close(), STOP_GRACE)
+        self.links.clear()
+        receiving = [t for t, _ in self.incoming.values()]
+        if receiving:  # they wind down on the closed connection: partial kept, its lock released, row interrupted
+            await asyncio.wait(receiving, timeout=STOP_GRACE)
         everything = [t for t in (self.runner, self.worker, *self.tasks, *(t for t, _ in self.incoming.values()))
                       if t is not None]
         for task in everything:
@@ -145,11 +156,9 @@ class DeviceSession:
             self._changed()
 
     async def _serve(self, rv: Rendezvous) -> None:
-        self.kick.set()
-        for report in list(self.reports):
-            await self.send(report)
-            self.reports.remove(report)
+        self.reports.clear()  # what they said is in the store, and greet tells it again (notices.py)
         await self.net.greet(self)
+        self.kick.set()  # transfers after the greeting: a claim granted again is heard before its conversation
         while True:
             message = parse_control(await rv.recv_sealed())
             await self.net.dispatch(self, message)
@@ -161,9 +170,10 @@ class DeviceSession:
         await rv.send_sealed(message.model_dump(exclude_none=True))
 
     def report(self, message: HandoffState) -> None:
-        """Deliver a handoff state now, or as soon as the device is back."""
-        self.reports.append(message)
+        """Deliver a handoff state now, in order; a device that is away hears it from the store when it is back
+        (``notices.py``)."""
         if self.rv is not None:
+            self.reports.append(message)
             self.spawn(self._flush_reports())
 
     async def _flush_reports(self) -> None:
@@ -217,6 +227,8 @@ class DeviceSession:
                                  server_ice=self.rv.ice_servers if self.rv is not None else ())
             if link.path is not None:
                 log.info("device %s: transfer %s %s", self.device.name, tid, link.path.describe())
+            self.links = [x for x in self.links if x.pc.connectionState != "closed"]
+            self.links.append(link)
             return link
         finally:
             self.rtc.pop(tid, None)
@@ -232,12 +244,20 @@ class DeviceSession:
             if row is None:
                 await self.kick.wait()
                 continue
+            # its own task, so a cancel through the API can wait for it (and stop it) without stopping this worker
+            send = asyncio.create_task(self.net.run_outgoing(self, row), name=f"p2pd-send-{row.id}")
             try:
-                await self.net.run_outgoing(self, row)
-            except P2pdError as exc:  # e.g. the row reached a final state meanwhile (cancelled)
+                await asyncio.wait([send])
+            except asyncio.CancelledError:
+                send.cancel()
+                raise
+            if send.cancelled():
+                continue
+            exc = send.exception()
+            if isinstance(exc, P2pdError):  # e.g. the row reached a final state meanwhile (cancelled)
                 log.info("transfer %s: %s", row.id, exc)
-            except Exception:  # a bug must not stop this device's sends for good
-                log.exception("transfer %s failed unexpectedly", row.id)
+            elif exc is not None:  # a bug must not stop this device's sends for good
+                log.error("transfer %s failed unexpectedly", row.id, exc_info=exc)
                 await asyncio.sleep(1.0)
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from p2pd.config import ReceiveLimits
-from p2pd.daemon.accept_policy import Accepted, AcceptPolicy, Decision
+from p2pd.daemon.accept_policy import Accepted, AcceptPolicy, Decision, PolicySource
 from p2pd.daemon.device_session import DeviceSession
 from p2pd.daemon.device_state import backoff
 from p2pd.daemon.devices import Device
@@ -30,9 +30,11 @@ from p2pd.daemon.pending import PendingOffers
 from p2pd.daemon.running import ProgressWriter, RunningTransfers
 from p2pd.daemon.store import Store, TransferRow
 from p2pd.daemon.transfers import Ending, TransferState, incoming_ending, outgoing_ending
-from p2pd.errors import BusyError, Cause, ConflictError, DeclinedError, P2pdError, TooLargeError
+from p2pd.errors import BusyError, Cause, ConflictError, DeclinedError, P2pdError, TooLargeError, cause_of
+from p2pd.support.memory import BIG_JOB, release
 from p2pd.transfer.channel import Refusal, TransferControl, receive_blob, send_blob
 from p2pd.transfer.frames import Offer
+from p2pd.transfer.partial import final_name
 
 log = logging.getLogger("p2pd.network")
 
@@ -59,7 +61,7 @@ class NetworkHost(Protocol):
 
 class DeviceTransfers:
     def __init__(self, host: NetworkHost, links: LinkBook, partial: Path, offers: OfferDesk, *,
-                 idle_timeout: float, policy: AcceptPolicy, limits: ReceiveLimits) -> None:
+                 idle_timeout: float, policy: PolicySource, limits: ReceiveLimits) -> None:
         self.host = host
         self.offers = offers
         self.store = host.store
@@ -67,9 +69,17 @@ class DeviceTransfers:
         self.links = links
         self.partial = partial  # verified blobs land here; cut-off ones wait to resume
         self.idle_timeout = idle_timeout
-        self.policy = policy  # what incoming transfers are taken, refused or asked about (accept_policy.py)
+        self.policy_source = policy  # what incoming transfers are taken, refused or asked about (accept_policy.py)
         self.limits = limits  # the receive caps (config.py)
         self.pending = PendingOffers()  # incoming transfers waiting for a person's decision
+        self._superseded: set[int] = set()  # controls of incoming transfers stopped because the sender began again
+        # (device, sender's id) → (state, reason): transfers the sender said it ended while they ran here
+        self.closed_by_sender: dict[tuple[str, str], tuple[TransferState, str]] = {}
+
+    @property
+    def policy(self) -> AcceptPolicy:
+        """The accept policy now (the config file's, read again when it changed)."""
+        return self.policy_source.current()
 
     async def _update(self, tid: str, **fields: Any) -> None:
         await asyncio.to_thread(self.store.update_transfer, tid, **fields)
@@ -84,7 +94,8 @@ class DeviceTransfers:
 
     async def run_outgoing(self, session: DeviceSession, row: TransferRow) -> None:
         tid = row.id
-        control = self.running.add(tid)
+        control = self.running.add(tid, task=asyncio.current_task())  # a cancel waits for the outcome
+        pause = 0
         try:
             if row.link_id is not None and session.device.device_id not in self.links.targets(row.link_id):
                 raise ConflictError("the device left the link")
@@ -106,10 +117,13 @@ class DeviceTransfers:
             ending = outgoing_ending(exc, cancelled=control.reason, device_online=session.online,
                                      device_name=session.device.name)
             await self._end(tid, ending, row.handoff_id)
-            if ending.backoff:
-                await asyncio.sleep(backoff(ending.backoff))
+            pause = ending.backoff
         finally:
             self.running.remove(tid, control)
+            if row.size >= BIG_JOB:
+                await asyncio.to_thread(release)
+        if pause:
+            await asyncio.sleep(backoff(pause))
 
     async def _end(self, tid: str, ending: Ending, handoff_id: str | None) -> None:
         # (a row that reached a final state meanwhile — cancelled through the API — keeps it and its reason)
@@ -126,6 +140,7 @@ class DeviceTransfers:
         here is dead (its sender restarted): stop those first, so their partial file is free for this one."""
         stale = list(session.incoming.values())
         for _, old in stale:
+            self._superseded.add(id(old))
             old.cancel("the sender started again")
         session.expect_link(start.tid)
         control = TransferControl()
@@ -139,6 +154,8 @@ class DeviceTransfers:
         device = session.device
         row_id: list[str] = []
         progress: list[ProgressWriter] = []
+        again: list[str] = []  # the done row of a transfer already filed here, when the sender sends it again
+        raw_sizes: list[int] = []
         if stale:
             await asyncio.wait(stale, timeout=STALE_WAIT)
         # A handoff tag counts only for a handoff this daemon was granted by this device; any other is ignored.
@@ -147,11 +164,11 @@ class DeviceTransfers:
         async def decide(offer: Offer) -> bool | Refusal:
             if start.link is not None and not self.links.accepts(start.link, device.device_id):
                 return False
-            row = await asyncio.to_thread(
-                self.store.create_transfer, "in", device.device_id, title=offer.info.title,
-                size=offer.compressed_size, sha256=offer.sha256.hex(), blob_path=None,
-                handoff_id=hid, link_id=start.link,
-                detail={"raw_size": offer.raw_size, "device": device.name})
+            raw_sizes.append(offer.raw_size)
+            row = await asyncio.to_thread(self._incoming_row, device, start, offer, hid)
+            if row.state == TransferState.DONE:  # filed already; the sender missed the DONE (chaos seed 346): it
+                again.append(row.id)  # gets it again, and nothing is filed twice
+                return True
             row_id.append(row.id)
             progress.append(ProgressWriter(self.store, row.id))
             self.running.add(row.id, control, asyncio.current_task())
@@ -161,7 +178,7 @@ class DeviceTransfers:
             link = await session.open_link(start.tid, "answer")
             try:
                 received = await receive_blob(link.channel, self.partial, decide=decide,
-                                              on_progress=lambda done, total: progress[0](done, total),
+                                              on_progress=functools.partial(_progress, progress),
                                               idle_timeout=self.idle_timeout, max_message_size=MESSAGE_SIZE,
                                               control=control, max_raw_size=self.limits.max_size,
                                               min_rate=self.limits.min_rate, rate_window=self.limits.rate_window,
@@ -169,6 +186,10 @@ class DeviceTransfers:
                                                                          max_size=self.limits.max_size))
             finally:
                 await link.close()
+            if again:
+                log.info("transfer %s from %s came again; it was filed as %s", start.tid, device.name, again[0])
+                await asyncio.to_thread(received.path.unlink, missing_ok=True)
+                return
             if hid is not None and await asyncio.to_thread(self.offers.honoured, hid, device.device_id) is None:
                 hid = None  # withdrawn while it came: an ordinary conversation, not imported
             output = await self.host.accept_conversation(device, received.path, transfer_id=row_id[0],
@@ -177,22 +198,94 @@ class DeviceTransfers:
                                detail={"resumed_bytes": received.resumed_bytes, "elapsed": round(received.elapsed, 3),
                                        "path": link.path.to_dict() if link.path is not None else None})
             if hid is not None and output:  # imported by this daemon (accept_handoffs): the handoff is done
-                await self.offers.complete(hid, "imported by the receiving daemon", output=output)
-        except (DeclinedError, BusyError, TooLargeError):
-            return  # we declined (policy, person, closed link), are busy or over a cap: the sender hears it from
+                with contextlib.suppress(ConflictError):  # unless the sender withdrew it meanwhile
+                    await self.offers.complete(hid, "imported by the receiving daemon", output=output)
+        except BusyError as exc:  # an older attempt still holds the partial: this one is cut off, tried again
+            if row_id:
+                await asyncio.to_thread(self.store.end_transfer, row_id[0], TransferState.INTERRUPTED,
+                                        error=str(exc), cause=Cause.BUSY)
+        except (DeclinedError, TooLargeError):
+            return  # we declined (policy, person, closed link) or are over a cap: the sender hears it from
             # the transfer protocol (the row, if any, already ended with the cause)
         except (P2pdError, OSError) as exc:
-            ending = incoming_ending(exc, cancelled=control.cancelled)
+            ending = incoming_ending(exc, cancelled=control.cancelled, superseded=id(control) in self._superseded)
             if row_id:
                 await asyncio.to_thread(self.store.end_transfer, row_id[0], ending.state, error=ending.reason,
                                         cause=ending.cause)
+            closed = self.closed_by_sender.pop((device.device_id, start.tid), None)
+            if closed is not None:  # the sender ended it while this attempt was still winding down (chaos seed
+                # 543887713: the row stayed interrupted while both stayed connected)
+                await asyncio.to_thread(self.close_incoming, device.device_id, start.tid, *closed)
             if hid is not None and isinstance(exc, P2pdError) and ending.handoff is not None:
                 with contextlib.suppress(P2pdError):
                     await self.offers.fail(hid, ending.handoff_reason)
             log.warning("receiving from %s failed: %s", device.name, exc)
         finally:
+            self._superseded.discard(id(control))
             if row_id:
                 self.running.remove(row_id[0], control)
+                if raw_sizes and raw_sizes[0] >= BIG_JOB:  # verified, parsed, filed: give the memory back
+                    await asyncio.to_thread(release)
+
+    def _incoming_row(self, device: Device, start: TransferStart, offer: Offer, hid: str | None) -> TransferRow:
+        """The row of an incoming transfer: the one an earlier attempt of the same transfer left interrupted (the
+        sender's id is kept in ``detail.sender_tid``), so both sides keep one row per transfer; else a new one.
+        A done row of it means it was filed here already and the sender missed the DONE: it is returned as is."""
+        detail = {"raw_size": offer.raw_size, "device": device.name, "sender_tid": start.tid}
+        for row in self.store.list_transfers(limit=1000):
+            if row.direction != "in" or row.peer != device.device_id or row.detail.get("sender_tid") != start.tid:
+                continue
+            if row.state == TransferState.DONE and row.sha256 == offer.sha256.hex():
+                return row  # filed already: the caller only lets the sender finish
+            if row.state == TransferState.INTERRUPTED:
+                return self.store.update_transfer(row.id, title=offer.info.title, size=offer.compressed_size,
+                                                  sha256=offer.sha256.hex(), detail=detail)
+        return self.store.create_transfer("in", device.device_id, title=offer.info.title,
+                                          size=offer.compressed_size, sha256=offer.sha256.hex(), blob_path=None,
+                                          handoff_id=hid, link_id=start.link, detail=detail)
+
+    def close_incoming(self, device_id: str, sender_tid: str, state: TransferState, reason: str) -> None:
+        """The sender ended transfer ``sender_tid`` while it was not under way here (cancelled, or failed): an
+        interrupted row of it here ends the same way (call in a thread)."""
+        for row in self.store.list_transfers(TransferState.INTERRUPTED, limit=1000):
+            if row.direction == "in" and row.peer == device_id and row.detail.get("sender_tid") == sender_tid:
+                cause = Cause.CANCELLED if state is TransferState.CANCELLED else Cause.TRANSFER_FAILED
+                self.store.end_transfer(row.id, state, error=reason, cause=cause)
+
+    async def file_verified(self, devices: dict[str, Device]) -> None:
+        """Start-up: a conversation received and verified here — the sender was told DONE — whose filing in the
+        inbox a stop cut off (its row interrupted, its blob in ``partial/``) is filed now (chaos seed 211: the
+        sender had it done, the receiver never filed it)."""
+        rows = await asyncio.to_thread(self.store.list_transfers, TransferState.INTERRUPTED, 1000)
+        filed = {e.transfer_id for e in await asyncio.to_thread(self.store.list_inbox, 1000)}
+        for row in rows:
+            device = devices.get(row.peer)
+            if row.direction != "in" or device is None or len(row.sha256) != 64:
+                continue
+            path = self.partial / final_name(bytes.fromhex(row.sha256))
+            if row.id in filed:  # stopped after its inbox entry was stored (chaos seed 332): only the row is left
+                await asyncio.to_thread(path.unlink, missing_ok=True)
+                await self._update(row.id, state=TransferState.RUNNING)
+                await self._update(row.id, state=TransferState.DONE, bytes_done=row.size)
+                continue
+            if not path.is_file():
+                continue
+            hid = await asyncio.to_thread(self.offers.honoured, row.handoff_id, device.device_id)
+            try:
+                await self._update(row.id, state=TransferState.RUNNING)
+                output = await self.host.accept_conversation(device, path, transfer_id=row.id, handoff_id=hid,
+                                                             link_id=row.link_id)
+                await self._update(row.id, state=TransferState.DONE, bytes_done=row.size)
+                if hid is not None and output:
+                    with contextlib.suppress(ConflictError):
+                        await self.offers.complete(hid, "imported by the receiving daemon", output=output)
+            except (P2pdError, OSError) as exc:
+                log.warning("could not file the verified conversation of transfer %s: %s", row.id, exc)
+                with contextlib.suppress(P2pdError):
+                    await asyncio.to_thread(self.store.end_transfer, row.id, TransferState.FAILED, error=str(exc),
+                                            cause=cause_of(exc))
+            finally:
+                await asyncio.to_thread(release)
 
     async def _judge(self, device: Device, tid: str, offer: Offer, *, claimed_handoff: bool) -> bool | Refusal:
         """The accept policy's verdict on an offer (its row is ``tid``): refused with a typed code, accepted, or
@@ -255,8 +348,15 @@ def readable_blob(path: Path, max_size: int | None = None) -> None:
     read_stream(pieces, source="the received conversation")  # as a stream: within the reader's limits
 
 
-def _forget(table: dict[str, Any], key: str, _task: object) -> None:
-    table.pop(key, None)
+def _progress(writers: list[ProgressWriter], done: int, total: int) -> None:
+    if writers:  # none for a transfer filed already and sent again
+        writers[0](done, total)
+
+
+def _forget(table: dict[str, Any], key: str, task: object) -> None:
+    entry = table.get(key)
+    if entry is not None and entry[0] is task:  # not a newer attempt of the same transfer
+        del table[key]
 
 
 __all__ = ["MESSAGE_SIZE", "DeviceTransfers", "NetworkHost"]

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -41,6 +42,8 @@ class WorkOwner(Protocol):
         """The device network's offer desk (NoNetworkError without a network)."""
         ...
 
+log = logging.getLogger("p2pd.daemon")
+
 MAX_CONTEXT = 12_000  # characters of handoff context given to a resumed session
 
 
@@ -58,14 +61,25 @@ class HandoffWork:
                        agent: str) -> str:
         """A granted handoff's conversation is in the inbox as ``entry_id``: import it where it belongs. Returns the
         resume command when the handoff is this daemon's to complete (mode auto), else ""."""
+        try:
+            return await self._import_received(device, entry_id, hid, package, agent)
+        except ConflictError:  # the sender withdrew it meanwhile (chaos seed 319): an ordinary conversation, kept
+            log.info("handoff %s was closed while its conversation was filed; not imported", hid)
+            return ""
+
+    async def _import_received(self, device: Device, entry_id: str, hid: str, package: dict[str, Any] | None,
+                               agent: str) -> str:
         offer = await asyncio.to_thread(self.store.find_offer, hid, device.device_id)
-        if offer is None:
+        if offer is None or offer.state not in HELD:
             return ""
         await self._set(offer, inbox_id=entry_id, package=package or {})
         folder = existing_folder(package)
         if folder is None:
             await self._set(offer, reason="its folder does not exist here: import it with `p2pd inbox import "
                                           f"{entry_id} --cwd DIR`")
+            return ""
+        offer = await asyncio.to_thread(self.store.find_offer, hid, device.device_id)  # withdrawn meanwhile?
+        if offer is None or offer.state not in HELD:
             return ""
         try:
             result = await self.service.inbox.import_(entry_id, to=agent, cwd=folder)

@@ -71,12 +71,13 @@ class Inbox:
             except BaseException:
                 staged.unlink(missing_ok=True)
                 raise
-            os.unlink(blob_path)
             return doc, path, digest
 
         doc, path, digest = await asyncio.to_thread(file_it)
         entry = await self.add(doc, path, transfer_id=transfer_id, from_peer=device.device_id, sha256=digest,
                                handoff_id=handoff_id or "")
+        # the verified blob goes only once the entry is stored: a stop in between leaves it for the next start
+        await asyncio.to_thread(blob_path.unlink, missing_ok=True)
         return entry, package_of(doc) if handoff_id else None
 
     async def list(self, limit: int = 100) -> list[InboxRow]:

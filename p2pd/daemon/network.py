@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -18,14 +19,15 @@ from typing import Any
 
 from p2pd.config import ReceiveLimits, receive_limits
 from p2pd.conversation.model import ConversationDocument
-from p2pd.daemon.accept_policy import AcceptPolicy, configured_policy
+from p2pd.daemon.accept_policy import AcceptPolicy, PolicySource
 from p2pd.daemon.device_session import DeviceSession
 from p2pd.daemon.device_state import DeviceState
 from p2pd.daemon.device_transfers import DeviceTransfers, NetworkHost
 from p2pd.daemon.devices import Device, DeviceBook
 from p2pd.daemon.handoffs import FINAL as HANDOFF_FINAL
-from p2pd.daemon.identity import Identity
+from p2pd.daemon.identity import NAME_FILE, Identity, load_identity
 from p2pd.daemon.links import LinkBook
+from p2pd.daemon.notices import notices_for, transfer_closed
 from p2pd.daemon.offer_desk import OfferDesk
 from p2pd.daemon.outbox import pack_outbox
 from p2pd.daemon.peer_protocol import (
@@ -35,6 +37,7 @@ from p2pd.daemon.peer_protocol import (
     HandoffClosed,
     HandoffOffer,
     HandoffState,
+    Hello,
     LinkMember,
     LinkUpdate,
     LinkView,
@@ -42,12 +45,14 @@ from p2pd.daemon.peer_protocol import (
     SessionLinkUpdate,
     SessionRefusal,
     SessionTurn,
+    TransferClosed,
     TransferStart,
 )
 from p2pd.daemon.session_desk import SessionDesk
 from p2pd.daemon.session_relay import SessionRelay
 from p2pd.daemon.session_tables import SessionStore
 from p2pd.daemon.store import HandoffRow, TransferRow
+from p2pd.daemon.transfers import TransferState
 from p2pd.errors import Cause, ConflictError, DeviceKeyChangedError, InvalidInputError, NotFoundError, P2pdError
 from p2pd.transfer.partial import sweep
 
@@ -86,10 +91,11 @@ class DeviceNetwork:
         self.session_relay = SessionRelay(self, SessionDesk(folder, SessionStore(folder / "state.sqlite3"),
                                                             identity.device_id))  # session links (seed 003)
         self.transfers = DeviceTransfers(host, self.links, self.partial, self.offers, idle_timeout=idle_timeout,
-                                         policy=policy if policy is not None else configured_policy(),
+                                         policy=PolicySource(policy),
                                          limits=limits if limits is not None else receive_limits())
         self._watcher: asyncio.Task[None] | None = None
         self._stopping: set[asyncio.Task[None]] = set()
+        self._name_mtime = 0
 
     # ---- lifecycle -------------------------------------------------------------------------------------------
 
@@ -99,6 +105,8 @@ class DeviceNetwork:
         swept = await asyncio.to_thread(sweep, self.partial, self.partial_max_age)
         if swept:
             log.info("removed %d partial transfers older than %g h", swept, self.partial_max_age / 3600)
+        # before any device connects: a resend of the same transfer must not race its filing
+        await self.transfers.file_verified(dict(self.book.devices))
         self._sync_sessions()
         self._watcher = asyncio.create_task(self._watch_book())
 
@@ -122,6 +130,23 @@ class DeviceNetwork:
                 continue
             if changed:
                 self._sync_sessions()
+            await self._check_name()
+
+    async def _check_name(self) -> None:
+        """``p2pd devices name NEW`` (another process) renamed this device: tell every connected device."""
+        try:
+            mtime = (self.folder / NAME_FILE).stat().st_mtime_ns
+        except FileNotFoundError:
+            return
+        if mtime == self._name_mtime:
+            return
+        self._name_mtime = mtime
+        name = (await asyncio.to_thread(load_identity, self.folder, create=False)).name
+        if name != self.identity.name:
+            self.identity = dataclasses.replace(self.identity, name=name)
+            for session in self.sessions.values():
+                if session.online:
+                    session.spawn(session.send(Hello(name=name)))
 
     def _sync_sessions(self) -> None:
         for device_id in list(self.sessions):
@@ -151,6 +176,11 @@ class DeviceNetwork:
 
     def devices(self) -> list[dict[str, Any]]:
         return [s.view() for s in self.sessions.values()]
+
+    def reload_policy(self) -> None:
+        """SIGHUP: the config file's ``[accept]`` is read again before the next offer is judged."""
+        self.transfers.policy_source.reload()
+        log.info("SIGHUP: the [accept] policy will be read again")
 
     def should_claim(self, device: Device, offer: HandoffOffer) -> bool:
         return self.host.should_claim(device, offer)
@@ -266,14 +296,19 @@ class DeviceNetwork:
     # ---- control messages -----------------------------------------------------------------------------------
 
     async def greet(self, session: DeviceSession) -> None:
-        """What a device gets when it (re)connects: pending handoffs for it and the links it is in."""
+        """What a device gets when it (re)connects: this device's name, pending handoffs for it, the links it is
+        in, and — from the store, so nothing waits in memory for a device that is away — how transfers and
+        handoffs between the two ended while it was away (:mod:`p2pd.daemon.notices`)."""
         device_id = session.device.device_id
+        await session.send(Hello(name=self.identity.name))
         for row in await asyncio.to_thread(self.store.pending_handoffs_for, device_id):
             await session.send(self._handoff_offer(row))
         for view in self.links.links.values():
             if device_id in {m.id for m in view.members}:
                 await session.send(LinkUpdate(link=view))
         await self.session_relay.greet(session)
+        for message in await asyncio.to_thread(notices_for, self.store, device_id):
+            await session.send(message)
 
     def _handoff_offer(self, row: HandoffRow) -> HandoffOffer:
         package = row.package if isinstance(row.package, dict) else {}
@@ -290,11 +325,35 @@ class DeviceNetwork:
 
     @property
     def _handlers(self) -> dict[type[Control], Callable[[DeviceSession, Any], Awaitable[None]]]:
-        return {Rtc: self._on_rtc, TransferStart: self._on_transfer_start, HandoffOffer: self.offers.offered,
+        return {Hello: self._on_hello, TransferClosed: self._on_transfer_closed,
+                Rtc: self._on_rtc, TransferStart: self._on_transfer_start, HandoffOffer: self.offers.offered,
                 HandoffClaim: self._on_claim, HandoffClaimResult: self.offers.claim_result,
                 HandoffClosed: self.offers.closed, HandoffState: self._on_handoff_state,
                 LinkUpdate: self._on_link_update, SessionLinkUpdate: self.session_relay.on_update,
                 SessionTurn: self.session_relay.on_turn, SessionRefusal: self.session_relay.on_refusal}
+
+    async def _on_hello(self, session: DeviceSession, message: Hello) -> None:
+        """The name the device gives itself: shown here from now on (a rename there reaches this device)."""
+        if message.name != session.device.name:
+            with contextlib.suppress(P2pdError):
+                session.device = await asyncio.to_thread(self.book.rename, session.device.device_id, message.name)
+                log.info("device %s is now called %s", session.device.device_id, session.device.name)
+
+    async def _on_transfer_closed(self, session: DeviceSession, message: TransferClosed) -> None:
+        state, device_id = TransferState(message.state), session.device.device_id
+        running = session.incoming.get(message.tid)
+        if running is not None:  # it ends as the sender says once it has wound down
+            self.transfers.closed_by_sender[(device_id, message.tid)] = (state, message.reason)
+            running[1].cancel(message.reason or f"the sender {message.state} it")
+        await asyncio.to_thread(self.transfers.close_incoming, device_id, message.tid, state, message.reason)
+
+    def transfer_ended(self, row: TransferRow) -> None:
+        """An outgoing transfer was cancelled (or failed) here: its receiver, if online, hears it now (else at
+        the next contact)."""
+        session = self.sessions.get(row.peer)
+        message = transfer_closed(row)
+        if session is not None and session.online and message is not None:
+            session.spawn(session.send(message))
 
     async def _on_rtc(self, session: DeviceSession, message: Rtc) -> None:
         session.deliver_rtc(message)
@@ -321,13 +380,15 @@ class DeviceNetwork:
             await session.send(HandoffClaimResult(hid=hid, granted=False,
                                                   reason="already claimed, cancelled or not for this device"))
             return
-        await session.send(HandoffClaimResult(hid=hid, granted=True))
-        await self.handoff_closed(row, "taken", f"claimed by {session.device.name}", but=device_id)
         try:  # it stays claimed until the claimer reports started (its worker began) or how it ended
             await self.queue_blob(device_id, Path(row.document_path), title=row.title,
                                   sha256=str(row.source.get("sha256") or ""), handoff_id=hid)
         except P2pdError as exc:
             await asyncio.to_thread(self.store.transition_handoff, hid, "failed", reason=str(exc))
+        # the grant after the queued transfer (both in the store): if the device goes away before it hears it,
+        # the next contact tells it again (notices.py), and the transfer waits for it (chaos seed 102)
+        await session.send(HandoffClaimResult(hid=hid, granted=True))
+        await self.handoff_closed(row, "taken", f"claimed by {session.device.name}", but=device_id)
 
     async def _on_handoff_state(self, session: DeviceSession, message: HandoffState) -> None:
         try:

@@ -59,6 +59,23 @@ class TransferStart(_Msg):
     link: Id | None = None
 
 
+class TransferClosed(_Msg):
+    """The sender ended transfer ``tid`` while it was not under way (cancelled, or failed for good): the
+    receiver's row of an earlier, cut-off attempt ends the same way. Sent at once and again on each contact."""
+
+    kind: Literal["transfer-closed"] = "transfer-closed"
+    tid: Id
+    state: Literal["cancelled", "failed"]
+    reason: Text = ""
+
+
+class Hello(_Msg):
+    """Sent first on every contact: the name this device gives itself (a rename reaches its peers this way)."""
+
+    kind: Literal["hello"] = "hello"
+    name: Annotated[str, Field(min_length=1, max_length=64)]
+
+
 class HandoffOffer(_Msg):
     kind: Literal["handoff-offer"] = "handoff-offer"
     hid: Id
@@ -173,8 +190,8 @@ class SessionRefusal(_Msg):
     refused: Annotated[int, Field(ge=0)] = 1
 
 
-Control = Annotated[Rtc | TransferStart | HandoffOffer | HandoffClaim | HandoffClaimResult | HandoffState
-                    | HandoffClosed | LinkUpdate | SessionLinkUpdate | SessionTurn | SessionRefusal,
+Control = Annotated[Hello | Rtc | TransferStart | TransferClosed | HandoffOffer | HandoffClaim | HandoffClaimResult
+                    | HandoffState | HandoffClosed | LinkUpdate | SessionLinkUpdate | SessionTurn | SessionRefusal,
                     Field(discriminator="kind")]
 _CONTROL: TypeAdapter[Control] = TypeAdapter(Control)
 

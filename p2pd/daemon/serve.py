@@ -27,6 +27,7 @@ from p2pd.daemon.network import DeviceNetwork
 from p2pd.daemon.service import DaemonService
 from p2pd.daemon.store import Store
 from p2pd.errors import InvalidInputError
+from p2pd.support.memory import limit_arenas, use_system_malloc
 
 log = logging.getLogger("p2pd.daemon")
 
@@ -125,6 +126,7 @@ async def serve(home: Home, *, host: str, port: int, cors_origins: tuple[str, ..
     _Server = _server_class()
 
     home.ensure()
+    limit_arenas()  # before the worker threads: freed memory of one big job is reused by the next
     token = home.token()
     store = await asyncio.to_thread(Store, home.db_path)
     service = DaemonService(home, store)
@@ -155,6 +157,9 @@ async def serve(home: Home, *, host: str, port: int, cors_origins: tuple[str, ..
                      f"signaling {service.signal_url()}")
 
     watcher = asyncio.create_task(announce_when_up())
+    if service.network is not None and hasattr(signal, "SIGHUP"):  # SIGHUP: read [accept] again now
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, service.network.reload_policy)
     try:
         await server.serve()
     finally:
@@ -171,6 +176,7 @@ def cmd_serve(args: Any) -> int:
     if args.print_systemd_unit:
         sys.stdout.write(systemd_unit())
         return 0
+    use_system_malloc(sys.argv[1:])  # exec again (same pid) with PYTHONMALLOC=malloc: memory goes back after jobs
     settings = daemon_settings()
     host = args.host or settings.host
     port = settings.port if args.port is None else args.port

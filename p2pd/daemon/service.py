@@ -35,6 +35,7 @@ from p2pd.daemon.store import TRANSFER_FINAL, HandoffRow, InboxRow, Store, Trans
 from p2pd.daemon.targets import NoNetworkError, SendTo
 from p2pd.daemon.transfers import TransferState
 from p2pd.errors import Cause, ConflictError, InvalidInputError, NotFoundError
+from p2pd.support.memory import BIG_JOB, release
 
 if TYPE_CHECKING:
     from p2pd.daemon.devices import Device
@@ -182,12 +183,16 @@ class DaemonService:
             code = str(parse_code(to.code))
         doc = await self.load(session, transcript_path=transcript_path, redact=redact)
         if to.kind != "code":
-            return await self._send_to_devices(to, doc, wait=wait)
+            rows = await self._queue_for_devices(to, doc)
+            del doc  # packed into the outbox: the document is not needed any more
+            if rows[0].size >= BIG_JOB // 4:  # (compressed size) a big conversion: give the memory back
+                await asyncio.to_thread(release)
+            return (await self._wait_rows([r.id for r in rows], wait))[0]
         return await self.codes.send(doc, code, timeout=timeout, wait=wait, handoff_id=handoff_id)
 
-    async def _send_to_devices(self, to: SendTo, doc: ConversationDocument, *, wait: float) -> TransferRow:
-        """Queue for a paired device, or for every member of a link (the first row is returned; each row
-        lists its siblings in ``detail.link_transfers``)."""
+    async def _queue_for_devices(self, to: SendTo, doc: ConversationDocument) -> list[TransferRow]:
+        """Queue for a paired device, or for every member of a link (each row lists its siblings in
+        ``detail.link_transfers``)."""
         net = self.network
         assert net is not None
         if to.kind == "device":
@@ -199,7 +204,7 @@ class DaemonService:
             ids = [r.id for r in rows]
             for r in rows:
                 await asyncio.to_thread(self.store.update_transfer, r.id, detail={"link_transfers": ids})
-        return (await self._wait_rows([r.id for r in rows], wait))[0]
+        return rows
 
     async def receive(self, code: str, *, wait: float = 0.0, timeout: float = 300.0) -> TransferRow:
         """Receive with a code into the inbox (background; ``wait`` > 0 waits for the outcome)."""
@@ -236,7 +241,12 @@ class DaemonService:
         await self.running.cancel(transfer_id, reason, grace=CANCEL_GRACE)  # tells the peer when under way
         await asyncio.to_thread(self.store.end_transfer, transfer_id, TransferState.CANCELLED, error=reason,
                                 cause=Cause.CANCELLED)
-        return await asyncio.to_thread(self.store.get_transfer, transfer_id)
+        row = await asyncio.to_thread(self.store.get_transfer, transfer_id)
+        if row.state != TransferState.CANCELLED:  # it finished first: the receiver has it
+            raise ConflictError(f"transfer {transfer_id} was {row.state} before the cancel reached it")
+        if self.network is not None and row.direction == "out" and row.code is None:
+            self.network.transfer_ended(row)  # a cut-off attempt the receiver holds ends too
+        return row
 
     async def answer_transfer(self, transfer_id: str, accept: bool) -> TransferRow:
         """Accept or decline an incoming transfer the accept policy holds pending (``ask``); returns its row once

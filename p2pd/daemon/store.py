@@ -148,6 +148,8 @@ class Store:
             if state is not None:
                 transfers.check_transition(row["state"], state, what=f"transfer {id}")
             sets: dict[str, Any] = {"updated_at": now()}
+            if state in transfers.CLEARS_ERROR and state != row["state"] and error is None and cause is None:
+                sets.update(error=None, cause=None)  # running again, or done: an earlier failure no longer holds
             for key, value in (("state", state), ("bytes_done", bytes_done), ("error", error),
                                ("cause", cause.value if cause is not None else None), ("size", size),
                                ("sha256", sha256), ("code", code), ("title", title)):

@@ -56,6 +56,10 @@ TRANSITIONS: dict[TransferState, frozenset[TransferState]] = {
     S.CANCELLED: frozenset(),
 }
 
+# Moving into these states clears the reason and cause of an earlier failure (a resumed, then done transfer is
+# not shown with the timeout that interrupted it).
+CLEARS_ERROR: frozenset[str] = frozenset({S.RUNNING, S.DONE})
+
 # Causes after which a device transfer is worth sending again: the receiver may be back in a moment and keeps
 # what it had received.
 RETRYABLE: frozenset[Cause] = frozenset({
@@ -123,14 +127,19 @@ def outgoing_ending(exc: BaseException, *, cancelled: str | None, device_online:
     return Ending(S.FAILED, text, cause, handoff="failed", handoff_reason=text)
 
 
-def incoming_ending(exc: BaseException, *, cancelled: bool) -> Ending:
+def incoming_ending(exc: BaseException, *, cancelled: bool, superseded: bool = False) -> Ending:
     """A device transfer this daemon received stopped with ``exc``. The sender resends what was cut off (the
-    partial file waits here), so a handoff is reported failed only when the failure is not worth a retry."""
+    partial file waits here), so a handoff is reported failed only when the failure is not worth a retry.
+    ``superseded``: this side stopped it because the sender started it again (it restarted): interrupted, and the
+    new attempt takes the same row over."""
+    if superseded:
+        return Ending(S.INTERRUPTED, "the sender started it again", Cause.INTERRUPTED)
     cause = Cause.CANCELLED if cancelled else cause_of(exc)
-    state = S.CANCELLED if cancelled else S.FAILED
     worth_retry = not cancelled and cause in RETRYABLE
+    # cut off: interrupted, and the sender's next attempt takes the row over (or its transfer-closed ends it)
+    state = S.CANCELLED if cancelled else S.INTERRUPTED if worth_retry else S.FAILED
     return Ending(state, str(exc), cause, handoff=None if worth_retry else "failed", handoff_reason=str(exc))
 
 
-__all__ = ["FINAL", "RETRYABLE", "STATES", "TRANSITIONS", "UNFINISHED", "Ending", "TransferState", "allowed",
-           "check_state", "check_transition", "incoming_ending", "is_final", "outgoing_ending"]
+__all__ = ["CLEARS_ERROR", "FINAL", "RETRYABLE", "STATES", "TRANSITIONS", "UNFINISHED", "Ending", "TransferState",
+           "allowed", "check_state", "check_transition", "incoming_ending", "is_final", "outgoing_ending"]

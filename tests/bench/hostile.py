@@ -1,12 +1,14 @@
 """Hostile documents against real p2pd processes: each blob within the default size cap must end within 60 s and
 512 MiB peak RSS, either imported or with exit 4/5 and one clear line.
 
-    python tests/bench/hostile.py [--cases tiny-messages,huge-string,...] [--command import|receive]
+    python tests/bench/hostile.py [--cases tiny-messages,huge-string,...] [--command import|receive|network]
 
 Each case is a blob (zstd) written in pieces: the raw document is never held by this process. Then a real
 ``p2pd import BLOB`` (or ``p2pd receive --file BLOB --import``) runs in a throwaway Claude home; its time and
-peak RSS come from ``wait4``. Prints one row per case: raw and blob size, exit status, seconds, peak MiB and the
-last line the process printed."""
+peak RSS come from ``wait4``. ``--command network``: a real p2pd-signal on loopback, a real ``p2pd receive CODE
+--yes --import`` waiting, and a hostile sender streaming the blob over the real protocol (the real ``p2pd send``
+with its payload swapped: ``tests/exchange/doubles.py hostile``); the receiver is measured. Prints one row per
+case: raw and blob size, exit status, seconds, peak MiB and the last line the process printed."""
 
 from __future__ import annotations
 
@@ -149,13 +151,14 @@ def run(argv: list[str], env: dict[str, str], cwd: Path, timeout: float = 120.0)
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cases", default=",".join(CASES))
-    ap.add_argument("--command", choices=["import", "receive"], default="import")
+    ap.add_argument("--command", choices=["import", "receive", "network"], default="import")
     args = ap.parse_args()
     failed = 0
     with tempfile.TemporaryDirectory(prefix="p2pd-hostile-") as tmp:
         work = Path(tmp)
         env = {**os.environ, "PYTHONPATH": str(ROOT), "CLAUDE_CONFIG_DIR": str(work / "claude"),
                "P2PD_HOME": str(work / "p2pd")}
+        signal = _signal(env, work) if args.command == "network" else None
         print(f"{'case':22} {'raw MB':>8} {'blob KB':>8} {'exit':>4} {'s':>6} {'MiB':>6}  last line")
         for case in args.cases.split(","):
             blob = work / f"{case}.a2a.p2pd"
@@ -165,13 +168,47 @@ def main() -> int:
             else:
                 argv = [sys.executable, "-m", "p2pd", "receive", "--file", str(blob), "--import", "--cwd", str(work),
                         "-o", str(work / "out")]
+            if args.command == "network":
+                assert signal is not None
+                code_words = f"{4000 + len(case)}-amber-lotus"
+                argv = [sys.executable, "-m", "p2pd", "receive", code_words, "--yes", "--import", "--cwd", str(work),
+                        "-o", str(work / "out"), "--signal", signal[1]]
+                sample = ROOT / "p2pd" / "cli" / "demo_session.jsonl"  # (never read: the payload is the blob)
+                sender = subprocess.Popen([sys.executable, "-m", "tests.exchange.doubles", "hostile", str(blob), "send",
+                                           str(sample), "--code", code_words, "--signal", signal[1], "--timeout", "60"],
+                                          env=env, cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             code, took, rss, last = run(argv, env, work)
+            if args.command == "network":
+                sender.kill()
+                sender.wait()
             ok = code in (0, 4, 5) and took < 60 and rss < 512
             failed += not ok
             print(f"{case:22} {raw / MB:8.1f} {blob.stat().st_size / 1024:8.1f} {code:4d} {took:6.1f} {rss:6.0f}  "
                   f"{last[:110]}{'' if ok else '   <-- OVER'}", flush=True)
             blob.unlink()
+        if signal is not None:
+            signal[0].terminate()
+            signal[0].wait()
     return 1 if failed else 0
+
+
+def _signal(env: dict[str, str], work: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """A real p2pd-signal on a free loopback port."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "signaling", "--port", str(port), "--no-web"], env=env, cwd=work,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return proc, f"ws://127.0.0.1:{port}"
+        time.sleep(0.05)
+    proc.kill()
+    raise SystemExit("p2pd-signal did not start")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """Real daemons for the tests: ``python -m p2pd serve --port 0`` processes with their own P2PD_HOME, a Claude
-Code home holding one corpus session, and (when asked) a real signaling server."""
+Code home holding one corpus session, and (when asked) a real signaling server; ``paired`` makes two of them
+paired with the real ``p2pd pair`` command through it."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SESSION_ID = "cfbdefef-46d0-438f-bafc-c75f200bc243"
 SESSION_CWD = "/home/me/ht/unleash"
 _LISTENING = re.compile(r"listening on (http://\S+)")
+_CODE = re.compile(r"Code: (\S+)")
 
 
 def corpus_session() -> Path:
@@ -136,3 +138,89 @@ def shared_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
         yield d
     finally:
         d.kill()
+
+
+def wait_for(check: Callable[[], Any], timeout: float = 60.0, what: str = "condition") -> Any:
+    """Poll ``check`` until it returns something true (returned); fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"{what} not met within {timeout} s")
+
+
+def pair(a: Daemon, b: Daemon) -> None:
+    """Pair the two daemons' devices with the real CLI: a makes the code, b types it."""
+    maker = subprocess.Popen([sys.executable, "-m", "p2pd", "pair", "--timeout", "60"], env=a.env, cwd=a.base,
+                             stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert maker.stderr is not None
+    lines = []
+    code = None
+    for line in maker.stderr:
+        lines.append(line)
+        m = _CODE.search(line)
+        if m:
+            code = m.group(1)
+            break
+    assert code, "".join(lines)
+    joined = b.p2pd("pair", code, timeout=60)
+    rest = maker.communicate(timeout=60)[1]
+    assert joined.returncode == 0 and maker.returncode == 0, joined.stderr + "".join(lines) + rest
+    assert "Paired with" in joined.stderr and "Paired with" in rest
+
+
+def device_id(d: Daemon) -> str:
+    out = d.p2pd("devices", "name")
+    assert out.returncode == 0, out.stderr
+    return out.stdout.split("\t")[1]
+
+
+def online(a: Daemon, b_id: str) -> bool:
+    with a.client() as c:
+        return any(x["id"] == b_id and x["online"] for x in c.get("/devices").json())
+
+
+PairMaker = Callable[..., tuple[Daemon, Daemon]]
+
+
+@pytest.fixture
+def paired(tmp_path: Path, signaling: SignalProcess) -> Iterator[PairMaker]:
+    """Makes two daemons ``a`` and ``b`` (homes ``tmp_path/a``, ``tmp_path/b``) paired through the real signaling
+    server and started: ``paired(names=("desk", "laptop"), b_config="[accept]…", b_env={...}, a_env={...})``.
+    ``wait_online=True`` waits until each sees the other online. All are killed at the end."""
+    made: list[Daemon] = []
+
+    def make(*, names: tuple[str, str] | None = None, a_config: str = "", b_config: str = "",
+             a_env: dict[str, str] | None = None, b_env: dict[str, str] | None = None,
+             wait_online: bool = False) -> tuple[Daemon, Daemon]:
+        a = Daemon(tmp_path / "a", signal_url=signaling.url, **(a_env or {}))
+        b = Daemon(tmp_path / "b", signal_url=signaling.url, **(b_env or {}))
+        made.extend((a, b))
+        for d, config in ((a, a_config), (b, b_config)):
+            if config:
+                (d.base / "config.toml").write_text(config)
+        if names:
+            for d, name in zip((a, b), names, strict=True):
+                assert d.p2pd("devices", "name", name).returncode == 0
+        pair(a, b)
+        a.start()
+        b.start()
+        if wait_online:
+            a_id, b_id = device_id(a), device_id(b)
+            wait_for(lambda: online(a, b_id), what="b online at a")
+            wait_for(lambda: online(b, a_id), what="a online at b")
+        return a, b
+
+    try:
+        yield make
+    finally:
+        for d in made:
+            d.kill()
+
+
+@pytest.fixture
+def two(paired: PairMaker) -> tuple[Daemon, Daemon]:
+    """Two paired daemons, started (not yet waited online)."""
+    return paired()

@@ -6,32 +6,18 @@ one is stored."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from tests.daemon.conftest import SESSION_ID, Daemon
+from tests.daemon.conftest import SESSION_ID, Daemon, PairMaker, device_id, online, wait_for
 from tests.daemon.test_mcp import call, mcp_client
-from tests.daemon.test_two_daemons import device_id, online, pair, wait_for
-from tests.signal_process import SignalProcess
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-def asking(tmp_path: Path, signaling: SignalProcess) -> Iterator[tuple[Daemon, Daemon]]:
-    a = Daemon(tmp_path / "a", signal_url=signaling.url)
-    b = Daemon(tmp_path / "b", signal_url=signaling.url)
-    (tmp_path / "b" / "config.toml").write_text("[accept]\nask = true\nmax_size = 100_000_000\n")
-    try:
-        pair(a, b)
-        a.start()
-        b.start()
-        yield a, b
-    finally:
-        a.kill()
-        b.kill()
+def asking(paired: PairMaker) -> tuple[Daemon, Daemon]:
+    return paired(b_config="[accept]\nask = true\nmax_size = 100_000_000\n")
 
 
 def pending(b: Daemon) -> list[dict]:  # type: ignore[type-arg]

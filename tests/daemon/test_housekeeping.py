@@ -12,8 +12,7 @@ from pathlib import Path
 
 from p2pd.daemon.housekeeping import MB, Limits, plan, prune
 from p2pd.daemon.store import Store
-from tests.daemon.conftest import SESSION_ID, Daemon
-from tests.daemon.test_two_daemons import wait_for
+from tests.daemon.conftest import SESSION_ID, Daemon, wait_for
 
 DAY = 24 * 3600.0
 

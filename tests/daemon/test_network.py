@@ -273,7 +273,8 @@ async def test_a_transfer_cut_by_a_restart_resumes(tmp_path: Path, server: Signa
         row = await na.send_to_device(nb.identity.device_id, big)
         await _until(lambda: ha.store.get_transfer(row.id).bytes_done > row.size // 5, timeout=60)
         await na.stop()  # the sender goes down mid-transfer
-        assert ha.store.get_transfer(row.id).state == "running"
+        # cut off, never failed: its connection closed first (interrupted), or still running (marked at start)
+        assert ha.store.get_transfer(row.id).state in ("running", "interrupted")
         na, ha = await _start(a, server.url)  # …and comes back: the row is interrupted, then sent again
         final = await _until(lambda: (r := ha.store.get_transfer(row.id)).state in ("done", "failed") and r,
                              timeout=90)

@@ -7,32 +7,18 @@ never started returns to pending."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.daemon.conftest import SESSION_ID, Daemon
-from tests.daemon.test_two_daemons import device_id, online, pair, wait_for
-from tests.signal_process import SignalProcess
+from tests.daemon.conftest import SESSION_ID, Daemon, PairMaker, device_id, online, wait_for
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-def desk_and_laptop(tmp_path: Path, signaling: SignalProcess) -> Iterator[tuple[Daemon, Daemon]]:
-    a = Daemon(tmp_path / "a", signal_url=signaling.url)
-    b = Daemon(tmp_path / "b", signal_url=signaling.url)
-    try:
-        assert a.p2pd("devices", "name", "desk").returncode == 0
-        assert b.p2pd("devices", "name", "laptop").returncode == 0
-        pair(a, b)
-        a.start()
-        b.start()
-        yield a, b
-    finally:
-        a.kill()
-        b.kill()
+def desk_and_laptop(paired: PairMaker) -> tuple[Daemon, Daemon]:
+    return paired(names=("desk", "laptop"))
 
 
 def _device(a: Daemon, ident: str) -> dict[str, object]:

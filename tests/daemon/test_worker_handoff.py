@@ -9,34 +9,20 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.daemon.conftest import SESSION_ID, Daemon
+from tests.daemon.conftest import SESSION_ID, Daemon, PairMaker, device_id, online, wait_for
 from tests.daemon.test_mcp import call, call_error, mcp_client
-from tests.daemon.test_two_daemons import device_id, online, pair, wait_for
-from tests.signal_process import SignalProcess
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-def desk_and_laptop(tmp_path: Path, signaling: SignalProcess) -> Iterator[tuple[Daemon, Daemon]]:
-    a = Daemon(tmp_path / "a", signal_url=signaling.url)
-    b = Daemon(tmp_path / "b", signal_url=signaling.url, P2PD_ACCEPT_HANDOFFS="false")
-    try:
-        assert a.p2pd("devices", "name", "desk").returncode == 0
-        assert b.p2pd("devices", "name", "laptop").returncode == 0
-        pair(a, b)
-        a.start()
-        b.start()
-        yield a, b
-    finally:
-        a.kill()
-        b.kill()
+def desk_and_laptop(paired: PairMaker) -> tuple[Daemon, Daemon]:
+    return paired(names=("desk", "laptop"), b_env={"P2PD_ACCEPT_HANDOFFS": "false"})
 
 
 async def _until(check: Any, timeout: float = 60.0, what: str = "condition") -> Any:

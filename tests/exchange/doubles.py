@@ -6,7 +6,9 @@ real ``p2pd`` command with one thing changed:
 * ``stall`` — a sender whose packing stops after the first chunks (a transfer that stays mid-stream until it is
   cancelled);
 * ``classic`` — a receiver that does not list STREAMS (an older p2pd);
-* ``lz4only`` — a receiver that lists neither STREAMS nor zstd (like the page).
+* ``lz4only`` — a receiver that lists neither STREAMS nor zstd (like the page);
+* ``hostile BLOB`` — a sender whose payload is the zstd blob file BLOB, whatever it holds (tests/bench/hostile.py
+  makes them), streamed as the real sender streams its own; the offer's summary is made up.
 """
 
 from __future__ import annotations
@@ -21,7 +23,10 @@ def main() -> None:
     from p2pd.exchange import producing
     from p2pd.transfer import receiving
 
-    if mode in ("corrupt", "stall"):
+    if mode == "hostile":
+        blob_path, argv = argv[0], argv[1:]
+        producing.Production.start = classmethod(lambda cls, source, work: _hostile(cls, blob_path, work))  # type: ignore[method-assign,assignment]
+    elif mode in ("corrupt", "stall"):
         real_read = producing.Production.read
         stalled = threading.Event()
 
@@ -59,6 +64,27 @@ def main() -> None:
     from p2pd.cli.main import main as p2pd_main
 
     raise SystemExit(p2pd_main(argv))
+
+
+def _hostile(cls: Any, blob_path: str, work: Any) -> Any:
+    """A Production streaming the payload of a ready blob file (its own header's sizes), in pieces."""
+    from p2pd.blob.container import HEADER_SIZE, BlobHeader
+
+    with open(blob_path, "rb") as fh:
+        header = BlobHeader.unpack(fh.read(HEADER_SIZE), max_raw_size=1 << 62)
+    prod = cls(work, header.raw_size)
+
+    def feed() -> None:
+        prod._set_head({"title": "hostile", "contextId": "hostile", "origin": {"platform": "a2a"},
+                        "counts": {"messages": 1}})
+        with open(blob_path, "rb") as fh:
+            fh.seek(HEADER_SIZE)
+            while piece := fh.read(1 << 16):
+                prod._append(piece)
+        prod._complete(header.raw_size)
+
+    threading.Thread(target=feed, name="hostile-producer", daemon=True).start()
+    return prod
 
 
 if __name__ == "__main__":

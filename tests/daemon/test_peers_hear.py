@@ -1,0 +1,91 @@
+"""What paired daemons tell each other survives restarts, because it is re-told from the store on every contact
+(``p2pd/daemon/notices.py``), with two real daemons and a real signaling server:
+
+- a rename (``p2pd devices name NEW`` on a running daemon) reaches the peer's device table;
+- a handoff completed by the worker while its sender is away — and the worker's daemon killed and restarted
+  meanwhile — reaches the sender when it is back (the report is in the store, not in memory);
+- a transfer cancelled by its sender while the receiver is down ends as cancelled on the receiver too once it
+  is back (found by the chaos test, seed 1: the receiver kept its cut-off row 'interrupted' for ever), and
+  nothing of it is imported."""
+
+from __future__ import annotations
+
+import base64
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from p2pd.agents.sources import load_file
+from p2pd.conversation.document_io import write_document
+from p2pd.conversation.model import Message, Part
+from tests.daemon.conftest import SESSION_ID, Daemon, PairMaker, corpus_session, device_id, online, wait_for
+
+pytestmark = pytest.mark.slow
+
+
+def _device(d: Daemon, ident: str) -> dict:  # type: ignore[type-arg]
+    with d.client() as c:
+        return next(x for x in c.get("/devices").json() if x["id"] == ident)  # type: ignore[no-any-return]
+
+
+def test_a_rename_reaches_the_peer(paired: PairMaker) -> None:
+    a, b = paired(names=("desk", "laptop"), wait_online=True)
+    a_id = device_id(a)
+    assert _device(b, a_id)["name"] == "desk"
+    renamed = a.p2pd("devices", "name", "study")
+    assert renamed.returncode == 0, renamed.stderr
+    wait_for(lambda: _device(b, a_id)["name"] == "study", timeout=30, what="the new name at the laptop")
+    listed = b.p2pd("devices")
+    assert "study" in listed.stdout, listed.stdout
+
+
+def test_a_report_made_while_the_sender_is_away_reaches_it_later(paired: PairMaker, tmp_path: Path) -> None:
+    a, b = paired(names=("desk", "laptop"), b_env={"P2PD_ACCEPT_HANDOFFS": "false"}, wait_online=True)
+    with a.client() as c:
+        hid = c.post("/handoffs", json={"summary": "s", "goal": "g", "target": "laptop", "session_id": SESSION_ID,
+                                        "cwd": str(tmp_path)}).json()["id"]
+    with b.client() as c:
+        wait_for(lambda: any(o["id"] == hid for o in c.get("/offers").json()), what="offered at the laptop")
+    assert b.p2pd("handoffs", "claim", hid).returncode == 0
+    with b.client() as c:
+        wait_for(lambda: c.get(f"/offers/{hid}").json().get("inbox_id"), timeout=90, what="received")
+    a.stop()  # the sender goes away
+    done = b.p2pd("handoffs", "complete", hid, "--result", "all green")
+    assert done.returncode == 0, done.stderr
+    b.stop(signal.SIGKILL)  # nothing kept in the worker's memory
+    b.start()
+    a.start()
+    with a.client() as c:
+        h = wait_for(lambda: (r := c.get(f"/handoffs/{hid}").json())["state"] == "completed" and r, timeout=90,
+                     what="completed at the desk")
+    assert h["result"] == "all green"
+
+
+def test_a_send_cancelled_while_the_receiver_is_down_is_cancelled_there_too(paired: PairMaker,
+                                                                           tmp_path: Path) -> None:
+    a, b = paired(names=("desk", "laptop"), wait_online=True)
+    b_id = device_id(b)
+    doc = load_file(corpus_session())
+    doc.messages.append(Message(message_id="filler", role="ROLE_USER",
+                                parts=[Part(text=base64.b64encode(os.urandom(30_000_000)).decode("ascii"))]))
+    big = tmp_path / "big.a2a.json"
+    write_document(doc, big)
+    with a.client() as c:
+        row = c.post("/send", json={"transcript_path": str(big), "to": {"device": "laptop"}}).json()
+        tid = row["id"]
+        wait_for(lambda: 0 < c.get(f"/transfers/{tid}").json()["bytes_done"] < row["size"] // 2, timeout=60,
+                 what="the transfer under way")
+        b.stop(signal.SIGKILL)
+        wait_for(lambda: c.get(f"/transfers/{tid}").json()["state"] == "interrupted", timeout=90,
+                 what="interrupted at the desk")
+        cancelled = c.post(f"/transfers/{tid}/cancel").json()
+        assert cancelled["state"] == "cancelled", cancelled
+    b.start()
+    wait_for(lambda: online(a, b_id), what="the laptop back")
+    with b.client() as c:
+        incoming = wait_for(lambda: (rows := c.get("/transfers").json()) and rows[0]["state"] == "cancelled"
+                            and rows, timeout=60, what="cancelled at the laptop")
+        assert len(incoming) == 1 and incoming[0]["detail"]["sender_tid"] == tid
+        assert c.get("/inbox").json() == []
