@@ -265,7 +265,7 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
     from p2pd.config import receive_limits
     from p2pd.conversation.document_io import read_document, write_document
     from p2pd.exchange import consuming
-    from p2pd.exchange.packing import place, unpack
+    from p2pd.exchange.packing import STAGING_PREFIX, place, unpack
     from p2pd.pairing.client import Rendezvous
     from p2pd.transfer.channel import receive_blob
 
@@ -274,6 +274,7 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
     from p2pd.transfer.partial import sweep
 
     await asyncio.to_thread(sweep, out_dir, partial_max_age_hours() * 3600)  # killed receives' partials
+    await asyncio.to_thread(staging.sweep_files, out_dir, f"{STAGING_PREFIX}*")  # and streamed receives' staging
 
     out_dir.mkdir(parents=True, exist_ok=True)
     unpacked: list[Unpacked] = []  # checked and staged before DONE: a blob that does not parse is refused

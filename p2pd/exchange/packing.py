@@ -133,10 +133,13 @@ def blob_to_file(blob_path: Path, folder: Path, base: str) -> Path:
     return place(folder / f".{base}.fallback", folder, base)
 
 
+STAGING_PREFIX = ".p2pd-receiving-"  # a streamed receive's staging file; a killed one's is swept by age
+
+
 def staging_file(folder: Path) -> Path:
     """A new, empty, hidden staging file for a received document in ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(prefix=".p2pd-receiving-", suffix=".a2a.json.part", dir=folder)
+    fd, name = tempfile.mkstemp(prefix=STAGING_PREFIX, suffix=".a2a.json.part", dir=folder)
     try:
         os.fchmod(fd, 0o644)  # the mode atomic_writer gives every document written (mkstemp's is 0600)
     finally:

@@ -2,7 +2,8 @@
 
 Work that must not be seen half-done is staged in a folder first: ``p2pd send``'s work folder (``p2pd-send-*``
 in the temp folder, holding the packed blobs), an import's staging folder beside the session
-(``.p2pd-import-*``), a receive's partials (``.p2pd-partial``, :func:`p2pd.transfer.partial.sweep`). A clean run
+(``.p2pd-import-*``), a receive's partials (``.p2pd-partial``, :func:`p2pd.transfer.partial.sweep`) and a streamed
+receive's staging file (``.p2pd-receiving-*.a2a.json.part``, :func:`sweep_files`). A clean run
 removes its own; a SIGKILL cannot. The next start removes those untouched for ``max_age`` seconds — unless a
 live process holds the folder's lock (:func:`hold`): a send waiting hours for its peer keeps its folder.
 Blocking I/O.
@@ -79,4 +80,22 @@ def sweep(parent: Path, pattern: str, max_age: float = STAGING_MAX_AGE, *, now: 
     return removed
 
 
-__all__ = ["LOCK", "STAGING_MAX_AGE", "hold", "sweep"]
+def sweep_files(parent: Path, pattern: str, max_age: float = STAGING_MAX_AGE, *, now: float | None = None) -> int:
+    """Remove the files ``parent/pattern`` unchanged for ``max_age`` seconds: a streamed receive's staging file
+    (``.p2pd-receiving-*.a2a.json.part``, written at every chunk while it lives) left by a killed receiver.
+    Returns how many were removed; never raises."""
+    cutoff = (time.time() if now is None else now) - max_age
+    removed = 0
+    try:
+        entries = list(Path(parent).glob(pattern))
+    except OSError:
+        return 0
+    for entry in entries:
+        with contextlib.suppress(OSError):
+            if entry.is_file() and not entry.is_symlink() and entry.stat().st_mtime < cutoff:
+                entry.unlink()
+                removed += 1
+    return removed
+
+
+__all__ = ["LOCK", "STAGING_MAX_AGE", "hold", "sweep", "sweep_files"]

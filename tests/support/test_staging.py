@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -19,9 +20,10 @@ from p2pd.agents.sources import load_file
 from p2pd.conversation.document_io import write_document
 from p2pd.conversation.model import Message, Part
 from p2pd.daemon.housekeeping import sweep_stale_staging
+from p2pd.exchange.packing import STAGING_PREFIX
 from p2pd.support.staging import hold, sweep
-from p2pd.transfer.partial import PARTIAL_DIR
 from tests.corpus import claude_code_files
+from tests.pipe_lines import read_until
 from tests.signal_process import signal_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,7 +87,7 @@ def test_a_killed_senders_work_folder_is_swept_by_the_next_send_but_a_live_ones_
         killed.send_signal(signal.SIGKILL)
         killed.wait(10)
         left = list(temp.glob("p2pd-send-*"))
-        assert len(left) == 1 and any(left[0].glob("*.p2pd")), "the killed send left its work folder"
+        assert len(left) == 1, "the killed send left its work folder"  # (its packing starts after the code)
         live = _started_sender(env, tmp_path)
         try:
             live_dirs = [d for d in temp.glob("p2pd-send-*") if d != left[0]]
@@ -113,7 +115,10 @@ def _big_session(tmp_path: Path) -> Path:
 
 
 @pytest.mark.slow
-def test_a_killed_receivers_partial_is_swept_by_the_next_receive_into_that_folder(tmp_path: Path) -> None:
+def test_a_killed_receivers_staging_is_swept_by_the_next_receive_into_that_folder(tmp_path: Path) -> None:
+    """Between two p2pd the transfer is streamed (SPEC §12: no resume, it restarts from zero): a receiver killed
+    mid-stream leaves its hidden staging file in the output folder; the next receive there removes it once it
+    is an hour old (a live receive writes it at every chunk), never a fresh one."""
     with signal_server() as server:
         env = _env(tmp_path, server.url)
         inbox = tmp_path / "inbox"
@@ -122,32 +127,34 @@ def test_a_killed_receivers_partial_is_swept_by_the_next_receive_into_that_folde
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                   stdin=subprocess.DEVNULL)
         assert sender.stderr is not None
-        for line in sender.stderr:
-            if "Code:" in line:
-                break
+        read_until(sender.stderr, re.compile("Code:"), timeout=60)
         receiver = subprocess.Popen([sys.executable, "-m", "p2pd", "receive", "4246-amber-lotus", "--yes", "-o",
                                      str(inbox)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                     stdin=subprocess.DEVNULL)
+
+        def staged() -> list[Path]:
+            return [p for p in inbox.glob(f"{STAGING_PREFIX}*") if p.stat().st_size > 0]
+
         try:
             deadline = time.monotonic() + 60
-            while not list(inbox.glob(f"{PARTIAL_DIR}/*/state.json")) and time.monotonic() < deadline:
-                if receiver.poll() is not None:
-                    break
+            while not staged() and time.monotonic() < deadline and receiver.poll() is None:
                 time.sleep(0.02)
             receiver.send_signal(signal.SIGKILL)
             receiver.wait(10)
         finally:
             sender.kill()
             sender.wait(10)
-        partials = list((inbox / PARTIAL_DIR).iterdir())
-        assert len(partials) == 1 and (partials[0] / "blob.part").stat().st_size > 0, "the kill left a partial"
+        left = staged()
+        assert len(left) == 1, "the kill left the staging file"
         again = subprocess.run([sys.executable, "-m", "p2pd", "receive", "4246-amber-lotus", "--yes", "-o",
                                 str(inbox), "--timeout", "3"], env=env, capture_output=True, text=True, timeout=60)
-        assert again.returncode != 0 and partials[0].exists()  # a week is not over: kept for a resume
-        age(inbox / PARTIAL_DIR, 8 * 24 * 3600)
+        assert again.returncode != 0 and left[0].exists()  # fresh: it could be a live receive's
+        past = time.time() - 2 * 3600
+        os.utime(left[0], (past, past))
         again = subprocess.run([sys.executable, "-m", "p2pd", "receive", "4246-amber-lotus", "--yes", "-o",
                                 str(inbox), "--timeout", "3"], env=env, capture_output=True, text=True, timeout=60)
-        assert again.returncode != 0 and not (inbox / PARTIAL_DIR).exists(), again.stderr
+        assert again.returncode != 0 and not left[0].exists(), again.stderr
+        assert not list(inbox.glob(".p2pd-*")), list(inbox.iterdir())
 
 
 def test_import_stages_left_by_a_killed_import_are_swept_at_daemon_start(tmp_path: Path,
