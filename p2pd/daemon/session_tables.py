@@ -15,18 +15,17 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from p2pd.daemon import delegations
+from p2pd.daemon import delegations, sqlite_db
 from p2pd.daemon.peer_protocol import SessionLinkView
 from p2pd.daemon.rows import now
 from p2pd.daemon.session_links import check_change, merge
 from p2pd.errors import ConflictError, InvalidInputError, NotFoundError
 
-BUSY_TIMEOUT_MS = 30_000
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS delegations (
     id TEXT PRIMARY KEY,
@@ -137,26 +136,11 @@ class SessionStore:
                 if stmt.strip():
                     db.execute(stmt)
 
-    @contextlib.contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
-        db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
-        try:
-            db.row_factory = sqlite3.Row
-            db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-            yield db
-        finally:
-            db.close()
+    def _connect(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        return sqlite_db.connect(self.path)
 
-    @contextlib.contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        with self._connect() as db:
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                yield db
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
+    def _write(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        return sqlite_db.write(self.path)
 
     # ------------------------------------------------------------ delegations
     def add_delegation(self, row: DelegationRow) -> DelegationRow:

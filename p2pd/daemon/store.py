@@ -14,11 +14,10 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from p2pd.daemon import offers, transfers
+from p2pd.daemon import offers, sqlite_db, transfers
 from p2pd.daemon.handoffs import STATES, check_state, check_transition
 from p2pd.daemon.rows import (
     MIGRATIONS,
@@ -39,7 +38,6 @@ from p2pd.daemon.rows import (
 from p2pd.errors import Cause, ConflictError, InvalidInputError, NotFoundError
 
 SCHEMA_VERSION = 3
-BUSY_TIMEOUT_MS = 30_000
 TRANSFER_STATES = transfers.STATES
 TRANSFER_FINAL: frozenset[str] = frozenset(s.value for s in transfers.FINAL)
 
@@ -59,29 +57,11 @@ class Store:
             self._migrate(db)
 
     # ------------------------------------------------------------ plumbing
-    @contextlib.contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
-        db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
-        try:
-            db.row_factory = sqlite3.Row
-            db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-            db.execute("PRAGMA foreign_keys=ON")
-            db.execute("PRAGMA synchronous=NORMAL")
-            yield db
-        finally:
-            db.close()
+    def _connect(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        return sqlite_db.connect(self.path)
 
-    @contextlib.contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction: BEGIN IMMEDIATE takes the write lock at once (no upgrade deadlocks)."""
-        with self._connect() as db:
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                yield db
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
+    def _write(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        return sqlite_db.write(self.path)
 
     def _migrate(self, db: sqlite3.Connection) -> None:
         db.execute("BEGIN IMMEDIATE")

@@ -13,8 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.daemon.conftest import SESSION_ID, Daemon
-from tests.daemon.test_two_daemons import device_id, online, pair, wait_for
+from tests.daemon.conftest import SESSION_ID, Daemon, device_id, online, pair, wait_for
 from tests.realclients import programs, standin
 from tests.signal_process import SignalProcess
 

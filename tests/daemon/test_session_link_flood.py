@@ -32,10 +32,9 @@ from p2pd.daemon.peer_protocol import (
 from p2pd.pairing.client import Rendezvous
 from p2pd.pairing.codes import Code
 from p2pd.pairing.seal import other_role
-from tests.daemon.conftest import SESSION_ID, Daemon
+from tests.daemon.conftest import SESSION_ID, Daemon, device_id, online, pair, wait_for
 from tests.daemon.sessions_fixtures import hook
 from tests.daemon.test_session_links import _until
-from tests.daemon.test_two_daemons import device_id, online, pair, wait_for
 from tests.signal_process import SignalProcess
 
 LIMITS = {"rate_per_minute": 120, "backlog_per_session": 5, "backlog_per_device": 8, "links_per_device": 4}

@@ -18,10 +18,9 @@ from typing import Any
 
 import pytest
 
-from tests.daemon.conftest import SESSION_ID, Daemon
+from tests.daemon.conftest import SESSION_ID, Daemon, device_id, online, wait_for
 from tests.daemon.sessions_fixtures import claude_daemon, context_of, hook, model_api, paired, parent_transcript
 from tests.daemon.test_mcp import call, call_error, mcp_client
-from tests.daemon.test_two_daemons import device_id, online, wait_for
 from tests.realclients import standin
 
 pytestmark = pytest.mark.slow
