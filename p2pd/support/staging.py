@@ -60,16 +60,23 @@ def _newest(folder: Path) -> float:
     return newest
 
 
+def _matches(parent: Path, pattern: str) -> list[Path]:
+    try:
+        return list(Path(parent).glob(pattern))
+    except OSError:
+        return []
+
+
+def _cutoff(max_age: float, now: float | None) -> float:
+    return (time.time() if now is None else now) - max_age
+
+
 def sweep(parent: Path, pattern: str, max_age: float = STAGING_MAX_AGE, *, now: float | None = None) -> int:
     """Remove the folders ``parent/pattern`` in which nothing changed for ``max_age`` seconds and that no live
     process holds. Returns how many were removed; never raises for a folder it cannot read or remove."""
-    cutoff = (time.time() if now is None else now) - max_age
+    cutoff = _cutoff(max_age, now)
     removed = 0
-    try:
-        entries = list(Path(parent).glob(pattern))
-    except OSError:
-        return 0
-    for entry in entries:
+    for entry in _matches(parent, pattern):
         try:
             if entry.is_symlink() or not entry.is_dir() or _newest(entry) > cutoff or _in_use(entry):
                 continue
@@ -84,13 +91,9 @@ def sweep_files(parent: Path, pattern: str, max_age: float = STAGING_MAX_AGE, *,
     """Remove the files ``parent/pattern`` unchanged for ``max_age`` seconds: a streamed receive's staging file
     (``.p2pd-receiving-*.a2a.json.part``, written at every chunk while it lives) left by a killed receiver.
     Returns how many were removed; never raises."""
-    cutoff = (time.time() if now is None else now) - max_age
+    cutoff = _cutoff(max_age, now)
     removed = 0
-    try:
-        entries = list(Path(parent).glob(pattern))
-    except OSError:
-        return 0
-    for entry in entries:
+    for entry in _matches(parent, pattern):
         with contextlib.suppress(OSError):
             if entry.is_file() and not entry.is_symlink() and entry.stat().st_mtime < cutoff:
                 entry.unlink()
