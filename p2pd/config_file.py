@@ -43,6 +43,7 @@ class SessionLinksTable(BaseModel):
     links_per_device: Annotated[int, Field(ge=1, le=100_000)] = 64  # links a device introduced, kept here
     queue_max_messages: Annotated[int, Field(ge=1, le=1_000_000)] = 1000  # waiting for one offline device
     queue_max_age_hours: Positive = 168.0  # … and for at most this long
+    delivered_max_age_hours: Positive = 168.0  # messages a session was given, kept this long for reading back
 
 
 class ConfigFile(BaseModel):

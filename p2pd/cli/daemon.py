@@ -94,6 +94,10 @@ def cmd_gc(args: argparse.Namespace) -> int:
     err.print(f"{verb} {len(report['items'])} files ({human(report['freed'])}); "
               f"{'now ' if not report['dry_run'] else ''}outbox {human(left['outbox'])}, partial receives "
               f"{human(left['partial'])}.")
+    dropped, read = report.get("session_messages_dropped", 0), report.get("delivered_messages_removed", 0)
+    if dropped or read:
+        err.print(f"Session links: {dropped} messages that waited too long for a device dropped, {read} messages "
+                  "read long ago removed.")
     return ExitCode.OK
 
 

@@ -11,7 +11,10 @@ pile up.
 - session-link messages waiting for a paired device (``session_outbox``): those older than
   ``[session_links] queue_max_age_hours``, and each device's oldest while more than ``queue_max_messages`` wait
   (what is dropped there is turn output nobody received in time, or a link update a reconnecting device is sent
-  again anyway).
+  again anyway);
+- session messages a hook has given their session (``session_messages``, delivered): kept for reading back
+  (``p2pd session-links messages``) for ``[session_links] delivered_max_age_hours``, then removed; undelivered
+  ones stay (bounded per device on receipt, :mod:`p2pd.daemon.session_limits`).
 
 The daemon prunes at start-up and every hour (:func:`plan` with the limits, then :func:`remove`); ``p2pd gc``
 removes everything nothing needs (``everything=True``), or shows it with ``--dry-run``. Blocking I/O: call in a
@@ -42,6 +45,7 @@ class Limits:
     partial_max_bytes: int = 2048 * MB
     queue_max_messages: int = 1000  # session-link messages waiting for one paired device
     queue_max_age: float = 168 * 3600.0
+    delivered_max_age: float = 168 * 3600.0  # session messages a hook gave their session
 
     @classmethod
     def configured(cls) -> Limits:
@@ -50,7 +54,8 @@ class Limits:
 
         s, links = daemon_settings(), LinkLimits.configured()
         return cls(s.outbox_max_age_hours * 3600, int(s.outbox_max_mb * MB), s.partial_max_age_hours * 3600,
-                   int(s.partial_max_mb * MB), links.queue_max_messages, links.queue_max_age_hours * 3600)
+                   int(s.partial_max_mb * MB), links.queue_max_messages, links.queue_max_age_hours * 3600,
+                   links.delivered_max_age_hours * 3600)
 
 
 @dataclass(frozen=True)
@@ -173,13 +178,15 @@ def prune(root: Path, store: Store, limits: Limits, *, everything: bool = False,
     """Plan and (unless ``dry_run``) remove; the report ``p2pd gc`` and ``POST /gc`` show."""
     items = plan(root, store, limits, everything=everything)
     done = items if dry_run else remove(items, store)
-    dropped = 0
+    dropped = delivered = 0
     if not dry_run:
         from p2pd.daemon.session_tables import SessionStore
 
-        dropped = SessionStore(store.path).prune_outgoing(limits.queue_max_messages, limits.queue_max_age)
+        tables = SessionStore(store.path)
+        dropped = tables.prune_outgoing(limits.queue_max_messages, limits.queue_max_age)
+        delivered = tables.prune_delivered(limits.delivered_max_age)
     return {"dry_run": dry_run, "items": [i.to_json() for i in done], "freed": sum(i.size for i in done),
-            "left": usage(root), "session_messages_dropped": dropped}
+            "left": usage(root), "session_messages_dropped": dropped, "delivered_messages_removed": delivered}
 
 
 __all__ = ["Item", "Limits", "needed_blobs", "plan", "prune", "remove", "usage"]

@@ -12,7 +12,8 @@ The limits (``[session_links]`` in the config file, declared with their defaults
 - ``links_per_device``: links introduced by a device kept here; over it, its oldest link that is no longer live is
   dropped, and when all are live the new one is refused (``limit_reached``);
 - ``queue_max_messages`` / ``queue_max_age_hours``: what waits here for an offline device (pruned by the
-  housekeeping; a link update dropped there is no loss: a device that reconnects is sent every link it is in).
+  housekeeping; a link update dropped there is no loss: a device that reconnects is sent every link it is in);
+- ``delivered_max_age_hours``: how long messages a hook gave their session are kept for reading back (housekeeping).
 
 :class:`Refusals` decides when a refusal is answered on the control channel and when it is logged: the first of a
 kind at once, then once per :data:`WINDOW` with how many were refused meanwhile — a flood never turns into a flood
@@ -37,6 +38,7 @@ class LinkLimits:
     links_per_device: int = 64
     queue_max_messages: int = 1000
     queue_max_age_hours: float = 168.0
+    delivered_max_age_hours: float = 168.0
 
     @classmethod
     def configured(cls) -> LinkLimits:

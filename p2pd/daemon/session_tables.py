@@ -317,16 +317,20 @@ class SessionStore:
     def prune_outgoing(self, max_messages: int, max_age: float, now_ts: float | None = None) -> int:
         """What waits for paired devices, bounded: rows older than ``max_age`` seconds, then each device's oldest
         while it has more than ``max_messages``; returns how many were removed."""
-        import time
-        from datetime import UTC, datetime
-
-        cutoff = datetime.fromtimestamp((now_ts or time.time()) - max_age, UTC).isoformat(timespec="milliseconds")
-        cutoff = cutoff.replace("+00:00", "Z")
+        cutoff = _cutoff(max_age, now_ts)
         with self._write() as db:
             gone = db.execute("DELETE FROM session_outbox WHERE created_at < ?", (cutoff,)).rowcount
             gone += db.execute("DELETE FROM session_outbox WHERE id IN (SELECT id FROM (SELECT id, ROW_NUMBER() "
                                "OVER (PARTITION BY device ORDER BY id DESC) AS n FROM session_outbox) WHERE n > ?)",
                                (max_messages,)).rowcount
+        return int(gone)
+
+    def prune_delivered(self, max_age: float, now_ts: float | None = None) -> int:
+        """Messages a hook gave their session more than ``max_age`` seconds ago (they were read: kept a while for
+        ``p2pd session-links messages``, then removed); returns how many were removed."""
+        with self._write() as db:
+            gone = db.execute("DELETE FROM session_messages WHERE delivered_at IS NOT NULL AND delivered_at < ?",
+                              (_cutoff(max_age, now_ts),)).rowcount
         return int(gone)
 
     def queued(self) -> dict[str, int]:
@@ -382,3 +386,12 @@ class SessionStore:
     def waiting_devices(self) -> list[str]:
         with self._connect() as db:
             return [r[0] for r in db.execute("SELECT DISTINCT device FROM session_outbox").fetchall()]
+
+
+def _cutoff(max_age: float, now_ts: float | None) -> str:
+    """The stored-time form (:func:`p2pd.daemon.rows.now`) of ``max_age`` seconds before ``now_ts`` (default: now)."""
+    import time
+    from datetime import UTC, datetime
+
+    cutoff = datetime.fromtimestamp((now_ts or time.time()) - max_age, UTC).isoformat(timespec="milliseconds")
+    return cutoff.replace("+00:00", "Z")

@@ -63,6 +63,21 @@ def test_the_plan_goes_by_age_then_by_size_and_keeps_what_is_needed(tmp_path: Pa
     assert sorted(Path(i.path).name for i in again) == ["d.a2a.p2pd", "p2"]
 
 
+def test_prune_removes_session_messages_read_long_ago_and_keeps_unread_ones(tmp_path: Path) -> None:
+    from p2pd.daemon.session_tables import SessionStore
+
+    store = Store(tmp_path / "state.sqlite3")
+    tables = SessionStore(store.path)
+    for n in range(3):
+        tables.add_message(id=f"m{n}", session="s", kind="turn", from_device="dev", from_session=None, ref=None,
+                           text="t")
+    tables.take_undelivered("s", limit=2)
+    assert prune(tmp_path, store, Limits())["delivered_messages_removed"] == 0  # read just now: kept
+    assert prune(tmp_path, store, Limits(delivered_max_age=-1.0))["delivered_messages_removed"] == 2  # cut-off 1 s on
+    assert [m.id for m in tables.messages("s")] == ["m2"]
+    assert prune(tmp_path, store, Limits(delivered_max_age=-1.0), dry_run=True)["delivered_messages_removed"] == 0
+
+
 def test_start_up_prunes_and_gc_removes_what_nothing_needs(tmp_path: Path) -> None:
     d = Daemon(tmp_path)
     home = d.home

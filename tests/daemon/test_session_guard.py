@@ -131,3 +131,18 @@ def test_the_queue_for_an_offline_device_is_bounded_by_count_and_age(tmp_path: P
 
     assert store.prune_outgoing(max_messages=4, max_age=3600, now_ts=time.time() + 7200) == 8
     assert store.queued() == {}
+
+
+def test_delivered_messages_are_kept_a_while_then_pruned_undelivered_ones_stay(tmp_path: Path) -> None:
+    import time
+
+    store = SessionStore(tmp_path / "state.sqlite3")
+    for n in range(3):
+        assert store.add_message(id=f"m{n}", session="s", kind="turn", from_device="dev-a", from_session=None,
+                                 ref=None, text=f"turn {n}")
+    given = store.take_undelivered("s", limit=2)
+    assert [m.id for m in given] == ["m0", "m1"]
+    assert store.prune_delivered(max_age=3600) == 0  # just read: kept for reading back
+    assert store.prune_delivered(max_age=3600, now_ts=time.time() + 7200) == 2
+    left = store.messages("s")
+    assert [(m.id, m.delivered_at) for m in left] == [("m2", None)]  # the unread one is never pruned by age
