@@ -185,7 +185,7 @@ class CancelRequest(_Body):
 
 
 class HookSessionStart(BaseModel):
-    """Claude Code's SessionStart hook input (other fields are ignored)."""
+    """Claude Code's or Codex's SessionStart hook input (other fields are ignored)."""
 
     session_id: str = Field(min_length=1, max_length=200)
     transcript_path: str | None = None

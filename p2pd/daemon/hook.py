@@ -1,6 +1,7 @@
-"""The Claude Code hooks: editing Claude Code's ``settings.json`` and recording a starting session. The
+"""The agent hooks: editing Claude Code's ``settings.json`` and recording a starting session. The
 ``p2pd hook install|uninstall|status|session-start|prompt-submit|stop|session-end`` command that drives them is
-:mod:`p2pd.cli.hook`; what the last three do is :mod:`p2pd.daemon.session_hooks`.
+:mod:`p2pd.cli.hook`; what the last three do is :mod:`p2pd.daemon.session_hooks`. Codex CLI's ``hooks.json`` has the
+same layout: :mod:`p2pd.daemon.codex_hooks` installs into it with :func:`install` and records Codex's trust.
 
 ``install`` adds one entry to each of ``hooks.SessionStart``, ``hooks.UserPromptSubmit``, ``hooks.Stop`` and
 ``hooks.SessionEnd`` in Claude Code's ``settings.json`` (``--settings PATH``, else
@@ -9,13 +10,14 @@ idempotent (a missing entry is added, an existing one kept or pointed at the cur
 setting and hook, and refuses (touching nothing) a file that is not valid JSON or whose ``hooks`` are not shaped
 as Claude Code expects. ``uninstall`` removes only p2pd's entries.
 
-``session-start`` is what Claude Code runs: it reads the hook input on stdin (``session_id``, ``transcript_path``,
-``cwd``, ``source``), records it with the daemon (``POST /hooks/session-start``) or, when no daemon runs, in the
-store directly; prints ``hookSpecificOutput.additionalContext`` telling the agent the daemon's URL and its own
-session id — and, for a session that continues a handoff this machine received, the handoff's goal, summary, notes
-and files and how to report the work (:func:`p2pd.daemon.handoff_work.session_context`), and what waits for the
-session (:func:`p2pd.daemon.session_hooks.session_context`: its delegation, messages, links); and appends
-``P2PD_URL``/``P2PD_SESSION_ID`` to ``$CLAUDE_ENV_FILE`` when Claude Code provides one.
+``session-start`` is what Claude Code (or Codex) runs: it reads the hook input on stdin (``session_id``,
+``transcript_path``, ``cwd``, ``source``), records it with the daemon (``POST /hooks/session-start``) or, when no
+daemon runs, in the store directly; prints ``hookSpecificOutput.additionalContext`` telling the agent the daemon's
+URL and its own session id — and, for a session that continues a handoff this machine received, the handoff's goal,
+summary, notes and files and how to report the work (:func:`p2pd.daemon.handoff_work.session_context`), and what
+waits for the session (:func:`p2pd.daemon.session_hooks.session_context`: its delegation, messages, links); and
+appends ``P2PD_URL``/``P2PD_SESSION_ID`` to ``$CLAUDE_ENV_FILE`` (or ``$CODEX_ENV_FILE``) when the agent provides
+one.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from p2pd.daemon.home import Home
-from p2pd.daemon.session_hooks import EVENTS
+from p2pd.daemon.hook_input import EVENTS, parse
 from p2pd.errors import InvalidInputError, P2pdError
 from p2pd.support.atomic import atomic_write_bytes
 
@@ -53,12 +55,12 @@ def hook_command(action: str = "session-start") -> str:
     return f"{shlex.quote(sys.executable)} -m p2pd hook {action}"
 
 
-def _is_ours(hook: Any, action: str) -> bool:
+def is_ours(hook: Any, action: str) -> bool:
     return isinstance(hook, dict) and isinstance(hook.get("command"), str) and "p2pd" in hook["command"] \
         and hook["command"].rstrip().endswith(f"hook {action}")
 
 
-def _load(path: Path) -> dict[str, Any]:
+def load(path: Path) -> dict[str, Any]:
     if not path.exists():
         return {}
     try:
@@ -76,7 +78,7 @@ def _load(path: Path) -> dict[str, Any]:
     return data
 
 
-def _entries(data: dict[str, Any], path: Path, event: str = EVENT) -> list[Any]:
+def entries(data: dict[str, Any], path: Path, event: str = EVENT) -> list[Any]:
     hooks = data.get("hooks", {})
     if not isinstance(hooks, dict):
         raise InvalidInputError(f"'hooks' in {path} is not an object; it was not changed")
@@ -90,28 +92,31 @@ def _save(path: Path, data: dict[str, Any]) -> None:
     atomic_write_bytes(path, (json.dumps(data, ensure_ascii=False, indent=2) + "\n").encode("utf-8"))
 
 
-def _install_one(data: dict[str, Any], path: Path, event: str, action: str) -> bool:
-    entries = _entries(data, path, event)
+def _install_one(data: dict[str, Any], path: Path, event: str, action: str, timeout: int = 15) -> bool:
+    listed = entries(data, path, event)
     command = hook_command(action)
-    for entry in entries:
+    for entry in listed:
         for hook in (entry.get("hooks") or []) if isinstance(entry, dict) else []:
-            if _is_ours(hook, action):
+            if is_ours(hook, action):
                 if hook["command"] == command:
                     return False
                 hook["command"] = command  # p2pd moved: point at the current one
                 return True
-    entries.append({"hooks": [{"type": "command", "command": command, "timeout": 15}]})
-    data.setdefault("hooks", {})[event] = entries
+    listed.append({"hooks": [{"type": "command", "command": command, "timeout": timeout}]})
+    data.setdefault("hooks", {})[event] = listed
     return True
 
 
-def install(path: Path) -> bool:
+def install(path: Path, timeouts: dict[str, int] | None = None) -> bool:
     """Add our hooks (SessionStart, UserPromptSubmit, Stop, SessionEnd), keeping every other one; returns False
-    when all were already there (same commands). Every event is checked before anything is written."""
-    data = _load(path)
+    when all were already there (same commands). Every event is checked before anything is written. The same
+    layout serves Claude Code's ``settings.json`` and Codex's ``hooks.json``; ``timeouts`` (seconds, by event)
+    override the default 15."""
+    data = load(path)
     for event in EVENTS:
-        _entries(data, path, event)
-    changed = [_install_one(data, path, event, action) for event, action in EVENTS.items()]
+        entries(data, path, event)
+    changed = [_install_one(data, path, event, action, (timeouts or {}).get(event, 15))
+               for event, action in EVENTS.items()]
     if any(changed):
         _save(path, data)
     return any(changed)
@@ -121,19 +126,19 @@ def uninstall(path: Path) -> int:
     """Remove our hook entries (only ours); returns how many were removed."""
     if not path.exists():
         return 0
-    data = _load(path)
+    data = load(path)
     for event in EVENTS:
-        _entries(data, path, event)
+        entries(data, path, event)
     removed = 0
     for event, action in EVENTS.items():
         kept: list[Any] = []
         mine_here = 0
-        for entry in _entries(data, path, event):
+        for entry in entries(data, path, event):
             if isinstance(entry, dict) and isinstance(entry.get("hooks"), list):
-                mine = [h for h in entry["hooks"] if _is_ours(h, action)]
+                mine = [h for h in entry["hooks"] if is_ours(h, action)]
                 mine_here += len(mine)
                 if mine:
-                    rest = [h for h in entry["hooks"] if not _is_ours(h, action)]
+                    rest = [h for h in entry["hooks"] if not is_ours(h, action)]
                     if not rest:
                         continue
                     entry = {**entry, "hooks": rest}
@@ -152,9 +157,9 @@ def uninstall(path: Path) -> int:
 
 
 def installed(path: Path) -> list[str]:
-    data = _load(path)
-    return [h["command"] for event, action in EVENTS.items() for e in _entries(data, path, event)
-            if isinstance(e, dict) for h in (e.get("hooks") or []) if _is_ours(h, action)]
+    data = load(path)
+    return [h["command"] for event, action in EVENTS.items() for e in entries(data, path, event)
+            if isinstance(e, dict) for h in (e.get("hooks") or []) if is_ours(h, action)]
 
 
 def daemon_url(home: Home) -> str:
@@ -172,16 +177,8 @@ def session_start(raw: str, home: Home, env_file: str | None) -> dict[str, Any]:
     """Record the session (daemon, else the store) and build the hook's JSON output."""
     from p2pd.daemon.client import DaemonClient
 
-    try:
-        data = json.loads(raw)
-    except ValueError as exc:
-        raise InvalidInputError(f"the hook input is not JSON: {exc}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("session_id"), str) or not data["session_id"]:
-        raise InvalidInputError("the hook input has no session_id (is this run by Claude Code's SessionStart?)")
-    record = {"session_id": data["session_id"],
-              "transcript_path": data.get("transcript_path") if isinstance(data.get("transcript_path"), str) else None,
-              "cwd": data.get("cwd") if isinstance(data.get("cwd"), str) else None,
-              "source": data.get("source") if isinstance(data.get("source"), str) else None}
+    given = parse(raw, "session-start").record
+    record: dict[str, Any] = {k: given.get(k) for k in ("session_id", "transcript_path", "cwd", "source")}
     client = DaemonClient.find(home)
     running, recorded, context, sessions = client is not None, False, None, None
     if client is not None:

@@ -59,7 +59,7 @@ class SeverRequest(_Body):
 
 
 class HookEvent(BaseModel):
-    """A Claude Code hook's input (other fields are ignored)."""
+    """A Claude Code or Codex hook's input (other fields are ignored)."""
 
     session_id: SessionId
     transcript_path: str | None = None

@@ -1,10 +1,12 @@
-"""What the agent-session hooks do, on the store (the daemon runs the same code when the hook reaches it):
+"""What the agent-session hooks do, on the store (the daemon runs the same code when the hook reaches it). The
+hooks are Claude Code's or Codex CLI's (the same events and input shape, :mod:`p2pd.daemon.hook_input`):
 
-- ``session-start`` and ``prompt-submit`` (Claude Code's SessionStart and UserPromptSubmit): the context the
+- ``session-start`` and ``prompt-submit`` (SessionStart and UserPromptSubmit): the context the
   session is given — where a delegated session came from, the messages waiting in its inbox (a linked session's
   turn output, its parent's messages), the links it is in;
-- ``stop`` (Stop): the turn's output (``last_assistant_message`` when Claude Code passes it, else the end of the
-  transcript; bounded, redacted when redaction is on) goes to the other members of the session's live links;
+- ``stop`` (Stop): the turn's output (``last_assistant_message`` when the agent passes it, else the end of the
+  transcript, Claude Code's or Codex's rollout; bounded, redacted when redaction is on) goes to the other members of
+  the session's live links;
 - ``session-end`` (SessionEnd): the session leaves every link it is in.
 """
 
@@ -14,13 +16,11 @@ from typing import Any
 
 from p2pd.daemon.delegating import delegation_context
 from p2pd.daemon.home import Home
+from p2pd.daemon.hook_input import EVENTS, parse
 from p2pd.daemon.session_desk import SessionDesk
 from p2pd.daemon.session_tables import SessionStore
 from p2pd.daemon.turn_output import last_turn
 from p2pd.errors import InvalidInputError
-
-EVENTS: dict[str, str] = {"SessionStart": "session-start", "UserPromptSubmit": "prompt-submit", "Stop": "stop",
-                          "SessionEnd": "session-end"}  # Claude Code's hook event → p2pd's hook action
 
 
 def local_desk(home: Home) -> SessionDesk:
@@ -58,21 +58,12 @@ def on_event(action: str, record: dict[str, Any], desk: SessionDesk, *, redact: 
 
 def run_hook(action: str, raw: str, home: Home) -> dict[str, Any]:
     """``p2pd hook prompt-submit|stop|session-end``: the hook input (JSON) handled by the daemon, else on the store
-    (what concerns paired devices then waits for the daemon). Returns the JSON Claude Code reads: the added
-    context for a prompt, nothing for the others (a Stop hook never blocks)."""
-    import json
-
+    (what concerns paired devices then waits for the daemon). Returns the JSON the agent (Claude Code or Codex)
+    reads: the added context for a prompt, nothing for the others (a Stop hook never blocks)."""
     from p2pd.daemon.client import DaemonClient
     from p2pd.errors import P2pdError
 
-    try:
-        data = json.loads(raw)
-    except ValueError as exc:
-        raise InvalidInputError(f"the hook input is not JSON: {exc}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("session_id"), str) or not data["session_id"]:
-        raise InvalidInputError("the hook input has no session_id (is this run by Claude Code?)")
-    record = {k: data[k] for k in ("session_id", "transcript_path", "cwd", "last_assistant_message")
-              if isinstance(data.get(k), str)}
+    record: dict[str, Any] = dict(parse(raw, action).record)
     out: dict[str, Any] | None = None
     client = DaemonClient.find(home)
     if client is not None:

@@ -1,9 +1,11 @@
 """A session's last turn output, for a Stop hook: what the agent said since the last prompt, bounded.
 
-Claude Code's Stop hook may pass ``last_assistant_message``; otherwise the end of the transcript (a Claude Code
-JSONL file) is read — at most :data:`TAIL_BYTES` from its end — and the text blocks of the main chain's assistant
-lines after the last real user prompt (not a tool result, not a sidechain) are joined. The result is cut to
-``limit`` characters (keeping the end, where the agent's conclusion is) and redacted when asked.
+Claude Code's and Codex's Stop hooks may pass ``last_assistant_message``; otherwise the end of the transcript is read
+— at most :data:`TAIL_BYTES` from its end. For a Claude Code JSONL file the text blocks of the main chain's assistant
+lines after the last real user prompt (not a tool result, not a sidechain) are joined; for a Codex rollout (lines
+``{"type": "response_item" | "event_msg" | …, "payload": …}``) it is the last ``task_complete`` event's
+``last_agent_message``, else the ``output_text`` of the assistant messages after the last user message. The result
+is cut to ``limit`` characters (keeping the end, where the agent's conclusion is) and redacted when asked.
 """
 
 from __future__ import annotations
@@ -48,19 +50,52 @@ def _tail_lines(path: Path) -> list[str]:
     return data.decode("utf-8", errors="replace").splitlines()
 
 
+def _rollout_turn(lines: list[dict[str, Any]]) -> str:
+    """A Codex rollout's last turn: its ``task_complete`` summary, else the assistant text since the user spoke."""
+    texts: list[str] = []
+    for line in reversed(lines):
+        payload = line.get("payload")
+        if not isinstance(payload, dict):
+            continue
+        if line.get("type") == "event_msg" and payload.get("type") == "task_complete":
+            if isinstance(payload.get("last_agent_message"), str) and payload["last_agent_message"].strip():
+                return str(payload["last_agent_message"]).strip()
+            continue
+        if line.get("type") != "response_item" or payload.get("type") != "message":
+            continue
+        if payload.get("role") == "user":
+            break
+        if payload.get("role") == "assistant" and isinstance(payload.get("content"), list):
+            texts[:0] = [b["text"] for b in payload["content"] if isinstance(b, dict)
+                         and b.get("type") == "output_text" and isinstance(b.get("text"), str)]
+    return "\n\n".join(t.strip() for t in texts if t.strip())
+
+
+def _is_rollout(line: dict[str, Any]) -> bool:
+    return isinstance(line.get("payload"), dict) and line.get("type") in ("session_meta", "response_item",
+                                                                         "event_msg", "turn_context")
+
+
 def last_turn(transcript: str | os.PathLike[str]) -> str:
-    """The assistant text of the transcript's last turn ("" when there is none or the file cannot be read)."""
+    """The assistant text of the transcript's last turn ("" when there is none or the file cannot be read): a
+    Claude Code transcript or a Codex rollout, told apart by the shape of its lines."""
     try:
-        lines = _tail_lines(Path(transcript))
+        raw_lines = _tail_lines(Path(transcript))
     except OSError:
         return ""
-    texts: list[str] = []
-    for raw in reversed(lines):
+    lines: list[dict[str, Any]] = []
+    for raw in raw_lines:
         try:
             line = json.loads(raw)
         except ValueError:
             continue
-        if not isinstance(line, dict) or line.get("isSidechain"):
+        if isinstance(line, dict):
+            lines.append(line)
+    if any(_is_rollout(line) for line in lines[-50:]):
+        return _rollout_turn(lines)
+    texts: list[str] = []
+    for line in reversed(lines):
+        if line.get("isSidechain"):
             continue
         if _is_prompt(line):
             break
