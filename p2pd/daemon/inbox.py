@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from p2pd.conversation.document_io import read_document
+from p2pd.agents.importing import document_envelope
 from p2pd.conversation.model import ConversationDocument
 from p2pd.daemon.devices import Device
 from p2pd.daemon.handoffs import package_of
@@ -30,8 +30,8 @@ class Inbox:
 
     async def add(self, doc: ConversationDocument, path: Path, *, transfer_id: str | None, from_peer: str,
                   sha256: str = "", handoff_id: str | None = None) -> InboxRow:
-        """Record a received, verified conversation (already saved at ``path``) in the inbox. The handoff id is
-        taken from the document's package when not given."""
+        """Record a received, verified conversation (already saved at ``path``) in the inbox; ``doc``: its envelope
+        (read as a stream). The handoff id is taken from the document's package when not given."""
         if handoff_id is None:
             package = package_of(doc)
             hid = package.get("id") if package else None
@@ -86,8 +86,8 @@ class Inbox:
     async def get(self, inbox_id: str) -> dict[str, Any]:
         row = await asyncio.to_thread(self.store.get_inbox, inbox_id)
         out = row.to_json()
-        try:
-            doc = await asyncio.to_thread(read_document, row.document_path)
+        try:  # read as a stream: the envelope (summary, package, counts), never the whole document
+            doc = await asyncio.to_thread(document_envelope, row.document_path)
         except P2pdError as exc:
             out["document_error"] = str(exc)
             return out
