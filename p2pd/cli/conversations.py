@@ -139,10 +139,10 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     masking = args.redact if args.redact is not None else redact_default()
-    session = None if masking or args.pretty else streamable_session(args.session)
+    session = None if args.pretty else streamable_session(args.session)
     suffix = ".a2a.p2pd" if args.compressed else ".a2a.json"
     if session is not None:  # converted as it is written: memory bounded by a message, not the session
-        doc, target, size = _export_streamed(args, session, suffix)
+        doc, target, size = _export_streamed(args, session, suffix, masking)
     else:
         with status(f"Reading and converting {escape(args.session)}…"):
             doc = load_conversation(args.session)
@@ -169,24 +169,31 @@ def cmd_export(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def _export_streamed(args: argparse.Namespace, session: Path, suffix: str) -> tuple[Any, Path, int]:
-    """A Claude Code session written as it is converted (:mod:`p2pd.daemon.packer`) to a staging file, which
-    becomes the target once it is known to be kept (``--strict``). Returns the envelope, the target, its size."""
+def _export_streamed(args: argparse.Namespace, session: Path, suffix: str, masking: bool) -> tuple[Any, Path, int]:
+    """A Claude Code session written as it is converted (:mod:`p2pd.daemon.packer`; masked as a stream when
+    ``masking``) to a staging file, which becomes the target once it is known to be kept (``--strict``). Returns
+    the envelope, the target, its size."""
+    from collections import Counter
+
     from p2pd.agents.importing import document_envelope
     from p2pd.agents.sources import document_file_name
     from p2pd.conversation.document_json import document_from_json
+    from p2pd.conversation.redact import RedactionReport
     from p2pd.daemon.packer import Job, run
 
     folder = Path(args.output).parent if args.output else Path(".")
     staged = folder / f".p2pd-export-{os.getpid()}{suffix}.part"
     try:
         with status(f"Reading, converting and writing {escape(args.session)}…"):
-            head = run(Job(str(session), str(staged), kind=args.codec if args.compressed else "json"))["head"]
-        doc = document_from_json({**head, "messages": []}, source=str(session))
+            result = run(Job(str(session), str(staged), kind=args.codec if args.compressed else "json",
+                             redact=masking))
+        doc = document_from_json({**result["head"], "messages": []}, source=str(session))
         if doc.counts.malformed_lines:
             _report_issues(document_envelope(staged))  # (read back as a stream: the envelope holds the issues)
             if args.strict:
                 raise InvalidInputError("malformed lines found (--strict): nothing written")
+        if masking:
+            err.print(f"Redaction: {escape(RedactionReport(Counter(result['masked'])).describe())}")
         target = Path(args.output) if args.output else Path(document_file_name(doc, suffix))
         size = staged.stat().st_size
         staged.replace(target)
