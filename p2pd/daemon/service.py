@@ -256,8 +256,8 @@ class DaemonService:
         loop = asyncio.get_running_loop()
         end = loop.time() + 5.0
         while True:
-            row = await asyncio.to_thread(self.store.get_transfer, transfer_id)
-            if not row.detail.get("pending") or loop.time() >= end:
+            row = await asyncio.to_thread(self.store.get_transfer, transfer_id)  # (declined: once it ended)
+            if (not row.detail.get("pending") and (accept or row.state in TRANSFER_FINAL)) or loop.time() >= end:
                 return row
             await asyncio.sleep(0.02)
 
