@@ -65,9 +65,10 @@ class Packed:
 async def run_packer(job: Job) -> dict[str, Any]:
     """Run :mod:`p2pd.daemon.packer` on ``job``; its result, or its error raised again (same class and cause).
     Cancelled, the child is killed."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONMALLOC"}  # (the daemon's malloc: ~20 % slower here)
     proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "p2pd.daemon.packer", job.to_arg(),
                                                 stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-                                                stderr=asyncio.subprocess.PIPE)
+                                                stderr=asyncio.subprocess.PIPE, env=env)
     try:
         out, err = await proc.communicate()
     except BaseException:

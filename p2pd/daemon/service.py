@@ -145,19 +145,6 @@ class DaemonService:
             raise InvalidInputError("name a session (id, prefix, 'latest') or a transcript path")
         return Source(ref, redact=redact if redact is not None else redact_default())
 
-    async def load(self, session: str | None = None, *, transcript_path: str | None = None,
-                   redact: bool | None = None) -> ConversationDocument:
-        """The whole document in memory (a delegation's fork); sends, exports, handoffs: :meth:`source`."""
-        from p2pd.agents.sources import load_conversation
-
-        src = await self.source(session, transcript_path=transcript_path, redact=redact)
-        doc = await asyncio.to_thread(load_conversation, src.ref)
-        if src.redact:
-            from p2pd.conversation.redact import redact_document
-
-            doc, _report = await asyncio.to_thread(redact_document, doc)
-        return doc
-
     async def export(self, session: str | None = None, *, transcript_path: str | None = None,
                      output: str | None = None, compressed: bool = False, redact: bool | None = None) -> dict[str, Any]:
         """Write the conversation (compact JSON in the line layout, or a blob) by the packing process."""

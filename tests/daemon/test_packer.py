@@ -104,7 +104,7 @@ def test_the_outbox_packs_in_a_child_process_and_keeps_the_offer_beside(tmp_path
     assert again.path == packed.path
 
 
-def test_the_service_sends_exports_and_hands_off_without_a_whole_document(tmp_path: Path,
+def test_the_service_exports_hands_off_and_forks_without_a_whole_document(tmp_path: Path,
                                                                          monkeypatch: pytest.MonkeyPatch,
                                                                          no_whole_documents: None) -> None:
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude"))  # (inherited by the packing process)
@@ -124,6 +124,11 @@ def test_the_service_sends_exports_and_hands_off_without_a_whole_document(tmp_pa
         assert row.document_path and written(Path(row.document_path))["metadata"]["p2pd_handoff"]["id"] == row.id
         with pytest.raises(NotFoundError):
             await service.export("no-such-session")
+        folder = tmp_path / "fork"
+        folder.mkdir()
+        forked = await service.agent_sessions.delegate(transcript_path=str(session), directory=str(folder))
+        assert Path(forked["transcript_path"]).is_file() and forked["session_id"] != exported["session_id"]
+        assert not list((tmp_path / "home").glob(".p2pd-fork-*"))  # its work folder is gone
 
     asyncio.run(work())
 
