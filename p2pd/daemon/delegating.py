@@ -5,7 +5,7 @@ checks on it and sends it messages.
 - which conversation: the calling session as the SessionStart hook recorded it (session id → transcript), like a
   handoff (:meth:`DelegationOwner.resolve_session`);
 - the fork: the conversation is written to a file by the packing process (:mod:`p2pd.daemon.packer`: never whole
-  in the daemon's memory) and imported from it as a stream (:func:`p2pd.agents.importing.import_file`) as a new
+  in the daemon's memory) and imported from it as a stream (:mod:`p2pd.daemon.importer`: a process of its own) as a new
   session of the same agent (Claude Code by default) whose project folder is the new one — the original is not
   touched, and it stays on this machine, so it is not redacted;
 - the new folder: ``directory`` (must exist), or a worktree (:mod:`p2pd.daemon.worktree`) of the repository the
@@ -30,8 +30,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Protocol
 
-from p2pd.agents.importing import import_file
 from p2pd.daemon.home import Home
+from p2pd.daemon.importer import import_in_child
 from p2pd.daemon.outbox import Source, pack_file
 from p2pd.daemon.rows import new_id, now
 from p2pd.daemon.session_desk import SessionDesk
@@ -114,14 +114,14 @@ class Delegator:
                 folder = Path(directory).expanduser()
                 if not folder.is_absolute() or not folder.is_dir():
                     raise NotFoundError(f"the folder to delegate to must exist (an absolute path): {directory}")
-            result, _ = await asyncio.to_thread(import_file, packed.path, to=to, cwd=str(folder), spool_dir=work)
+            result = await import_in_child(packed.path, to=to, cwd=str(folder), spool_dir=work)
         finally:
             await asyncio.to_thread(shutil.rmtree, work, True)
         ts = now()
         row = DelegationRow(id=new_id("dg"), parent_session=sid or doc.origin.session_id, parent_transcript=tpath,
-                            session_id=result.session_id, agent=to, cwd=str(folder), transcript_path=str(result.path),
+                            session_id=result["session_id"], agent=to, cwd=str(folder), transcript_path=result["path"],
                             repo=repo, worktree=worktree, branch=branch, prompt=prompt,
-                            resume_command=result.resume_command, state="created", pid=None, exit_code=None,
+                            resume_command=result["resume_command"], state="created", pid=None, exit_code=None,
                             reason=None, log_path=None, created_at=ts, updated_at=ts, started_at=None, ended_at=None)
         row = await asyncio.to_thread(self.sessions.add_delegation, row)
         if command is not None:

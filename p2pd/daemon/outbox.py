@@ -11,16 +11,15 @@ holds a whole document, only its envelope (title, origin, counts). Exports are w
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import shutil
-import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from p2pd.conversation.model import ConversationDocument
+from p2pd.daemon.children import run_child
 from p2pd.daemon.packer import Job
 from p2pd.errors import from_wire
 from p2pd.support import staging
@@ -63,32 +62,11 @@ class Packed:
 
 
 async def run_packer(job: Job) -> dict[str, Any]:
-    """Run :mod:`p2pd.daemon.packer` on ``job``; its result, or its error raised again (same class and cause).
-    Cancelled, the child is killed."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONMALLOC"}  # (the daemon's malloc: ~20 % slower here)
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "p2pd.daemon.packer", job.to_arg(),
-                                                stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-                                                stderr=asyncio.subprocess.PIPE, env=env)
-    try:
-        out, err = await proc.communicate()
-    except BaseException:
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
-        with contextlib.suppress(BaseException):
-            await asyncio.shield(proc.wait())
-        raise
-    import json
-
-    try:
-        result = json.loads(out) if out else {}
-    except ValueError:
-        result = {}
-    if proc.returncode != 0 or "error" in result or "head" not in result:
-        text = err.decode("utf-8", "replace").strip()[-2000:]
-        raise from_wire(result if "error" in result else
-                        {"error": f"the packing process ended with status {proc.returncode}: {text}",
-                         "cause": "unexpected"})
-    return dict(result)
+    """Run :mod:`p2pd.daemon.packer` on ``job`` (:func:`~p2pd.daemon.children.run_child`)."""
+    result = await run_child("p2pd.daemon.packer", job.to_arg())
+    if "head" not in result:
+        raise from_wire({"error": "the packing process gave no result", "cause": "unexpected"})
+    return result
 
 
 def envelope_of(head: dict[str, Any]) -> ConversationDocument:

@@ -17,7 +17,6 @@ title, origin, counts …) and, for a blob, ``"sha256"`` (its payload's); or ``{
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import sys
@@ -177,18 +176,9 @@ def run(job: Job) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    gc.disable()  # a short-lived process: what it builds lives until the file is written
-    try:
-        result = run(Job.from_arg(argv[1]))
-    except Exception as exc:  # the daemon rebuilds the error from its wire form (cause, class)
-        from p2pd.errors import P2pdError
+    from p2pd.daemon.children import child_main
 
-        wire = exc.to_wire() if isinstance(exc, P2pdError) else {"error": f"{type(exc).__name__}: {exc}",
-                                                                   "cause": "unexpected"}
-        os.write(1, json.dumps(wire).encode())
-        return 2
-    os.write(1, json.dumps(result).encode())
-    return 0
+    return child_main(lambda arg: run(Job.from_arg(arg)), argv)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ in its inbox.
 
 Printed per daemon, in MiB: RSS cold (both online, nothing sent yet), idle (after one small warm-up transfer: the
 WebRTC stack — aiortc, its crypto — is imported on first use and stays, 30–40 MiB), peak (``VmHWM``), and after
-(the last transfer done, then 10 s quiet); and the outbox and partial folders' sizes against the configured caps
+(the last transfer done and imported through ``POST /inbox/{id}/import``, then 10 s quiet); and the outbox and partial folders' sizes against the configured caps
 (``outbox_max_mb``, ``partial_max_mb``). Issue 16's bar: after within 50 MB of idle; outbox + partial under
 the caps. Exit 1 when a bar is missed.
 
@@ -121,6 +121,13 @@ def main() -> int:
                 print(f"  transfer {i + 1}: {done['size'] / MB:.1f} MB on the wire, {time.monotonic() - t0:.1f} s; "
                       + ", ".join(f"{k} {v:.0f} MiB" for k, v in now.items()), flush=True)
             elapsed = time.monotonic() - started
+            with laptop.client() as c:  # the last one imported into Claude Code (the daemon's import path)
+                entry = c.get("/inbox", params={"limit": 1}).json()[0]
+                t0 = time.monotonic()
+                r = c.post(f"/inbox/{entry['id']}/import", json={"cwd": str(work)}, timeout=900)
+                assert r.status_code == 200, r.text
+                print(f"  imported the last one on the laptop: {r.json()['lines']} lines, "
+                      f"{time.monotonic() - t0:.1f} s", flush=True)
             time.sleep(10.0)
             after = {k: status(p, "VmRSS") for k, p in pids.items()}
             peak = {k: status(p, "VmHWM") for k, p in pids.items()}
