@@ -40,6 +40,7 @@ from p2pd.daemon.store import Store
 from p2pd.daemon.turn_output import bounded, last_turn
 from p2pd.daemon.worktree import add_worktree, subfolder_in
 from p2pd.errors import ConflictError, InvalidInputError, NotFoundError
+from p2pd.support import staging
 from p2pd.support.text import visible
 
 PROMPT_MAX = 5000
@@ -94,7 +95,9 @@ class Delegator:
                                     "P2PD_DELEGATE_COMMAND); the delegation can be resumed by hand instead")
         sid, tpath = await self.owner.resolve_session(session_id=session_id, transcript_path=transcript_path, cwd=cwd)
         src = await self.owner.source(sid, transcript_path=tpath, redact=False)  # stays on this machine
+        await asyncio.to_thread(staging.sweep, self.owner.home.root, ".p2pd-fork-*")  # killed forks' (by age)
         work = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix=".p2pd-fork-", dir=self.owner.home.root))
+        held = staging.hold(work)
         try:
             packed = await pack_file(src, work / "fork.a2a.json")
             doc = packed.envelope
@@ -116,6 +119,7 @@ class Delegator:
                     raise NotFoundError(f"the folder to delegate to must exist (an absolute path): {directory}")
             result = await import_in_child(packed.path, to=to, cwd=str(folder), spool_dir=work)
         finally:
+            os.close(held)
             await asyncio.to_thread(shutil.rmtree, work, True)
         ts = now()
         row = DelegationRow(id=new_id("dg"), parent_session=sid or doc.origin.session_id, parent_transcript=tpath,

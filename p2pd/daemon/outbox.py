@@ -111,6 +111,7 @@ async def export_file(source: Source, exports: Path, output: str | None, *, comp
     if output and not Path(output).expanduser().is_absolute():
         raise InvalidInputError("the output path must be absolute (the daemon's working folder is not yours)")
     exports.mkdir(parents=True, exist_ok=True)
+    await asyncio.to_thread(staging.sweep_files, exports, "*.export-*.part")  # killed exports' (by age)
     staged = exports / f".export-{os.urandom(6).hex()}{suffix}.part"
     packed = await pack_file(source, Path(output).expanduser() if output else staged, compressed=compressed)
     if not output:  # named by the conversation, once it is known
