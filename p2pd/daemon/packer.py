@@ -10,9 +10,10 @@ the file is written. The daemon keeps its own size. ``p2pd export`` calls :func:
 What is written (``kind``): a blob (``lz4`` or ``zstd``, :mod:`p2pd.blob`) or the document's JSON (``json``, the
 line layout; ``pretty`` JSON loads the document whole). ``metadata``: fields added to the document's
 ``metadata`` (a handoff's package), under the blob's SHA-256 like the rest. The file appears complete at ``out``
-or not at all. On standard output, one JSON object: ``{"head": …}`` (the document's fields before its messages:
-title, origin, counts …) and, for a blob, ``"sha256"`` (its payload's); or ``{"error": …}`` as
-:meth:`~p2pd.errors.P2pdError.to_wire` gives it, with exit status 2.
+or not at all. On standard output, one JSON object (:mod:`p2pd.daemon.children`): ``{"head": …}`` (the document's
+fields before its messages: title, origin, counts …), ``"masked"`` (secrets masked, by kind) and, for a blob,
+``"sha256"`` (its payload's); or ``{"error": …}`` as :meth:`~p2pd.errors.P2pdError.to_wire` gives it, with exit
+status 2.
 """
 
 from __future__ import annotations
