@@ -33,6 +33,8 @@ def register(sub: Any) -> None:
     s.add_argument("--compressed", action="store_true", help="write the compressed wire blob (.a2a.p2pd)")
     s.add_argument("--codec", choices=["lz4", "zstd"], default="lz4", help="codec for --compressed")
     s.add_argument("--strict", action="store_true", help="fail (writing nothing) if any line is malformed")
+    s.add_argument("--pretty", action="store_true", help="indented JSON (the session is then read whole into "
+                   "memory; default: compact, one message a line, written as the session is read)")
     s.add_argument("--redact", action=argparse.BooleanOptionalAction, default=None,
                    help="mask secrets (keys, tokens, private keys, passwords) before writing; default from "
                         "P2PD_REDACT or 'redact' in the p2pd config file")
@@ -131,21 +133,27 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------- export
 def cmd_export(args: argparse.Namespace) -> int:
-    from p2pd.agents.sources import document_file_name
+    from p2pd.agents.sources import document_file_name, streamable_session
+    from p2pd.config import redact_default
     from p2pd.conversation.document_io import write_document
 
     started = time.perf_counter()
-    with status(f"Reading and converting {escape(args.session)}…"):
-        doc = load_conversation(args.session)
-    if doc.issues or any(s.issues for s in doc.subagents):
-        _report_issues(doc)
-        if args.strict:
-            raise InvalidInputError("malformed lines found (--strict): nothing written")
-    doc = redacted(doc, args.redact)
+    masking = args.redact if args.redact is not None else redact_default()
+    session = None if args.pretty else streamable_session(args.session)
     suffix = ".a2a.p2pd" if args.compressed else ".a2a.json"
-    target = Path(args.output) if args.output else Path(document_file_name(doc, suffix))
-    with status(f"Writing {escape(str(target))}…"):
-        size = write_document(doc, target, compressed=args.compressed, codec=args.codec)
+    if session is not None:  # converted as it is written: memory bounded by a message, not the session
+        doc, target, size = _export_streamed(args, session, suffix, masking)
+    else:
+        with status(f"Reading and converting {escape(args.session)}…"):
+            doc = load_conversation(args.session)
+        if doc.issues or any(s.issues for s in doc.subagents):
+            _report_issues(doc)
+            if args.strict:
+                raise InvalidInputError("malformed lines found (--strict): nothing written")
+        doc = redacted(doc, args.redact)
+        target = Path(args.output) if args.output else Path(document_file_name(doc, suffix))
+        with status(f"Writing {escape(str(target))}…"):
+            size = write_document(doc, target, compressed=args.compressed, codec=args.codec, pretty=args.pretty)
     c = doc.counts
     seconds = time.perf_counter() - started
     err.print(f"Exported [bold]{shown(doc.title or doc.context_id)}[/]: {counted(c.messages, 'message')}, "
@@ -155,11 +163,43 @@ def cmd_export(args: argparse.Namespace) -> int:
         print_json({"file": str(target), "bytes": size, "title": doc.title, "platform": doc.origin.platform,
                     "session_id": doc.origin.session_id or doc.context_id, "messages": c.messages,
                     "tool_calls": c.tool_calls, "subagents": c.subagents, "compressed": args.compressed,
-                    "malformed_lines": len(doc.issues) + sum(len(s.issues) for s in doc.subagents),
-                    "seconds": round(seconds, 3)})
+                    "malformed_lines": c.malformed_lines, "seconds": round(seconds, 3)})
     else:
         print(target)
     return ExitCode.OK
+
+
+def _export_streamed(args: argparse.Namespace, session: Path, suffix: str, masking: bool) -> tuple[Any, Path, int]:
+    """A Claude Code session written as it is converted (:mod:`p2pd.daemon.packer`; masked as a stream when
+    ``masking``) to a staging file, which becomes the target once it is known to be kept (``--strict``). Returns
+    the envelope, the target, its size."""
+    from collections import Counter
+
+    from p2pd.agents.importing import document_envelope
+    from p2pd.agents.sources import document_file_name
+    from p2pd.conversation.document_json import document_from_json
+    from p2pd.conversation.redact import RedactionReport
+    from p2pd.daemon.packer import Job, run
+
+    folder = Path(args.output).parent if args.output else Path(".")
+    staged = folder / f".p2pd-export-{os.getpid()}{suffix}.part"
+    try:
+        with status(f"Reading, converting and writing {escape(args.session)}…"):
+            result = run(Job(str(session), str(staged), kind=args.codec if args.compressed else "json",
+                             redact=masking))
+        doc = document_from_json({**result["head"], "messages": []}, source=str(session))
+        if doc.counts.malformed_lines:
+            _report_issues(document_envelope(staged))  # (read back as a stream: the envelope holds the issues)
+            if args.strict:
+                raise InvalidInputError("malformed lines found (--strict): nothing written")
+        if masking:
+            err.print(f"Redaction: {escape(RedactionReport(Counter(result['masked'])).describe())}")
+        target = Path(args.output) if args.output else Path(document_file_name(doc, suffix))
+        size = staged.stat().st_size
+        staged.replace(target)
+    finally:
+        staged.unlink(missing_ok=True)
+    return doc, target, size
 
 
 def _report_issues(doc: Any) -> None:

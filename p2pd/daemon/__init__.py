@@ -21,7 +21,9 @@ Files and their roles:
   network: sessions, handoff and link control, the dispatch of control messages), ``device_session.py`` (one
   device's control channel and outbox worker), ``device_transfers.py`` (transfers to and from devices),
   ``offer_desk.py`` (offers recorded, claimed, the worker's reports sent back),
-  ``outbox.py`` (packed blobs kept for resume), ``links.py`` (fan-out groups of devices).
+  ``outbox.py`` (packed blobs kept for resume; exports), ``packer.py`` (the packing process: a conversation
+  written to a file, never built in the daemon), ``ready_blob.py`` (an outbox blob as a code send's stream),
+  ``links.py`` (fan-out groups of devices).
 - Agent sessions (seeds 002, 003): ``agent_sessions.py`` (the one object the API and MCP call for them),
   ``session_api.py`` / ``session_tools.py`` (their HTTP routes and MCP tools), ``delegations.py`` (delegation
   lifecycle, pure), ``delegating.py`` (fork a session into a folder or worktree, start and watch its agent),

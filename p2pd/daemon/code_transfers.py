@@ -11,10 +11,11 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from p2pd.conversation.model import ConversationDocument
+from p2pd.agents.importing import document_envelope
 from p2pd.daemon.home import Home
 from p2pd.daemon.inbox import Inbox, document_stats, file_sha256
-from p2pd.daemon.outbox import pack_outbox
+from p2pd.daemon.outbox import Source, pack_outbox
+from p2pd.daemon.ready_blob import ReadyBlob
 from p2pd.daemon.running import ProgressWriter, RunningTransfers
 from p2pd.daemon.store import Store, TransferRow
 from p2pd.daemon.transfers import TransferState
@@ -104,18 +105,20 @@ class CodeTransfers:
         """End a transfer unless it already ended."""
         await asyncio.to_thread(self.store.end_transfer, transfer_id, state, error=error, cause=cause, detail=detail)
 
-    async def send(self, doc: ConversationDocument, code: str | None, *, timeout: float, wait: float,
+    async def send(self, source: Source, code: str | None, *, timeout: float, wait: float,
                    handoff_id: str | None = None) -> TransferRow:
-        """Send ``doc`` with ``code`` (None: the server makes one). Returns once the code is known (or the send
-        ended), or after ``wait`` seconds more for the outcome."""
-        path, _info, digest = await asyncio.to_thread(pack_outbox, doc, self.home.outbox)
+        """Send a conversation with ``code`` (None: the server makes one): packed into the outbox by a child
+        process (zstd), then streamed from there. Returns once the code is known (or the send ended), or after
+        ``wait`` seconds more for the outcome."""
+        packed = await pack_outbox(source, self.home.outbox, codec="zstd")
         row = await asyncio.to_thread(
-            self.store.create_transfer, "out", "code", title=doc.title or doc.context_id, size=path.stat().st_size,
-            sha256=digest, blob_path=str(path), handoff_id=handoff_id, code=code,
-            detail={"kind": "code", **document_stats(doc)})
+            self.store.create_transfer, "out", "code", title=packed.title, size=packed.size,
+            sha256=packed.sha256, blob_path=str(packed.path), handoff_id=handoff_id, code=code,
+            detail={"kind": "code", **document_stats(packed.envelope)})
         tid = row.id
         ui = TransferUI(self.store, tid)
-        task = self._spawn(tid, lambda control: self._send(tid, doc, code, ui, control, timeout))
+        ready = await asyncio.to_thread(ReadyBlob, packed.path, packed.info)
+        task = self._spawn(tid, lambda control: self._send(tid, ready, code, ui, control, timeout))
         waiter = asyncio.ensure_future(ui.code_event.wait())
         await asyncio.wait([waiter, task], timeout=CODE_WAIT, return_when=asyncio.FIRST_COMPLETED)
         waiter.cancel()
@@ -123,12 +126,12 @@ class CodeTransfers:
             await asyncio.wait([task], timeout=wait)
         return await asyncio.to_thread(self.store.get_transfer, tid)
 
-    async def _send(self, tid: str, doc: ConversationDocument, code: str | None, ui: TransferUI,
+    async def _send(self, tid: str, ready: ReadyBlob, code: str | None, ui: TransferUI,
                     control: TransferControl, timeout: float) -> None:
         from p2pd.exchange.handover import send_document
 
         await asyncio.to_thread(self.store.update_transfer, tid, state=TransferState.RUNNING)
-        outcome = await send_document(doc, signal_url=self.signal_url(), code=code, ui=ui, peer_timeout=timeout,
+        outcome = await send_document(ready, signal_url=self.signal_url(), code=code, ui=ui, peer_timeout=timeout,
                                       fallback_dir=self.home.outbox, control=control)
         if outcome.sent:
             r = outcome.result
@@ -156,7 +159,8 @@ class CodeTransfers:
             outcome = await receive_document(signal_url=self.signal_url(), code=code, ui=ui,
                                              out_dir=self.home.inbox, peer_timeout=timeout, control=control)
             digest = await asyncio.to_thread(file_sha256, outcome.path)
-            entry = await self.inbox.add(outcome.document, outcome.path, transfer_id=tid, from_peer="code",
+            envelope = await asyncio.to_thread(document_envelope, outcome.path)  # read as a stream
+            entry = await self.inbox.add(envelope, outcome.path, transfer_id=tid, from_peer="code",
                                          sha256=digest)
             await asyncio.to_thread(self.store.update_transfer, tid, bytes_done=outcome.bytes_received)
             await self._finish(tid, TransferState.DONE,

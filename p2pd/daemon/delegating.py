@@ -4,9 +4,10 @@ checks on it and sends it messages.
 
 - which conversation: the calling session as the SessionStart hook recorded it (session id → transcript), like a
   handoff (:meth:`DelegationOwner.resolve_session`);
-- the fork: the conversation is imported (:func:`p2pd.agents.importing.import_document`) as a new session of the
-  same agent (Claude Code by default) whose project folder is the new one — the original is not touched, and it
-  stays on this machine, so it is not redacted;
+- the fork: the conversation is written to a file by the packing process (:mod:`p2pd.daemon.packer`: never whole
+  in the daemon's memory) and imported from it as a stream (:mod:`p2pd.daemon.importer`: a process of its own) as a new
+  session of the same agent (Claude Code by default) whose project folder is the new one — the original is not
+  touched, and it stays on this machine, so it is not redacted;
 - the new folder: ``directory`` (must exist), or a worktree (:mod:`p2pd.daemon.worktree`) of the repository the
   parent works in, on a new branch; inside it the agent works in the same sub-folder as the parent;
 - starting it: only when ``delegate_command`` is configured (off by default) — an argv list whose ``{session_id}``,
@@ -23,12 +24,15 @@ import asyncio
 import contextlib
 import os
 import shlex
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any, Protocol
 
-from p2pd.conversation.model import ConversationDocument
 from p2pd.daemon.home import Home
+from p2pd.daemon.importer import import_in_child
+from p2pd.daemon.outbox import Source, pack_file
 from p2pd.daemon.rows import new_id, now
 from p2pd.daemon.session_desk import SessionDesk
 from p2pd.daemon.session_tables import DelegationRow, SessionStore
@@ -36,6 +40,7 @@ from p2pd.daemon.store import Store
 from p2pd.daemon.turn_output import bounded, last_turn
 from p2pd.daemon.worktree import add_worktree, subfolder_in
 from p2pd.errors import ConflictError, InvalidInputError, NotFoundError
+from p2pd.support import staging
 from p2pd.support.text import visible
 
 PROMPT_MAX = 5000
@@ -50,8 +55,8 @@ class DelegationOwner(Protocol):
     async def resolve_session(self, *, session_id: str | None, transcript_path: str | None,
                               cwd: str | None) -> tuple[str | None, str | None]: ...
 
-    async def load(self, session: str | None = None, *, transcript_path: str | None = None,
-                   redact: bool | None = None) -> ConversationDocument: ...
+    async def source(self, session: str | None = None, *, transcript_path: str | None = None,
+                     redact: bool | None = None) -> Source: ...
 
 
 def configured_command() -> list[str] | None:
@@ -78,7 +83,6 @@ class Delegator:
                        cwd: str | None = None, directory: str | None = None, branch: str | None = None,
                        base: str | None = None, path: str | None = None, prompt: str = "", start: bool = False,
                        agent: str | None = None) -> dict[str, Any]:
-        from p2pd.agents.importing import import_document
         from p2pd.agents.registry import import_targets
 
         if (directory is None) == (branch is None):
@@ -90,29 +94,38 @@ class Delegator:
             raise InvalidInputError("starting the agent is off: set delegate_command in the config file (or "
                                     "P2PD_DELEGATE_COMMAND); the delegation can be resumed by hand instead")
         sid, tpath = await self.owner.resolve_session(session_id=session_id, transcript_path=transcript_path, cwd=cwd)
-        doc = await self.owner.load(sid, transcript_path=tpath, redact=False)  # stays on this machine
-        to = agent or (doc.origin.platform if doc.origin.platform in import_targets() else "claude-code")
-        parent_cwd = Path(cwd or doc.origin.cwd or "")
-        repo = worktree = None
-        if branch is not None:
-            if not parent_cwd.is_absolute() or not parent_cwd.is_dir():
-                raise InvalidInputError(f"the session's folder {str(parent_cwd)!r} is not a folder here; pass cwd (a "
-                                        "folder inside the git repository to make the worktree of)")
-            made = await asyncio.to_thread(add_worktree, parent_cwd, branch, base=base,
-                                           path=Path(path) if path else None)
-            repo, worktree = made.repo, made.path
-            folder = subfolder_in(Path(made.path), Path(made.repo), parent_cwd)
-        else:
-            assert directory is not None
-            folder = Path(directory).expanduser()
-            if not folder.is_absolute() or not folder.is_dir():
-                raise NotFoundError(f"the folder to delegate to must exist (an absolute path): {directory}")
-        result = await asyncio.to_thread(import_document, doc, to=to, cwd=str(folder))
+        src = await self.owner.source(sid, transcript_path=tpath, redact=False)  # stays on this machine
+        await asyncio.to_thread(staging.sweep, self.owner.home.root, ".p2pd-fork-*")  # killed forks' (by age)
+        work = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix=".p2pd-fork-", dir=self.owner.home.root))
+        held = staging.hold(work)
+        try:
+            packed = await pack_file(src, work / "fork.a2a.json")
+            doc = packed.envelope
+            to = agent or (doc.origin.platform if doc.origin.platform in import_targets() else "claude-code")
+            parent_cwd = Path(cwd or doc.origin.cwd or "")
+            repo = worktree = None
+            if branch is not None:
+                if not parent_cwd.is_absolute() or not parent_cwd.is_dir():
+                    raise InvalidInputError(f"the session's folder {str(parent_cwd)!r} is not a folder here; pass cwd "
+                                            "(a folder inside the git repository to make the worktree of)")
+                made = await asyncio.to_thread(add_worktree, parent_cwd, branch, base=base,
+                                               path=Path(path) if path else None)
+                repo, worktree = made.repo, made.path
+                folder = subfolder_in(Path(made.path), Path(made.repo), parent_cwd)
+            else:
+                assert directory is not None
+                folder = Path(directory).expanduser()
+                if not folder.is_absolute() or not folder.is_dir():
+                    raise NotFoundError(f"the folder to delegate to must exist (an absolute path): {directory}")
+            result = await import_in_child(packed.path, to=to, cwd=str(folder), spool_dir=work)
+        finally:
+            os.close(held)
+            await asyncio.to_thread(shutil.rmtree, work, True)
         ts = now()
         row = DelegationRow(id=new_id("dg"), parent_session=sid or doc.origin.session_id, parent_transcript=tpath,
-                            session_id=result.session_id, agent=to, cwd=str(folder), transcript_path=str(result.path),
+                            session_id=result["session_id"], agent=to, cwd=str(folder), transcript_path=result["path"],
                             repo=repo, worktree=worktree, branch=branch, prompt=prompt,
-                            resume_command=result.resume_command, state="created", pid=None, exit_code=None,
+                            resume_command=result["resume_command"], state="created", pid=None, exit_code=None,
                             reason=None, log_path=None, created_at=ts, updated_at=ts, started_at=None, ended_at=None)
         row = await asyncio.to_thread(self.sessions.add_delegation, row)
         if command is not None:

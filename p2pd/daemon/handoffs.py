@@ -81,11 +81,15 @@ class HandoffPackage(BaseModel):
     project_path: str | None = Field(default=None, max_length=4096, description="the project's root folder")
 
 
+def package_metadata(package: HandoffPackage, *, handoff_id: str) -> dict[str, Any]:
+    """What the package adds to the document's ``metadata``, so it travels under the SHA-256 (the packing process
+    adds it: :mod:`p2pd.daemon.packer`)."""
+    return {METADATA_KEY: {"id": handoff_id, **package.model_dump(mode="json")}}
+
+
 def attach_package(doc: ConversationDocument, package: HandoffPackage, *, handoff_id: str) -> None:
-    """Put the package into the document (``metadata.p2pd_handoff``), so it travels under the SHA-256."""
-    meta: dict[str, Any] = dict(doc.metadata or {})
-    meta[METADATA_KEY] = {"id": handoff_id, **package.model_dump(mode="json")}
-    doc.metadata = meta
+    """Put the package into a document in memory (``metadata.p2pd_handoff``)."""
+    doc.metadata = {**(doc.metadata or {}), **package_metadata(package, handoff_id=handoff_id)}
 
 
 def package_of(doc: ConversationDocument) -> dict[str, Any] | None:

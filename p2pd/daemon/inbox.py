@@ -14,13 +14,13 @@ import os
 from pathlib import Path
 from typing import Any
 
-from p2pd.conversation.document_io import read_document
+from p2pd.agents.importing import document_envelope
 from p2pd.conversation.model import ConversationDocument
 from p2pd.daemon.devices import Device
 from p2pd.daemon.handoffs import package_of
 from p2pd.daemon.home import Home
 from p2pd.daemon.store import InboxRow, Store
-from p2pd.errors import InvalidInputError, NotFoundError, P2pdError
+from p2pd.errors import P2pdError
 
 
 class Inbox:
@@ -30,8 +30,8 @@ class Inbox:
 
     async def add(self, doc: ConversationDocument, path: Path, *, transfer_id: str | None, from_peer: str,
                   sha256: str = "", handoff_id: str | None = None) -> InboxRow:
-        """Record a received, verified conversation (already saved at ``path``) in the inbox. The handoff id is
-        taken from the document's package when not given."""
+        """Record a received, verified conversation (already saved at ``path``) in the inbox; ``doc``: its envelope
+        (read as a stream). The handoff id is taken from the document's package when not given."""
         if handoff_id is None:
             package = package_of(doc)
             hid = package.get("id") if package else None
@@ -86,8 +86,8 @@ class Inbox:
     async def get(self, inbox_id: str) -> dict[str, Any]:
         row = await asyncio.to_thread(self.store.get_inbox, inbox_id)
         out = row.to_json()
-        try:
-            doc = await asyncio.to_thread(read_document, row.document_path)
+        try:  # read as a stream: the envelope (summary, package, counts), never the whole document
+            doc = await asyncio.to_thread(document_envelope, row.document_path)
         except P2pdError as exc:
             out["document_error"] = str(exc)
             return out
@@ -96,29 +96,14 @@ class Inbox:
 
     async def import_(self, inbox_id: str, *, to: str = "claude-code", cwd: str | None = None,
                       same_account: bool = False) -> dict[str, Any]:
-        """Import a received conversation; returns the session id, file and the resume command."""
-        from p2pd.agents.importing import import_file
+        """Import a received conversation (in a child process: :mod:`p2pd.daemon.importer`); returns the session
+        id, file and the resume command."""
+        from p2pd.daemon.importer import import_in_child
 
         row = await asyncio.to_thread(self.store.get_inbox, inbox_id)
-
-        chosen: list[str] = []
-
-        def where(doc: ConversationDocument) -> str:
-            folder = cwd or _resume_folder(doc)
-            if folder is None:
-                raise InvalidInputError("say which project folder to resume in (cwd): the conversation's own "
-                                        "folder does not exist on this machine")
-            if not Path(folder).is_dir():
-                raise NotFoundError(f"the folder to resume in does not exist: {folder}")
-            chosen.append(folder)
-            return folder
-
-        # read as a stream into a spool beside the inbox: memory does not grow with the session
-        result, _ = await asyncio.to_thread(import_file, row.document_path, to=to, cwd=where,
-                                            same_account=same_account, spool_dir=self.home.inbox)
-        folder = chosen[0]
-        out = {"to": to, "session_id": result.session_id, "path": str(result.path), "cwd": folder,
-               "lines": result.lines, "warnings": list(result.warnings), "resume_command": result.resume_command}
+        # read as a stream into a spool beside the inbox, by a process of its own
+        out = await import_in_child(row.document_path, to=to, cwd=cwd, same_account=same_account,
+                                    spool_dir=self.home.inbox)
         await asyncio.to_thread(self.store.mark_imported, inbox_id, out)
         return out
 
@@ -147,14 +132,6 @@ def file_sha256(path: Path) -> str:
 def existing_folder(package: dict[str, Any] | None) -> str | None:
     """The handoff's project folder or working directory, when it exists on this machine."""
     for candidate in ((package or {}).get("project_path"), (package or {}).get("cwd")):
-        if isinstance(candidate, str) and candidate and Path(candidate).is_dir():
-            return candidate
-    return None
-
-
-def _resume_folder(doc: ConversationDocument) -> str | None:
-    package = package_of(doc) or {}
-    for candidate in (package.get("project_path"), package.get("cwd"), doc.origin.cwd):
         if isinstance(candidate, str) and candidate and Path(candidate).is_dir():
             return candidate
     return None

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from p2pd.config import ReceiveLimits, receive_limits
-from p2pd.conversation.model import ConversationDocument
 from p2pd.daemon.accept_policy import AcceptPolicy, PolicySource
 from p2pd.daemon.device_session import DeviceSession
 from p2pd.daemon.device_state import DeviceState
@@ -29,7 +28,7 @@ from p2pd.daemon.identity import NAME_FILE, Identity, load_identity
 from p2pd.daemon.links import LinkBook
 from p2pd.daemon.notices import notices_for, transfer_closed
 from p2pd.daemon.offer_desk import OfferDesk
-from p2pd.daemon.outbox import pack_outbox
+from p2pd.daemon.outbox import Source, pack_outbox
 from p2pd.daemon.peer_protocol import (
     Control,
     HandoffClaim,
@@ -206,12 +205,13 @@ class DeviceNetwork:
             raise ConflictError(error)
         return device
 
-    async def send_to_device(self, ref: str, doc: ConversationDocument, *, handoff_id: str | None = None,
+    async def send_to_device(self, ref: str, source: Source, *, handoff_id: str | None = None,
                              link_id: str | None = None) -> TransferRow:
-        """Queue ``doc`` for a paired device; returns the transfer row (sent as soon as the device is online)."""
+        """Queue a conversation for a paired device (packed into the outbox by a child process); returns the
+        transfer row (sent as soon as the device is online)."""
         self.target(ref)  # an unknown, own or refused device fails before any work
-        path, _, sha = await asyncio.to_thread(pack_outbox, doc, self.outbox)
-        return await self.queue_blob(ref, path, title=doc.title or doc.context_id, sha256=sha,
+        packed = await pack_outbox(source, self.outbox)
+        return await self.queue_blob(ref, packed.path, title=packed.title, sha256=packed.sha256,
                                      handoff_id=handoff_id, link_id=link_id)
 
     async def queue_blob(self, ref: str, blob_path: Path, *, title: str, sha256: str,
@@ -226,13 +226,13 @@ class DeviceNetwork:
         session.kick.set()
         return row
 
-    async def send_to_link(self, link_id: str, doc: ConversationDocument) -> list[TransferRow]:
-        """Queue ``doc`` for every member of a link but this device and those that left."""
+    async def send_to_link(self, link_id: str, source: Source) -> list[TransferRow]:
+        """Queue a conversation for every member of a link but this device and those that left."""
         targets = [t for t in self.links.targets(link_id) if t in self.book.devices]
         if not targets:
             raise ConflictError(f"link {link_id} has no other member paired with this device")
-        path, _, sha = await asyncio.to_thread(pack_outbox, doc, self.outbox)
-        return [await self.queue_blob(device_id, path, title=doc.title or doc.context_id, sha256=sha,
+        packed = await pack_outbox(source, self.outbox)
+        return [await self.queue_blob(device_id, packed.path, title=packed.title, sha256=packed.sha256,
                                       link_id=link_id) for device_id in targets]
 
     async def handoff_created(self, handoff_id: str) -> None:

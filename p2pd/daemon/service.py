@@ -19,23 +19,20 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from p2pd.agents.sources import document_file_name
-from p2pd.conversation.document_io import write_document
 from p2pd.conversation.model import ConversationDocument
 from p2pd.daemon import housekeeping
 from p2pd.daemon.agent_sessions import AgentSessions
 from p2pd.daemon.code_transfers import CodeTransfers
 from p2pd.daemon.handoff_work import HandoffWork, session_context
-from p2pd.daemon.handoffs import FINAL, HandoffPackage, attach_package
+from p2pd.daemon.handoffs import FINAL, HandoffPackage, package_metadata
 from p2pd.daemon.home import Home
 from p2pd.daemon.inbox import Inbox, document_stats, file_sha256
-from p2pd.daemon.outbox import pack_outbox
+from p2pd.daemon.outbox import Source, export_file, pack_outbox
 from p2pd.daemon.running import RunningTransfers
 from p2pd.daemon.store import TRANSFER_FINAL, HandoffRow, InboxRow, Store, TransferRow, new_id
 from p2pd.daemon.targets import NoNetworkError, SendTo
 from p2pd.daemon.transfers import TransferState
 from p2pd.errors import Cause, ConflictError, InvalidInputError, NotFoundError
-from p2pd.support.memory import BIG_JOB, release
 
 if TYPE_CHECKING:
     from p2pd.daemon.devices import Device
@@ -132,38 +129,29 @@ class DaemonService:
         infos = await asyncio.to_thread(list_sessions, platform, limit=limit)
         return [i.to_json() for i in infos]
 
-    async def load(self, session: str | None = None, *, transcript_path: str | None = None,
-                   redact: bool | None = None) -> ConversationDocument:
-        """A session (id, prefix, 'latest', file) or a transcript path → document, redacted if asked/configured."""
-        from p2pd.agents.sources import load_conversation, load_file
+    async def source(self, session: str | None = None, *, transcript_path: str | None = None,
+                     redact: bool | None = None) -> Source:
+        """Which conversation: a session (id, prefix, 'latest', file) or a transcript path, redacted if
+        asked/configured. Nothing is read here: the packing process (:mod:`p2pd.daemon.packer`) reads it."""
         from p2pd.config import redact_default
 
         if transcript_path and (not session or Path(transcript_path).is_file()):
-            doc = await asyncio.to_thread(load_file, transcript_path)
+            ref = transcript_path
         elif session:  # (a recorded transcript path that is gone: find the session by its id)
             known = await asyncio.to_thread(self.store.hook_session, session)
-            if known is not None and known.transcript_path and Path(known.transcript_path).is_file():
-                doc = await asyncio.to_thread(load_file, known.transcript_path)
-            else:
-                doc = await asyncio.to_thread(load_conversation, session)
+            tpath = known.transcript_path if known is not None else None
+            ref = tpath if tpath and Path(tpath).is_file() else session
         else:
             raise InvalidInputError("name a session (id, prefix, 'latest') or a transcript path")
-        if redact if redact is not None else redact_default():
-            from p2pd.conversation.redact import redact_document
-
-            doc, _report = await asyncio.to_thread(redact_document, doc)
-        return doc
+        return Source(ref, redact=redact if redact is not None else redact_default())
 
     async def export(self, session: str | None = None, *, transcript_path: str | None = None,
                      output: str | None = None, compressed: bool = False, redact: bool | None = None) -> dict[str, Any]:
-        doc = await self.load(session, transcript_path=transcript_path, redact=redact)
-        suffix = ".a2a.p2pd" if compressed else ".a2a.json"
-        target = Path(output).expanduser() if output else self.home.exports / document_file_name(doc, suffix)
-        if not target.is_absolute():
-            raise InvalidInputError("the output path must be absolute (the daemon's working folder is not yours)")
-        size = await asyncio.to_thread(write_document, doc, target, compressed=compressed)
-        digest = await asyncio.to_thread(file_sha256, target)
-        return {"path": str(target), "size": size, "sha256": digest, **document_stats(doc)}
+        """Write the conversation (compact JSON in the line layout, or a blob) by the packing process."""
+        src = await self.source(session, transcript_path=transcript_path, redact=redact)
+        packed = await export_file(src, self.home.exports, output, compressed=compressed)
+        digest = await asyncio.to_thread(file_sha256, packed.path)
+        return {"path": str(packed.path), "size": packed.size, "sha256": digest, **document_stats(packed.envelope)}
 
     # ------------------------------------------------------------ transfers
     async def send(self, to: SendTo, session: str | None = None, *, transcript_path: str | None = None,
@@ -181,26 +169,23 @@ class DaemonService:
             from p2pd.pairing.codes import parse_code
 
             code = str(parse_code(to.code))
-        doc = await self.load(session, transcript_path=transcript_path, redact=redact)
+        src = await self.source(session, transcript_path=transcript_path, redact=redact)
         if to.kind != "code":
-            rows = await self._queue_for_devices(to, doc)
-            del doc  # packed into the outbox: the document is not needed any more
-            if rows[0].size >= BIG_JOB // 4:  # (compressed size) a big conversion: give the memory back
-                await asyncio.to_thread(release)
+            rows = await self._queue_for_devices(to, src)
             return (await self._wait_rows([r.id for r in rows], wait))[0]
-        return await self.codes.send(doc, code, timeout=timeout, wait=wait, handoff_id=handoff_id)
+        return await self.codes.send(src, code, timeout=timeout, wait=wait, handoff_id=handoff_id)
 
-    async def _queue_for_devices(self, to: SendTo, doc: ConversationDocument) -> list[TransferRow]:
+    async def _queue_for_devices(self, to: SendTo, src: Source) -> list[TransferRow]:
         """Queue for a paired device, or for every member of a link (each row lists its siblings in
         ``detail.link_transfers``)."""
         net = self.network
         assert net is not None
         if to.kind == "device":
             assert to.device is not None
-            rows = [await net.send_to_device(to.device, doc)]
+            rows = [await net.send_to_device(to.device, src)]
         else:
             assert to.link is not None
-            rows = await net.send_to_link(to.link, doc)
+            rows = await net.send_to_link(to.link, src)
             ids = [r.id for r in rows]
             for r in rows:
                 await asyncio.to_thread(self.store.update_transfer, r.id, detail={"link_transfers": ids})
@@ -258,8 +243,8 @@ class DaemonService:
         loop = asyncio.get_running_loop()
         end = loop.time() + 5.0
         while True:
-            row = await asyncio.to_thread(self.store.get_transfer, transfer_id)
-            if not row.detail.get("pending") or loop.time() >= end:
+            row = await asyncio.to_thread(self.store.get_transfer, transfer_id)  # (declined: once it ended)
+            if (not row.detail.get("pending") and (accept or row.state in TRANSFER_FINAL)) or loop.time() >= end:
                 return row
             await asyncio.sleep(0.02)
 
@@ -336,13 +321,13 @@ class DaemonService:
             target = self.network.target(target).device_id  # stored by id, whatever name it was given as
         sid, tpath = await self.resolve_session(session_id=session_id, transcript_path=transcript_path,
                                                 cwd=package.cwd or package.project_path)
-        doc = await self.load(sid, transcript_path=tpath, redact=redact)
+        src = await self.source(sid, transcript_path=tpath, redact=redact)
         hid = new_id("ho")
-        attach_package(doc, package, handoff_id=hid)
-        path, _info, digest = await asyncio.to_thread(pack_outbox, doc, self.home.outbox)
-        size = path.stat().st_size
+        src.metadata = package_metadata(package, handoff_id=hid)
+        packed = await pack_outbox(src, self.home.outbox)
+        doc, path, digest = packed.envelope, packed.path, packed.sha256
         source = {"session_id": doc.origin.session_id or sid, "transcript_path": tpath or doc.origin.transcript_path,
-                  "sha256": digest, "size": size, "from_device": self.device_id, **document_stats(doc)}
+                  "sha256": digest, "size": path.stat().st_size, "from_device": self.device_id, **document_stats(doc)}
         row = await asyncio.to_thread(self.store.create_handoff, id=hid, target=target,
                                       package=package.model_dump(mode="json"), document_path=str(path),
                                       title=doc.title or doc.context_id, source=source)

@@ -27,7 +27,7 @@ import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from p2pd.errors import Cause, ConflictError, P2pdError, TransferFailedError
 from p2pd.exchange.notice import GRACE, PeerSignals, sender_fell_back, tell_receiver
@@ -145,13 +145,21 @@ def fallback_file(doc: ConversationDocument, folder: Path, *, pretty: bool = Fal
     raise ConflictError(f"could not find a free file name for {base}.a2a.json in {folder}")
 
 
-async def send_document(doc: ConversationDocument | Path, *, signal_url: str, code: str | None, ui: UI,
+@runtime_checkable
+class Prepared(Protocol):
+    """A conversation packed before the send (the daemon's outbox blob): ``production(work)`` gives the send's
+    source (:class:`~p2pd.transfer.streaming.StreamSource` with ``wait_complete()`` and ``close()``)."""
+
+    def production(self, work: Path) -> Any: ...
+
+
+async def send_document(doc: ConversationDocument | Path | Prepared, *, signal_url: str, code: str | None, ui: UI,
                         peer_timeout: float = 300.0, connect_timeout: float = 30.0,
                         idle_timeout: float = 30.0, fallback_dir: Path | None = None,
                         control: Any = None) -> SendOutcome:
-    """Send one conversation: a document, or a Claude Code session file converted as it is packed (memory
-    bounded by a message, not the session; :mod:`p2pd.exchange.packing`). Raises WrongCodeError / DeclinedError /
-    TransferFailedError (after the peer
+    """Send one conversation: a document, a Claude Code session file converted as it is packed (memory
+    bounded by a message, not the session; :mod:`p2pd.exchange.packing`), or a blob packed already. Raises
+    WrongCodeError / DeclinedError / TransferFailedError (after the peer
     connected); falls back to a file (``SendOutcome.sent == False``) when no peer could be reached."""
     from p2pd.pairing.client import Rendezvous
 
@@ -161,7 +169,7 @@ async def send_document(doc: ConversationDocument | Path, *, signal_url: str, co
     rv: Rendezvous | None = None
     link = None
     outcome = SendOutcome(sent=False)
-    prod: Production | None = None
+    prod: Any = None  # a Production, or a Prepared blob's source
     named: asyncio.Future[None] | None = None
 
     async def fall_back(reason: str, cause: Cause) -> SendOutcome:
@@ -183,7 +191,7 @@ async def send_document(doc: ConversationDocument | Path, *, signal_url: str, co
         """Pack in another process while this one pairs and connects; streamed to a receiver that speaks it."""
         nonlocal prod, named
         if prod is None:
-            prod = Production.start(doc, work)
+            prod = doc.production(work) if isinstance(doc, Prepared) else Production.start(doc, work)
             named = asyncio.ensure_future(name_it())
 
     async def name_it() -> None:  # the conversation is named as soon as its summary is known
@@ -355,4 +363,5 @@ async def _connect_or_hear_fallback(rv: Any, connect_timeout: float, ui: UI) -> 
         await signals.close()
 
 
-__all__ = ["UI", "QuietUI", "ReceiveOutcome", "SendOutcome", "fallback_file", "receive_document", "send_document"]
+__all__ = ["UI", "Prepared", "QuietUI", "ReceiveOutcome", "SendOutcome", "fallback_file", "receive_document",
+           "send_document"]

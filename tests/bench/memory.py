@@ -7,9 +7,16 @@ in its inbox.
 
 Printed per daemon, in MiB: RSS cold (both online, nothing sent yet), idle (after one small warm-up transfer: the
 WebRTC stack — aiortc, its crypto — is imported on first use and stays, 30–40 MiB), peak (``VmHWM``), and after
-(the last transfer done, then 10 s quiet); and the outbox and partial folders' sizes against the configured caps
-(``outbox_max_mb``, ``partial_max_mb``). Issue 16's bar: after within 50 MB of idle; outbox + partial under
-the caps. Exit 1 when a bar is missed.
+(the last transfer done and imported through ``POST /inbox/{id}/import``, then 10 s quiet); and the outbox and
+partial folders' sizes against the configured caps (``outbox_max_mb``, ``partial_max_mb``). Issue 16's bar: after
+within 50 MB of idle; outbox + partial under the caps; issue 13's: peak ≤ 200 MiB. Exit 1 when a bar is missed.
+
+    .venv/bin/python tests/bench/memory.py --rss [--mb 50 --mb 200]
+
+``--rss``: the peak RSS (``wait4``) of the other p2pd processes a conversation of SIZE MB goes through, each on a
+generated session: the daemon's packing process (``python -m p2pd.daemon.packer``, what ``POST /send`` and a
+handoff run), ``p2pd export`` (compact and ``--compressed``), ``p2pd import`` of the exported document, and
+``p2pd export --redact``. Issue 13's bar: ≤ 200 MiB each, daemons included. Exit 1 when one is over.
 """
 
 from __future__ import annotations
@@ -54,12 +61,19 @@ def main() -> int:
         return 0
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--count", type=int, default=10)
-    ap.add_argument("--mb", type=float, default=100.0, help="size of each generated session, MB")
+    ap.add_argument("--mb", type=float, action="append", help="size of each generated session, MB (default 100; "
+                    "--rss: 50 and 200; repeat it for several)")
+    ap.add_argument("--rss", action="store_true", help="peak RSS of the packing process, export and import")
     ap.add_argument("--outbox-mb", type=int, default=300, help="the daemons' outbox_max_mb")
     ap.add_argument("--partial-mb", type=int, default=300, help="the daemons' partial_max_mb")
     ap.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="extra environment for both "
                     "daemons (e.g. PYTHONMALLOC=pymalloc to compare allocators)")
     args = ap.parse_args()
+    if args.rss:
+        from tests.bench.process_rss import main as rss_main
+
+        return rss_main(args.mb or [50.0, 200.0])
+    args.mb = (args.mb or [100.0])[0]
     caps = {"P2PD_OUTBOX_MAX_MB": str(args.outbox_mb), "P2PD_PARTIAL_MAX_MB": str(args.partial_mb),
             **dict(e.split("=", 1) for e in args.env)}
     with tempfile.TemporaryDirectory(prefix="p2pd-memory-") as tmp:
@@ -107,6 +121,13 @@ def main() -> int:
                 print(f"  transfer {i + 1}: {done['size'] / MB:.1f} MB on the wire, {time.monotonic() - t0:.1f} s; "
                       + ", ".join(f"{k} {v:.0f} MiB" for k, v in now.items()), flush=True)
             elapsed = time.monotonic() - started
+            with laptop.client() as c:  # the last one imported into Claude Code (the daemon's import path)
+                entry = c.get("/inbox", params={"limit": 1}).json()[0]
+                t0 = time.monotonic()
+                r = c.post(f"/inbox/{entry['id']}/import", json={"cwd": str(work)}, timeout=900)
+                assert r.status_code == 200, r.text
+                print(f"  imported the last one on the laptop: {r.json()['lines']} lines, "
+                      f"{time.monotonic() - t0:.1f} s", flush=True)
             time.sleep(10.0)
             after = {k: status(p, "VmRSS") for k, p in pids.items()}
             peak = {k: status(p, "VmHWM") for k, p in pids.items()}
@@ -126,7 +147,7 @@ def main() -> int:
     for k in pids:
         grew = after[k] - idle[k]
         outbox, partial = disk[k]
-        bad |= grew > 50 * MB / MIB or outbox > args.outbox_mb or partial > args.partial_mb
+        bad |= grew > 50 * MB / MIB or outbox > args.outbox_mb or partial > args.partial_mb or peak[k] > 200
         print(f"| {k} | {cold[k]:.0f} | {idle[k]:.0f} | {peak[k]:.0f} | {after[k]:.0f} | {grew:+.0f} | "
               f"{outbox:.0f} | {partial:.0f} |")
     return 1 if bad else 0

@@ -16,7 +16,7 @@ from p2pd.daemon.device_pairing import pair_device
 from p2pd.daemon.devices import Device, DeviceBook
 from p2pd.daemon.identity import Identity, load_identity
 from p2pd.daemon.network import DeviceNetwork
-from p2pd.daemon.outbox import pack_outbox
+from p2pd.daemon.outbox import Source, pack_outbox
 from p2pd.daemon.peer_protocol import HandoffOffer
 from p2pd.daemon.running import RunningTransfers
 from p2pd.daemon.store import Store
@@ -93,6 +93,23 @@ async def _until(check: Callable[[], Any], timeout: float = 30.0) -> Any:
     raise AssertionError(f"condition not met within {timeout} s")
 
 
+_SOURCES: list[Path] = []
+
+
+@pytest.fixture(autouse=True)
+def sources_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    _SOURCES.append(tmp_path_factory.mktemp("sources"))
+    yield
+    _SOURCES.pop()
+
+
+def source_of(doc: ConversationDocument) -> Source:
+    """A document sent as the daemon sends one: from a file its packing process reads (never from memory)."""
+    path = _SOURCES[-1] / f"doc-{len(list(_SOURCES[-1].iterdir()))}.a2a.json"
+    write_document(doc, path, pretty=False)
+    return Source(str(path))
+
+
 @pytest.fixture
 def corpus_doc() -> ConversationDocument:
     path = next(p for p in claude_code_files(include_subagents=False) if 50_000 < p.stat().st_size < 400_000)
@@ -144,7 +161,7 @@ async def test_send_to_a_paired_device_without_a_code(pair_of: list[tuple[Device
                                                       corpus_doc: ConversationDocument) -> None:
     (na, ha), (nb, hb) = pair_of
     await _until(lambda: all(d["online"] for d in na.devices()))
-    row = await na.send_to_device(nb.identity.device_id, corpus_doc)
+    row = await na.send_to_device(nb.identity.device_id, source_of(corpus_doc))
     done = await _until(lambda: (r := ha.store.get_transfer(row.id)).state in ("done", "failed") and r)
     assert done.state == "done", done.error
     await _until(lambda: hb.received)
@@ -172,7 +189,7 @@ async def test_a_changed_device_key_is_refused(tmp_path: Path, server: SignalPro
         assert "DIFFERENT KEY" in view["error"] and "p2pd devices remove" in view["error"]
         device_id = next(iter(na.book.devices))
         with pytest.raises(DeviceKeyChangedError) as refused:  # fails fast: a queued send would wait for ever
-            await na.send_to_device(device_id, corpus_doc)
+            await na.send_to_device(device_id, source_of(corpus_doc))
         assert refused.value.exit_code == 11 and "pinned" in str(refused.value) and "presented" in str(refused.value)
         assert ha.store.list_transfers() == [] and hb.received == []
     finally:
@@ -184,7 +201,8 @@ async def test_handoff_is_claimed_transferred_and_completed(pair_of: list[tuple[
                                                             corpus_doc: ConversationDocument,
                                                             tmp_path: Path) -> None:
     (na, ha), (nb, hb) = pair_of
-    path, _, sha = pack_outbox(corpus_doc, tmp_path / "outbox")
+    packed = await pack_outbox(source_of(corpus_doc), tmp_path / "outbox")
+    path, sha = packed.path, packed.sha256
     row = ha.store.create_handoff(target=nb.identity.device_id, package={"summary": "carry on"},
                                   document_path=str(path), title=corpus_doc.title, source={"sha256": sha})
     await _until(lambda: all(d["online"] for d in na.devices()))
@@ -215,7 +233,7 @@ async def test_fan_out_to_three_devices_and_a_closed_link_delivers_nothing(
         await _until(lambda: all(n.devices() and n.devices()[0]["online"] for n, _ in receivers))
         link = await na.create_link("team", [n.identity.device_id for n, _ in receivers])
         await _until(lambda: all(link.id in n.links.links for n, _ in receivers))
-        rows = await na.send_to_link(link.id, corpus_doc)
+        rows = await na.send_to_link(link.id, source_of(corpus_doc))
         assert sorted(r.peer for r in rows) == sorted(n.identity.device_id for n, _ in receivers)
         await _until(lambda: all(ha.store.get_transfer(r.id).state == "done" for r in rows))
         await _until(lambda: all(host.received for _, host in receivers))
@@ -229,7 +247,7 @@ async def test_fan_out_to_three_devices_and_a_closed_link_delivers_nothing(
         (nb, hb), (nc, _), _ = receivers
         await nb.leave_link(link.id)
         await _until(lambda: nb.identity.device_id in na.links.get(link.id).left)
-        rows = await na.send_to_link(link.id, corpus_doc)
+        rows = await na.send_to_link(link.id, source_of(corpus_doc))
         assert nb.identity.device_id not in {r.peer for r in rows} and len(rows) == 2
         await _until(lambda: all(ha.store.get_transfer(r.id).state in ("done", "failed") for r in rows))
         assert [ha.store.get_transfer(r.id).error for r in rows] == [None, None]
@@ -243,8 +261,8 @@ async def test_fan_out_to_three_devices_and_a_closed_link_delivers_nothing(
         await na.close_link(link.id)
         await _until(lambda: nc.links.get(link.id).closed)
         with pytest.raises(ConflictError):
-            await na.send_to_link(link.id, corpus_doc)
-        stale = await na.send_to_device(nc.identity.device_id, corpus_doc, link_id=link.id)
+            await na.send_to_link(link.id, source_of(corpus_doc))
+        stale = await na.send_to_device(nc.identity.device_id, source_of(corpus_doc), link_id=link.id)
         final = await _until(lambda: (r := ha.store.get_transfer(stale.id)).state in ("done", "failed", "cancelled")
                              and r)
         assert final.state in ("failed", "cancelled")
@@ -270,7 +288,7 @@ async def test_a_transfer_cut_by_a_restart_resumes(tmp_path: Path, server: Signa
     nb, hb = await _start(b, server.url)
     try:
         await _until(lambda: all(d["online"] for d in na.devices()))
-        row = await na.send_to_device(nb.identity.device_id, big)
+        row = await na.send_to_device(nb.identity.device_id, source_of(big))
         await _until(lambda: ha.store.get_transfer(row.id).bytes_done > row.size // 5, timeout=60)
         await na.stop()  # the sender goes down mid-transfer
         # cut off, never failed: its connection closed first (interrupted), or still running (marked at start)
@@ -306,7 +324,7 @@ async def test_devices_reconnect_after_the_signaling_server_restarts(tmp_path: P
             raise
     try:
         await _until(lambda: not na.devices()[0]["online"], timeout=15)  # the server is gone
-        row = await na.send_to_device(nb.identity.device_id, corpus_doc)  # queued meanwhile
+        row = await na.send_to_device(nb.identity.device_id, source_of(corpus_doc))  # queued meanwhile
         with signal_server("--port", str(port)):
             await _until(lambda: na.devices()[0]["online"] and nb.devices()[0]["online"], timeout=60)
             await _until(lambda: ha.store.get_transfer(row.id).state == "done", timeout=30)
@@ -341,7 +359,7 @@ async def test_a_receiver_back_within_seconds_gets_the_transfer_resumed_not_fail
     seen: list[str] = []
     try:
         await _until(lambda: all(d["online"] for d in na.devices()))
-        row = await na.send_to_device(nb.identity.device_id, big)
+        row = await na.send_to_device(nb.identity.device_id, source_of(big))
         await _until(lambda: ha.store.get_transfer(row.id).bytes_done > row.size // 5, timeout=60)
         await nb.stop()  # the receiver goes away mid-transfer…
         nb, hb = await _start(b, server.url)  # …and is back within seconds
@@ -373,7 +391,8 @@ async def test_a_handoff_whose_sender_restarts_mid_transfer_still_completes(
     na, ha = await _start(a, server.url)
     nb, hb = await _start(b, server.url)
     try:
-        path, _, sha = pack_outbox(big, a / "outbox")
+        packed = await pack_outbox(source_of(big), a / "outbox")
+        path, sha = packed.path, packed.sha256
         hid = ha.store.create_handoff(target=nb.identity.device_id, package={"summary": "carry on"},
                                       document_path=str(path), title="big", source={"sha256": sha}).id
         await _until(lambda: all(d["online"] for d in na.devices()))
@@ -405,8 +424,8 @@ async def test_a_handoff_tag_counts_only_for_a_handoff_the_receiver_was_granted(
     await _until(lambda: all(d["online"] for d in na.devices()) and all(d["online"] for d in nb.devices()))
     offered = await asyncio.to_thread(hb.store.offer_received, "ho_offered", na.identity.device_id, title="t",
                                       summary="", messages=1)  # offered but never granted: not honoured either
-    row = await na.queue_blob(nb.identity.device_id, pack_outbox(corpus_doc, tmp_path / "outbox")[0],
-                              title="t", sha256="", handoff_id="ho_forged")
+    packed = await pack_outbox(source_of(corpus_doc), tmp_path / "outbox")
+    row = await na.queue_blob(nb.identity.device_id, packed.path, title="t", sha256="", handoff_id="ho_forged")
     await _until(lambda: ha.store.get_transfer(row.id).state == "done", timeout=60)
     entries = await _until(lambda: hb.store.list_inbox())
     assert [e.handoff_id for e in entries] == [None]

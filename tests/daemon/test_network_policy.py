@@ -15,11 +15,20 @@ from p2pd.daemon.accept_policy import AcceptPolicy
 from p2pd.daemon.network import DeviceNetwork
 from p2pd.daemon.store import TransferRow
 from p2pd.transfer.partial import PARTIAL_DIR
-from tests.daemon.test_network import InboxHost, _pair, _until, corpus_doc, loopback_ice, server
+from tests.daemon.test_network import (
+    InboxHost,
+    _pair,
+    _until,
+    corpus_doc,
+    loopback_ice,
+    server,
+    source_of,
+    sources_folder,
+)
 from tests.signal_process import SignalProcess
 
 pytestmark = pytest.mark.slow
-__all__ = ["corpus_doc", "loopback_ice", "server"]  # (fixtures)
+__all__ = ["corpus_doc", "loopback_ice", "server", "sources_folder"]  # (fixtures)
 
 Nets = tuple[tuple[DeviceNetwork, InboxHost], tuple[DeviceNetwork, InboxHost]]
 
@@ -70,11 +79,11 @@ async def test_refusals_reach_the_sender_with_a_typed_cause_and_store_nothing(ma
     (na, ha), (nb, hb) = await make_pair(AcceptPolicy(max_size=size + 1000, transfers_per_hour=1))
     big = variant(corpus_doc, 0)
     big.title = "x" * 2000  # over max_size by the title alone
-    over = await ended(ha, (await na.send_to_device(nb.identity.device_id, big)).id)
+    over = await ended(ha, (await na.send_to_device(nb.identity.device_id, source_of(big))).id)
     assert (over.state, over.cause) == ("failed", "declined") and "over its size limit" in (over.error or "")
-    first = await ended(ha, (await na.send_to_device(nb.identity.device_id, corpus_doc)).id)
+    first = await ended(ha, (await na.send_to_device(nb.identity.device_id, source_of(corpus_doc))).id)
     assert first.state == "done", first.error
-    second = await ended(ha, (await na.send_to_device(nb.identity.device_id, variant(corpus_doc, 1))).id)
+    second = await ended(ha, (await na.send_to_device(nb.identity.device_id, source_of(variant(corpus_doc, 1)))).id)
     assert (second.state, second.cause) == ("failed", "rate_limited"), second
     assert "1 transfers per hour" in (second.error or "")
     await _until(lambda: len(incoming(hb)) == 3 and all(r.state != "queued" for r in incoming(hb)))
@@ -85,7 +94,7 @@ async def test_refusals_reach_the_sender_with_a_typed_cause_and_store_nothing(ma
 
 async def test_a_device_not_in_the_allowed_list_is_refused(make_pair, corpus_doc) -> None:  # type: ignore[no-untyped-def]
     (na, ha), (nb, hb) = await make_pair(AcceptPolicy(devices=("some-other-device",)))
-    row = await ended(ha, (await na.send_to_device(nb.identity.device_id, corpus_doc)).id)
+    row = await ended(ha, (await na.send_to_device(nb.identity.device_id, source_of(corpus_doc))).id)
     assert (row.state, row.cause) == ("failed", "not_allowed") and "declined by" in (row.error or "")
     await _until(lambda: [r for r in incoming(hb) if r.state == "failed"])
     assert [r.cause for r in incoming(hb)] == ["not_allowed"] and hb.received == [] and nothing_stored(nb)
@@ -93,7 +102,7 @@ async def test_a_device_not_in_the_allowed_list_is_refused(make_pair, corpus_doc
 
 async def test_ask_holds_the_transfer_pending_until_accepted_or_declined(make_pair, corpus_doc) -> None:  # type: ignore[no-untyped-def]
     (na, ha), (nb, hb) = await make_pair(AcceptPolicy(ask=True))
-    out = await na.send_to_device(nb.identity.device_id, corpus_doc)
+    out = await na.send_to_device(nb.identity.device_id, source_of(corpus_doc))
     waiting = await _until(lambda: nb.transfers.pending.ids())
     row = hb.store.get_transfer(waiting[0])
     assert row.state == "queued" and row.detail["pending"] is True and row.detail["device"] == na.identity.name
@@ -103,7 +112,7 @@ async def test_ask_holds_the_transfer_pending_until_accepted_or_declined(make_pa
     assert (await ended(ha, out.id)).state == "done"
     await _until(lambda: hb.received)
 
-    out2 = await na.send_to_device(nb.identity.device_id, variant(corpus_doc, 2))
+    out2 = await na.send_to_device(nb.identity.device_id, source_of(variant(corpus_doc, 2)))
     waiting2 = await _until(lambda: nb.transfers.pending.ids())
     nb.transfers.answer(waiting2[0], False)
     declined = await ended(ha, out2.id)

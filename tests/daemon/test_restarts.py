@@ -9,6 +9,7 @@ moment with two real daemons:
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import os
 import shutil
@@ -21,7 +22,7 @@ import pytest
 from p2pd.agents.sources import load_file
 from p2pd.conversation.document_io import write_document
 from p2pd.conversation.model import Message, Part
-from p2pd.daemon.outbox import pack_outbox
+from p2pd.daemon.outbox import Source, pack_outbox
 from p2pd.daemon.store import Store
 from p2pd.transfer.partial import final_name
 from tests.daemon.conftest import SESSION_ID, PairMaker, corpus_session, device_id, wait_for
@@ -34,7 +35,8 @@ def test_a_verified_conversation_a_stop_left_unfiled_is_filed_at_the_next_start(
     a, b = paired(names=("desk", "laptop"))
     a_id = device_id(a)
     b.stop(signal.SIGKILL)
-    blob, _, sha = pack_outbox(load_file(corpus_session()), tmp_path / "packed")
+    packed = asyncio.run(pack_outbox(Source(str(corpus_session())), tmp_path / "packed"))
+    blob, sha = packed.path, packed.sha256
     shutil.move(blob, b.home / "partial" / final_name(bytes.fromhex(sha)))  # verified, moved into place
     row = Store(b.home / "state.sqlite3").create_transfer(
         "in", a_id, title="cut", sha256=sha,
@@ -53,7 +55,8 @@ def test_a_stop_after_the_inbox_entry_was_stored_leaves_only_the_row_to_finish(p
     a, b = paired(names=("desk", "laptop"))
     a_id = device_id(a)
     b.stop(signal.SIGKILL)
-    blob, _, sha = pack_outbox(load_file(corpus_session()), tmp_path / "packed")
+    packed = asyncio.run(pack_outbox(Source(str(corpus_session())), tmp_path / "packed"))
+    blob, sha = packed.path, packed.sha256
     kept = b.home / "partial" / final_name(bytes.fromhex(sha))
     shutil.move(blob, kept)
     store = Store(b.home / "state.sqlite3")

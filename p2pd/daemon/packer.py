@@ -1,0 +1,186 @@
+"""The daemon's packing process: ``python -m p2pd.daemon.packer JOB`` (JOB: JSON, see :class:`Job`).
+
+A conversation the daemon sends, exports or hands off is made here, in a child process, and written to a file —
+never built in the daemon's memory. A Claude Code session is converted as it is written
+(:func:`p2pd.agents.claude_code.streamed.write_session`: memory bounded by a message); redacted, it is written to
+a spool file first and masked as a stream from there (:mod:`p2pd.conversation.redact_stream`). Anything else —
+another agent's session, an agent-team session, a document — is loaded whole, but in this process, which ends when
+the file is written. The daemon keeps its own size. ``p2pd export`` calls :func:`run` in its own process.
+
+What is written (``kind``): a blob (``lz4`` or ``zstd``, :mod:`p2pd.blob`) or the document's JSON (``json``, the
+line layout; ``pretty`` JSON loads the document whole). ``metadata``: fields added to the document's
+``metadata`` (a handoff's package), under the blob's SHA-256 like the rest. The file appears complete at ``out``
+or not at all. On standard output, one JSON object (:mod:`p2pd.daemon.children`): ``{"head": …}`` (the document's
+fields before its messages: title, origin, counts …), ``"masked"`` (secrets masked, by kind) and, for a blob,
+``"sha256"`` (its payload's); or ``{"error": …}`` as :meth:`~p2pd.errors.P2pdError.to_wire` gives it, with exit
+status 2.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+MESSAGES_KEY = b',"messages":[\n'
+END = b"]}\n"  # the end of a document whose toolResults close it (no metadata after them)
+
+
+@dataclass
+class Job:
+    """What to pack. ``source``: a session file, or a session id / prefix / ``latest`` resolved here."""
+
+    source: str
+    out: str
+    kind: str = "lz4"  # lz4 | zstd | json
+    redact: bool = False
+    metadata: dict[str, Any] = field(default_factory=dict)
+    pretty: bool = False
+
+    def to_arg(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_arg(cls, arg: str) -> Job:
+        return cls(**json.loads(arg))
+
+
+class _Document:
+    """The write function handed to the document's writer: keeps the head (the first write) and holds back the
+    last write, so ``metadata`` can be added at the document's end."""
+
+    def __init__(self, write: Callable[[bytes], object], metadata: dict[str, Any]) -> None:
+        self._write = write
+        self.metadata = metadata
+        self.head: dict[str, Any] | None = None
+        self._held: bytes | None = None
+
+    def __call__(self, data: bytes) -> None:
+        if self.head is None:
+            self.head = json.loads(data[: -len(MESSAGES_KEY)] + b"}") if data.endswith(MESSAGES_KEY) else {}
+        if self._held is not None:
+            self._write(self._held)
+        self._held = data
+
+    def finish(self) -> None:
+        held = self._held or b""
+        if self.metadata:
+            from p2pd.conversation.document_io import compact_json
+
+            if held != END:  # (a streamed session never has metadata of its own)
+                raise RuntimeError("the document does not end with its toolResults")
+            held = b"]," + compact_json({"metadata": self.metadata})[1:-1] + b"}\n"
+        self._write(held)
+
+
+def _whole(job: Job, masked: Counter[str]) -> Any:
+    from p2pd.agents.sources import load_conversation
+
+    doc = load_conversation(job.source)
+    if job.redact:
+        from p2pd.conversation.redact import redact_document
+
+        doc, report = redact_document(doc)
+        masked.update(report.counts)
+    if job.metadata:
+        doc.metadata = {**(doc.metadata or {}), **job.metadata}
+    return doc
+
+
+def _streamed(job: Job, session: Path, write: Callable[[bytes], object], spool: Path,
+              masked: Counter[str]) -> dict[str, Any]:
+    """A Claude Code session converted as it is written (raises NotStreamable before it writes anything); when
+    redacting, written first to a spool file, then masked as a stream (:mod:`p2pd.conversation.redact_stream`)."""
+    from p2pd.agents.claude_code.streamed import write_session
+
+    out = _Document(write, job.metadata)
+    if not job.redact:
+        write_session(session, out, spool_dir=spool)
+    else:
+        from p2pd.conversation.redact_stream import redact_stream
+
+        plain = spool / "plain.a2a.json"
+        with plain.open("wb") as fh:
+            first = _Document(fh.write, {})
+            write_session(session, first, spool_dir=spool)
+            first.finish()
+        assert first.head is not None
+        with plain.open("rb") as fh:
+            report = redact_stream(iter(lambda: fh.read(1 << 20), b""), out, spool,
+                                   title=str(first.head.get("title") or ""), source=str(session))
+        plain.unlink()
+        masked.update(report.counts)
+    out.finish()
+    assert out.head is not None
+    return out.head
+
+
+def write_conversation(job: Job, write: Callable[[bytes], object], spool: Path,
+                       masked: Counter[str] | None = None) -> dict[str, Any]:
+    """The document of ``job`` through ``write`` in the line layout; returns its head. ``masked``: counts of the
+    secrets masked, by kind."""
+    from p2pd.agents.sources import streamable_session
+    from p2pd.conversation.layout import document_lines
+    from p2pd.support.gcpause import bulk_work
+
+    masked = Counter() if masked is None else masked
+    session = streamable_session(job.source)
+    if session is not None:
+        from p2pd.agents.claude_code.streamed import NotStreamable
+
+        try:
+            return _streamed(job, session, write, spool, masked)
+        except NotStreamable:
+            pass
+    doc = _whole(job, masked)
+    whole = _Document(write, {})
+    with bulk_work():
+        document_lines(doc.to_json_dict(), whole)
+    whole.finish()
+    assert whole.head is not None
+    return whole.head
+
+
+def run(job: Job) -> dict[str, Any]:
+    """Write ``job``'s file; returns ``{"head", "masked"}`` (the secrets masked, by kind) and a blob's
+    ``"sha256"``."""
+    from p2pd.support.atomic import atomic_writer
+
+    out = Path(job.out)
+    masked: Counter[str] = Counter()
+    with tempfile.TemporaryDirectory(prefix=".p2pd-pack-", dir=out.parent) as spool:
+        if job.kind == "json" and job.pretty:
+            from p2pd.conversation.document_io import write_document
+
+            doc = _whole(job, masked)
+            write_document(doc, out, pretty=True)
+            data = doc.to_json_dict()
+            return {"head": {k: v for k, v in data.items() if k not in ("messages", "records", "subagents",
+                                                                          "toolResults", "metadata")},
+                    "masked": dict(masked)}
+        if job.kind == "json":
+            with atomic_writer(out) as fh:
+                head = write_conversation(job, fh.write, Path(spool), masked)
+            return {"head": head, "masked": dict(masked)}
+        from p2pd.blob.stream import BlobWriter
+
+        with BlobWriter(out, job.kind) as w:
+            head = write_conversation(job, w.write, Path(spool), masked)
+        assert w.header is not None
+        return {"head": head, "sha256": w.header.sha256.hex(), "masked": dict(masked)}
+
+
+def main(argv: list[str]) -> int:
+    from p2pd.daemon.children import child_main
+
+    return child_main(lambda arg: run(Job.from_arg(arg)), argv)
+
+
+if __name__ == "__main__":
+    os._exit(main(sys.argv))

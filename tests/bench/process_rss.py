@@ -1,0 +1,79 @@
+"""Peak RSS of the p2pd processes a big conversation goes through besides the daemons and the handover
+(``tests/bench/memory.py --rss``; the sender and receiver: ``tests/bench/handover.py``).
+
+For each size, on a generated real-shaped session (``tests/transfer/gen.py``): the daemon's packing process
+(``python -m p2pd.daemon.packer``, run by ``POST /send``, handoffs and ``POST /export``), ``p2pd export`` (compact
+JSON, then ``--compressed``), ``p2pd import`` of that document and of that blob into a throwaway Claude Code home,
+and ``p2pd export --redact``. Peak RSS from ``wait4``; seconds are wall time on a shared machine.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+MB = 1_000_000
+BAR_MIB = 200.0
+
+
+def run(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
+    """(peak RSS MiB, seconds) of one process; it must succeed."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - started
+    err = proc.stderr.read().decode("utf-8", "replace") if proc.stderr else ""
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{' '.join(argv[2:])} failed: {err[-2000:]}")
+    return usage.ru_maxrss / 1024, seconds
+
+
+def main(sizes: list[float]) -> int:
+    from p2pd.daemon.packer import Job
+
+    py = sys.executable
+    rows: list[tuple[str, str, float, float]] = []
+    with tempfile.TemporaryDirectory(prefix="p2pd-rss-") as tmp:
+        work = Path(tmp)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("P2PD_", "CLAUDE_"))}
+        env.update(PYTHONPATH=str(ROOT), P2PD_HOME=str(work / "home"), P2PD_CONFIG=str(work / "config.toml"),
+                   CLAUDE_CONFIG_DIR=str(work / "claude"), HOME=str(work))
+        for mb in sizes:
+            session = work / f"s{mb:g}.jsonl"
+            subprocess.run([py, str(ROOT / "tests" / "bench" / "memory.py"), "--generate", str(session),
+                            str(int(mb * MB)), "7"], check=True, env=env)
+            label = f"{mb:g} MB"
+            doc, blob = work / f"s{mb:g}.a2a.json", work / f"s{mb:g}.a2a.p2pd"
+            steps = [
+                ("daemon packing process (send)", [py, "-m", "p2pd.daemon.packer",
+                                                   Job(str(session), str(work / "packed.a2a.p2pd")).to_arg()]),
+                ("p2pd export", [py, "-m", "p2pd", "export", str(session), "-o", str(doc)]),
+                ("p2pd export --compressed", [py, "-m", "p2pd", "export", str(session), "--compressed", "-o",
+                                              str(blob)]),
+                ("p2pd import (.a2a.json)", [py, "-m", "p2pd", "import", str(doc), "--cwd", str(work)]),
+                ("p2pd import (.a2a.p2pd)", [py, "-m", "p2pd", "import", str(blob), "--cwd", str(work)]),
+                ("p2pd export --redact", [py, "-m", "p2pd", "export", str(session), "--redact", "-o",
+                                          str(work / "redacted.a2a.json")]),
+            ]
+            for name, argv in steps:
+                rss, seconds = run(argv, env, work)
+                rows.append((label, name, rss, seconds))
+                print(f"  {label} {name}: {rss:.0f} MiB, {seconds:.1f} s", flush=True)
+            for f in (doc, blob, work / "packed.a2a.p2pd", work / "redacted.a2a.json", session):
+                f.unlink(missing_ok=True)
+    print()
+    print("| session | process | peak RSS MiB | seconds |")
+    print("|---|---|---:|---:|")
+    for label, name, rss, seconds in rows:
+        print(f"| {label} | {name} | {rss:.0f}{' **over**' if rss > BAR_MIB else ''} | {seconds:.1f} |")
+    return 1 if any(rss > BAR_MIB for *_, rss, _ in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main([float(a) for a in sys.argv[1:]] or [50.0, 200.0]))
