@@ -92,19 +92,17 @@ class Production:
 
     def _pack_document(self, doc: ConversationDocument) -> None:
         from p2pd.conversation.layout import document_lines
-        from p2pd.exchange.producer import _Out
+        from p2pd.exchange.producer import _Out, offered
         from p2pd.support.gcpause import bulk_work
 
         try:
             with bulk_work():
                 data = doc.to_json_dict()
                 out = _Out()
-                out.head_sent = True
                 out.record = self._from_out  # type: ignore[method-assign]
                 document_lines(data, out.write)
                 out.finish()  # (in memory already: quick; the offer then has the real sizes)
-                self._set_head({k: v for k, v in data.items() if k not in ("messages", "records", "subagents",
-                                                                              "toolResults")})
+                self._set_head(offered(data))
         except Exception as exc:
             self._fail(f"{type(exc).__name__}: {exc}")
 

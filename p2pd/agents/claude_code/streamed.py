@@ -1,16 +1,21 @@
 """A Claude Code session written as a conversation document in the line layout, a line at a time.
 
-The same document :func:`p2pd.agents.claude_code.export.export_session` builds (byte for byte, modulo the line
-layout's newlines; a test holds it), without holding the session in memory:
+The same document :func:`p2pd.agents.claude_code.export.export_session` builds (the same keys and values, byte for
+byte per value, modulo the line layout's newlines and the place of three keys; a test holds it), without holding
+the session in memory, and starting to write before the transcript is fully read:
 
-1. an index pass reads every line and keeps only what the active chain, the title, the times and the origin
-   need (ids, parent links, a few strings) — small next to the session;
-2. a conversion pass reads the lines again and converts them as they go by; each message and record is encoded
-   at once into a spool file beside the output, and counted;
-3. the document is written: the header (now that the counts and title are known), the spooled messages and
-   records, each subagent (one file at a time), the spilled tool results.
+1. an index pass reads every line and keeps only what the active chain, the title, the times, the origin and the
+   number of messages need (ids, parent links, a few strings) — small next to the session;
+2. the subagents are converted and spooled, one at a time (one holding agent-team state makes the session
+   :class:`NotStreamable` before anything is written);
+3. a conversion pass reads the lines again: each message is written as soon as it is converted (the records
+   are spooled, they follow the messages), and counted;
+4. the records, the subagents and the spilled tool results follow; ``title``, ``summary`` and ``counts`` — known
+   only now — come last (JSON objects are unordered: SPEC.md says readers take any key order).
 
-Memory holds the index, one message, one subagent and one tool result at a time.
+So the first compressed bytes can be on the wire while the transcript is still read; what a transfer offers
+(title, message count) is known early (``on_head``). Memory holds the index, one message, one subagent and one
+tool result at a time.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -31,6 +36,7 @@ from p2pd.agents.claude_code.export import (
     iter_transcript,
     last_str,
     line_title,
+    message_count,
     prompt_title,
 )
 from p2pd.agents.claude_code.transcript import TITLE_TYPES, active_chain
@@ -141,8 +147,17 @@ class _Spool:
             self.path.unlink()
 
 
-def write_session(path: Path, write: Write, *, spool_dir: Path) -> StreamedSession:
-    """Write the session at ``path`` as a conversation document in the line layout through ``write``."""
+Head = Callable[[dict[str, Any]], object]  # hears the offer's fields (title, contextId, origin, counts.messages)
+OFFER_KEYS = ("title", "summary", "counts")  # written last: known once the last message is read
+
+
+def write_session(path: Path, write: Write, *, spool_dir: Path, on_head: Head | None = None) -> StreamedSession:
+    """Write the session at ``path`` as a conversation document in the line layout through ``write``.
+
+    The messages are written as they are converted; ``title``, ``summary`` and ``counts`` come last. ``on_head``
+    hears, once, what a transfer offers the conversation under — ``title``, ``contextId``, ``origin`` and
+    ``counts.messages`` (counted from the line index) — as soon as the title is settled: usually at the first
+    prompt, long before the last line is read."""
     path = Path(path)
     index: list[SourceLine] = []
     with bulk_work():
@@ -159,43 +174,64 @@ def write_session(path: Path, write: Write, *, spool_dir: Path) -> StreamedSessi
                     git_branch=last_str(index, "gitBranch"), client_version=last_str(index, "version"),
                     transcript_path=str(path.resolve()), hostname=socket.gethostname())
     line_count = len(index)
+    n_messages = message_count(index)
     del index
     counts = Counts()
     summary = SummaryBuilder()
     issues: list[dict[str, Any]] = []
-    messages, records = _Spool(spool_dir / "messages.spool"), _Spool(spool_dir / "records.spool")
-    spools: list[_Spool | _SubagentSpool] = [messages, records]
-    try:
-        with bulk_work():
-            for item in iter_transcript(iter_lines(path), session_id, active):
-                if isinstance(item, Message):
-                    counts.add(item)
-                    if title is None:
-                        title = prompt_title(item)
-                    if item.p2pd.get("active", True):
-                        summary.add(item)
-                    messages.add(item.to_json_dict())
-                elif isinstance(item, LineIssue):
-                    issues.append(item.to_json_dict())
-                else:
-                    records.add(_record_json(item))
-                    counts.records += 1
-        subagents = _SubagentSpool(path, session_id, spool_dir / "subagents.spool")
-        spools.append(subagents)
+    records = _Spool(spool_dir / "records.spool")
+    spools: list[_Spool | _SubagentSpool] = [records]
+    doc = ConversationDocument(context_id=session_id, created_at=created, origin=origin).to_json_dict()
+    head = {k: doc[k] for k in list(doc)[: list(doc).index("messages")] if k not in OFFER_KEYS}
+    offer: dict[str, Any] = {"contextId": session_id, "origin": head["origin"], "counts": {"messages": n_messages}}
+    heard = on_head is None
+
+    def messages() -> Iterator[bytes]:
+        nonlocal title, heard
+        for item in iter_transcript(iter_lines(path), session_id, active):
+            if isinstance(item, Message):
+                counts.add(item)
+                if title is None:
+                    title = prompt_title(item)
+                if item.p2pd.get("active", True):
+                    summary.add(item)
+                yield compact_json(item.to_json_dict())
+                if not heard and (settled := summary.settled_title(title)) is not None:
+                    heard = True
+                    assert on_head is not None
+                    on_head({"title": settled, **offer})
+            elif isinstance(item, LineIssue):
+                issues.append(item.to_json_dict())
+            else:
+                records.add(_record_json(item))
+                counts.records += 1
+
+    text = ""
+
+    def tail() -> dict[str, Any]:
+        nonlocal title, text
         counts.source_lines = line_count
         counts.malformed_lines = len(issues) + subagents.issues
         counts.subagents = len(subagents.shape)
         title, text = summary.finish(title or "", None)
-        head = ConversationDocument(context_id=session_id, title=title, summary=text, created_at=created,
-                                    origin=origin, counts=counts, line_count=line_count).to_json_dict()
-        head = {k: head[k] for k in list(head)[: list(head).index("messages")]}
-        write_document(write, head, messages.items(), records.items(),
-                       {"issues": issues, "lineCount": line_count}, subagents.items(),
-                       (compact_json(t.to_json_dict()) for t in iter_tool_results(path)), {})
+        return {"title": title, "summary": text, "counts": counts.to_json_dict()}
+
+    try:
+        # The subagents first (spooled): one that holds team state makes the session NotStreamable, and that
+        # must be known before anything is written.
+        subagents = _SubagentSpool(path, session_id, spool_dir / "subagents.spool")
+        spools.append(subagents)
+        with bulk_work():
+            write_document(write, head, messages(), records.items(),
+                           lambda: {"issues": issues, "lineCount": line_count}, subagents.items(),
+                           (compact_json(t.to_json_dict()) for t in iter_tool_results(path)), tail)
+        if not heard:
+            assert on_head is not None
+            on_head({"title": title, **offer})
     finally:
         for spool in spools:
             spool.close()
-    return StreamedSession(context_id=session_id, title=title, platform=PLATFORM, session_id=session_id,
+    return StreamedSession(context_id=session_id, title=str(title), platform=PLATFORM, session_id=session_id,
                            counts=counts, summary=text)
 
 
