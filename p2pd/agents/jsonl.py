@@ -43,7 +43,7 @@ class SourceLine:
             self.type = t if isinstance(t, str) else None
 
 
-def _open(path: Path) -> BinaryIO:
+def open_lines(path: Path) -> BinaryIO:
     """The transcript opened for reading, or the error a person understands."""
     try:
         return path.open("rb")
@@ -54,7 +54,7 @@ def _open(path: Path) -> BinaryIO:
 
 
 def read_text(path: Path) -> str:
-    with _open(path) as fh:
+    with open_lines(path) as fh:
         return fh.read().decode("utf-8", errors="surrogateescape")
 
 
@@ -104,7 +104,7 @@ def _fast_loads(line: str) -> Any:
 def iter_lines(path: Path) -> Iterator[SourceLine]:
     """The lines of a JSONL file, parsed one at a time as :func:`parse_lines` would (same numbers, same
     reasons), reading the file as a stream: memory holds one line, not the file."""
-    with _open(path) as fh:
+    with open_lines(path) as fh:
         for n, raw in enumerate(fh, start=1):
             ends = raw.endswith(b"\n")
             body = raw[:-1] if ends else raw

@@ -93,11 +93,11 @@ def test_the_offer_waits_for_the_title_and_comes_before_the_last_line_is_read(fi
     passes = [0]
     real_iter_lines = streamed.iter_lines
 
-    def counted(p: Path):  # the lines each pass has read, heard in order with the writes
+    def counted(p: Path):  # the lines each pass over the file has read, heard in order with the writes
         passes[0] += 1
+        this = passes[0]
         for line in real_iter_lines(p):
-            if passes[0] == 2:
-                events.append(("read", line.n))
+            events.append((f"read{this}", line.n))
             yield line
 
     monkeypatch.setattr(streamed, "iter_lines", counted)
@@ -107,7 +107,8 @@ def test_the_offer_waits_for_the_title_and_comes_before_the_last_line_is_read(fi
                   on_head=lambda h: events.append(("head", len(h["title"]))))
     doc = load_file(path)
     assert doc.title == "Fix the parser, please"
-    last_read = max(i for i, (kind, _) in enumerate(events) if kind == "read")
+    assert sum(1 for kind, _ in events if kind == f"read{passes[0]}") == len(lines)  # the conversion pass
+    last_read = max(i for i, (kind, _) in enumerate(events) if kind == f"read{passes[0]}")
     first_message = next(i for i, (kind, n) in enumerate(events) if kind == "write" and n)
     head = next(i for i, (kind, _) in enumerate(events) if kind == "head")
     assert first_message < head < last_read

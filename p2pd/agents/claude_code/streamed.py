@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import socket
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,18 +38,16 @@ from p2pd.agents.claude_code.export import (
     message_count,
     prompt_title,
 )
-from p2pd.agents.claude_code.transcript import TITLE_TYPES, active_chain
-from p2pd.agents.jsonl import SourceLine, iter_lines, line_stamps, require_lines, session_time
+from p2pd.agents.claude_code.line_index import light_line as light_line  # (the importer reads it here)
+from p2pd.agents.claude_code.line_index import read_index
+from p2pd.agents.claude_code.transcript import active_chain
+from p2pd.agents.jsonl import iter_lines, line_stamps, require_lines, session_time
 from p2pd.conversation.document_io import compact_json
 from p2pd.conversation.layout import SubagentLines, Write, write_document
 from p2pd.conversation.model import ConversationDocument, Counts, LineIssue, Message, Origin, Record
 from p2pd.conversation.summary import SummaryBuilder
-from p2pd.conversation.teams import TEAM_TOOLS, events_from_messages
+from p2pd.conversation.teams import events_from_messages
 from p2pd.support.gcpause import bulk_work
-
-# What the index keeps of a line: the keys the chain, title, times and origin read.
-_KEEP = ("type", "uuid", "parentUuid", "logicalParentUuid", "isSidechain", "isMeta", "teamName", "sessionId",
-         "cwd", "gitBranch", "version", "timestamp", *TITLE_TYPES.values())
 
 
 class NotStreamable(Exception):
@@ -68,61 +65,6 @@ class StreamedSession:
     session_id: str
     counts: Counts
     summary: str
-
-
-def _team_marker(line: SourceLine) -> bool:
-    return "<teammate-message" in line.text or any(
-        isinstance(b, dict) and b.get("type") == "tool_use" and b.get("name") in TEAM_TOOLS
-        for b in _blocks(line.obj))
-
-
-def _blocks(obj: dict[str, Any] | None) -> list[Any]:
-    msg = obj.get("message") if obj else None
-    content = msg.get("content") if isinstance(msg, dict) else None
-    return content if isinstance(content, list) else []
-
-
-_REPEATED = frozenset({"type", "sessionId", "cwd", "gitBranch", "version", "teamName", "isSidechain", "isMeta"})
-_BLOCKS: dict[Any, dict[str, Any]] = {}  # one shared object for every id-less block of a type (read only)
-
-
-def _shared(value: Any) -> Any:
-    """One object for the values most lines repeat (session id, cwd, version…): the index keeps each once."""
-    return sys.intern(value) if isinstance(value, str) else value
-
-
-def _light_block(block: dict[str, Any]) -> dict[str, Any]:
-    kind = block.get("type")
-    if "id" not in block and "tool_use_id" not in block:
-        key = kind if isinstance(kind, str) or kind is None else repr(kind)
-        shared = _BLOCKS.get(key)
-        if shared is None:
-            shared = _BLOCKS.setdefault(key, {"type": kind} if "type" in block else {})
-        return shared
-    light: dict[str, Any] = {k: block[k] for k in ("type", "id", "tool_use_id") if k in block}
-    if isinstance(kind, str):
-        light["type"] = sys.intern(kind)
-    return light
-
-
-def light_line(line: SourceLine) -> SourceLine:
-    """What the line index keeps of a line (the keys the active chain, title, times and origin read)."""
-    obj = line.obj
-    if obj is None:
-        value = line.value if not isinstance(line.value, list | dict) else type(line.value)()
-        return SourceLine(line.n, "" if line.text.strip() else line.text, value=value, error=line.error)
-    light: dict[str, Any] = {k: _shared(obj[k]) if k in _REPEATED else obj[k] for k in _KEEP if k in obj}
-    msg = obj.get("message")
-    if isinstance(msg, dict):
-        content = msg.get("content")
-        if isinstance(content, list):
-            content = [_light_block(b) if isinstance(b, dict) else None for b in content]
-        elif isinstance(content, str):
-            content = ""
-        light["message"] = {k: v for k, v in (("id", msg.get("id")), ("content", content)) if k in msg}
-    elif "message" in obj:
-        light["message"] = msg
-    return SourceLine(line.n, "", value=light)
 
 
 class _Spool:
@@ -159,12 +101,10 @@ def write_session(path: Path, write: Write, *, spool_dir: Path, on_head: Head | 
     ``counts.messages`` (counted from the line index) — as soon as the title is settled: usually at the first
     prompt, long before the last line is read."""
     path = Path(path)
-    index: list[SourceLine] = []
     with bulk_work():
-        for line in iter_lines(path):
-            if _team_marker(line):
-                raise NotStreamable(path)
-            index.append(light_line(line))
+        index = read_index(path)
+    if index is None:
+        raise NotStreamable(path)
     require_lines(index, path)
     session_id = first_str(index, "sessionId") or path.stem
     active = set(active_chain(index))
@@ -236,10 +176,18 @@ def write_session(path: Path, write: Write, *, spool_dir: Path, on_head: Head | 
 
 
 def _record_json(rec: Record) -> dict[str, Any]:
-    """A record as the document writes it (a line that was JSON ``null`` keeps its ``"value": null``)."""
-    if rec.value is None and rec.text is None and rec.raw is None:
-        return {"line": rec.line, "value": None}
-    return rec.to_json_dict()
+    """A record as the document writes it: ``rec.to_json_dict()`` (its fields in order, unset ones left out), made
+    without pydantic's deep copy of the line's JSON; a line that was JSON ``null`` keeps its ``"value": null``."""
+    out: dict[str, Any] = {"line": rec.line}
+    if rec.value is not None:
+        out["value"] = rec.value
+    if rec.text is not None:
+        out["text"] = rec.text
+    if rec.raw is not None:
+        out["raw"] = rec.raw
+    if len(out) == 1:
+        out["value"] = None
+    return out
 
 
 class _SubagentSpool:
