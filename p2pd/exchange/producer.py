@@ -1,4 +1,5 @@
-"""The packing process of a streamed send: ``python -m p2pd.exchange.producer SESSION_FILE WORK_DIR``.
+"""The packing process of a streamed send: ``python -m p2pd.exchange.producer SESSION_FILE WORK_DIR`` (or, started
+ahead as a spare, without arguments: it imports, then reads ``{"session", "work"}`` as one JSON line on stdin).
 
 It converts the session (a Claude Code transcript is converted as it is written; anything else is loaded whole)
 into the conversation document in the line layout, compresses it with zstd as it goes, and writes records to
@@ -92,11 +93,32 @@ def produce(session: Path, work: Path, out: Any) -> None:
     out.finish()
 
 
+def _job(argv: list[str]) -> tuple[Path, Path] | None:
+    """The session and the spool folder: from the command line, or — a spare, started before the sender knew
+    its job (:func:`p2pd.exchange.producing.prespawn`) — one JSON line on standard input, read once the modules
+    are imported (None: the sender ended without a job for it)."""
+    if len(argv) >= 3:
+        return Path(argv[1]), Path(argv[2])
+    import zstandard  # noqa: F401
+
+    from p2pd.agents.claude_code import streamed  # noqa: F401
+    from p2pd.blob import stream  # noqa: F401
+
+    line = sys.stdin.buffer.readline()
+    if not line.strip():
+        return None
+    job = json.loads(line)
+    return Path(job["session"]), Path(job["work"])
+
+
 def main(argv: list[str]) -> int:
     gc.disable()  # a short-lived process building nothing cyclic worth collecting
+    job = _job(argv)
+    if job is None:
+        os._exit(0)
     out = _Out()
     try:
-        produce(Path(argv[1]), Path(argv[2]), out)
+        produce(job[0], job[1], out)
     except Exception as exc:  # the parent shows the text; the status says it failed
         from p2pd.errors import P2pdError
 

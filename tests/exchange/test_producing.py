@@ -1,0 +1,44 @@
+"""The packing process (p2pd/exchange/producer.py, producing.py): a spare started ahead packs what a process
+started for the job packs, and one left without a job ends with its parent's pipe."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from p2pd.exchange import producing
+from p2pd.exchange.producing import Production
+from tests.exchange.test_handover import SESSION
+
+
+def pack(session: Path, work: Path) -> tuple[bytes, dict, Production]:
+    work.mkdir()
+    prod = Production.start(session, work)
+    try:
+        blob = prod.wait_complete().read_bytes()
+        head = prod.head
+        assert head is not None
+        return blob, head, prod
+    finally:
+        prod.close()
+
+
+def test_a_spare_packs_the_same_blob_as_a_process_started_for_the_job(tmp_path):
+    plain_blob, plain_head, _ = pack(SESSION, tmp_path / "plain")
+    producing.prespawn()
+    spare = producing._spare
+    assert spare is not None
+    blob, head, prod = pack(SESSION, tmp_path / "spare")
+    assert prod._proc is spare and producing._spare is None  # the spare did the job
+    assert (blob, head) == (plain_blob, plain_head)
+
+
+def test_a_spare_without_a_job_ends_when_its_input_closes():
+    producing.prespawn()
+    spare = producing._spare
+    producing._spare = None
+    assert spare is not None and spare.stdin is not None
+    spare.stdin.close()
+    assert spare.wait(30) == 0
+    assert spare.stdout is not None and spare.stdout.read() == b""  # nothing packed
+    for f in (spare.stdout, spare.stderr):
+        f.close()
