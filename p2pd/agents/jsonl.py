@@ -101,11 +101,20 @@ def _fast_loads(line: str) -> Any:
     return json.loads(line)
 
 
-def iter_lines(path: Path) -> Iterator[SourceLine]:
+def iter_lines(path: Path, *, keep_text: bool = True) -> Iterator[SourceLine]:
     """The lines of a JSONL file, parsed one at a time as :func:`parse_lines` would (same numbers, same
-    reasons), reading the file as a stream: memory holds one line, not the file."""
+    reasons), reading the file as a stream: memory holds one line, not the file. ``keep_text=False``: a line
+    that is a JSON object is parsed from its bytes and carries no ``text`` (for readers of its JSON only)."""
     with open_lines(path) as fh:
         for n, raw in enumerate(fh, start=1):
+            if not keep_text and orjson is not None:
+                try:
+                    value = orjson.loads(raw)
+                except orjson.JSONDecodeError:
+                    value = None  # (the exact way says why)
+                if value.__class__ is dict:
+                    yield SourceLine(n, "", value=value)
+                    continue
             ends = raw.endswith(b"\n")
             body = raw[:-1] if ends else raw
             try:  # strict first: a line that decodes holds no escaped bytes, so it needs no search for them

@@ -93,10 +93,10 @@ def test_the_offer_waits_for_the_title_and_comes_before_the_last_line_is_read(fi
     passes = [0]
     real_iter_lines = streamed.iter_lines
 
-    def counted(p: Path):  # the lines each pass over the file has read, heard in order with the writes
+    def counted(p: Path, **kw):  # the lines each pass over the file has read, heard in order with the writes
         passes[0] += 1
         this = passes[0]
-        for line in real_iter_lines(p):
+        for line in real_iter_lines(p, **kw):
             events.append((f"read{this}", line.n))
             yield line
 

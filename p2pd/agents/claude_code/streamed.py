@@ -128,7 +128,7 @@ def write_session(path: Path, write: Write, *, spool_dir: Path, on_head: Head | 
 
     def messages() -> Iterator[bytes]:
         nonlocal title, heard
-        for item in iter_transcript(iter_lines(path), session_id, active):
+        for item in iter_transcript(iter_lines(path, keep_text=False), session_id, active):
             if isinstance(item, Message):
                 counts.add(item)
                 if title is None:

@@ -13,6 +13,7 @@ import pytest
 
 from p2pd.agents.claude_code import line_index
 from p2pd.agents.claude_code.export import message_count
+from p2pd.agents.jsonl import iter_lines
 from p2pd.agents.sources import load_file
 from tests.corpus import claude_code_files, file_id
 
@@ -114,3 +115,18 @@ def test_a_team_line_makes_no_index(tmp_path):
         {"type": "assistant", "uuid": "b", "message": {"content": [{"type": "tool_use", "id": "t",
                                                                        "name": "SendMessage"}]}}]))
     assert line_index.read_index(path) is None
+
+
+@pytest.mark.parametrize("i", range(len(ODD_LINES)))
+def test_lines_read_without_their_text_are_the_same_lines(i, tmp_path):
+    """``iter_lines(keep_text=False)`` (the conversion pass) gives each line the value and reason the exact way
+    does; only a well-formed object's text may be left out."""
+    path = tmp_path / "odd.jsonl"
+    path.write_bytes(b'{"type":"user","uuid":"first","message":{"content":"h\xc3\xa9llo"}}\n' + ODD_LINES[i]
+                     + (b"" if ODD_LINES[i].endswith(b"here") else b"\n"))
+    exact = list(iter_lines(path))
+    bare = list(iter_lines(path, keep_text=False))
+    assert [(x.n, x.value, x.error, x.obj, x.type) for x in bare] == [(x.n, x.value, x.error, x.obj, x.type)
+                                                                       for x in exact]
+    assert all(b.text == e.text or (b.text == "" and e.obj is not None) for b, e in zip(bare, exact, strict=True))
+    assert bare[0].text == ""  # (an ordinary line: parsed from its bytes)
