@@ -44,6 +44,11 @@ def prespawn() -> None:
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
+def spare() -> subprocess.Popen[bytes] | None:
+    """The spare packing process waiting for its job, if any."""
+    return _spare
+
+
 def _spare_for(session: Path, spool: Path) -> subprocess.Popen[bytes] | None:
     """The spare packing process, given its job; None when there is none (or it is gone)."""
     global _spare
@@ -53,7 +58,7 @@ def _spare_for(session: Path, spool: Path) -> subprocess.Popen[bytes] | None:
     try:
         proc.stdin.write(json.dumps({"session": str(session), "work": str(spool)}).encode() + b"\n")
         proc.stdin.close()
-    except OSError:
+    except (OSError, ValueError):  # gone (its input closed): a process is started for the job instead
         with contextlib.suppress(OSError):
             proc.kill()
         return None

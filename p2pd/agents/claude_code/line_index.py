@@ -38,12 +38,17 @@ def read_index(path: Path) -> list[SourceLine] | None:
     """The index of every line of the transcript at ``path``, or None when a line shows agent-team state (a
     teammate message, a team tool call): such a session is converted whole."""
     index: list[SourceLine] = []
-    lines = _fast_lines(path) if msgspec is not None else _exact_lines(path)
-    for line, team in lines:
+    for line, team in index_lines(path):
         if team:
             return None
         index.append(line)
     return index
+
+
+def index_lines(path: Path, *, exact: bool = False) -> Iterator[tuple[SourceLine, bool]]:
+    """Each line's index entry and whether it shows agent-team state: the fast way (msgspec), or ``exact``ly —
+    the same entries (a test holds it), each line parsed whole."""
+    return _exact_lines(path) if exact or msgspec is None else _fast_lines(path)
 
 
 def _exact_lines(path: Path) -> Iterator[tuple[SourceLine, bool]]:

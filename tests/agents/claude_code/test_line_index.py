@@ -50,7 +50,7 @@ ODD_LINES = [
 
 
 def both(path: Path) -> tuple[list, list]:
-    return list(line_index._fast_lines(path)), list(line_index._exact_lines(path))
+    return list(line_index.index_lines(path)), list(line_index.index_lines(path, exact=True))
 
 
 @pytest.mark.parametrize("path", claude_code_files(include_subagents=False), ids=file_id)
