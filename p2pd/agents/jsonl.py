@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Container, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -101,12 +101,15 @@ def _fast_loads(line: str) -> Any:
     return json.loads(line)
 
 
-def iter_lines(path: Path, *, keep_text: bool = True) -> Iterator[SourceLine]:
+def iter_lines(path: Path, *, keep_text: bool = True, only: Container[int] | None = None) -> Iterator[SourceLine]:
     """The lines of a JSONL file, parsed one at a time as :func:`parse_lines` would (same numbers, same
     reasons), reading the file as a stream: memory holds one line, not the file. ``keep_text=False``: a line
-    that is a JSON object is parsed from its bytes and carries no ``text`` (for readers of its JSON only)."""
+    that is a JSON object is parsed from its bytes and carries no ``text`` (for readers of its JSON only).
+    ``only``: the numbers of the lines wanted (the others are skipped unparsed)."""
     with open_lines(path) as fh:
         for n, raw in enumerate(fh, start=1):
+            if only is not None and n not in only:
+                continue
             if not keep_text and orjson is not None:
                 try:
                     value = orjson.loads(raw)

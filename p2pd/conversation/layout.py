@@ -26,8 +26,8 @@ and the small rest (the "skeleton") at the end.
 
 The fields around the arrays are asked for when they are reached: a writer that converts a session as it writes
 it (:mod:`p2pd.agents.claude_code.streamed`) knows the title, summary and counts only after the last message, so
-it puts them at the end (``tail``), after ``toolResults``, and the first message goes out before the transcript
-is fully read. ``format`` always comes first.
+it puts them at the end (``tail``), after ``toolResults``, and writes ``records`` before ``messages``
+(``records_first``), so the document goes out while the transcript is still read. ``format`` always comes first.
 """
 
 from __future__ import annotations
@@ -72,16 +72,18 @@ def _key(name: str) -> bytes:
 
 def write_document(write: Write, head: dict[str, Any], messages: Iterable[bytes], records: Iterable[bytes],
                    middle: Fields, subagents: Iterable[SubagentLines], tool_results: Iterable[bytes],
-                   tail: Fields) -> None:
+                   tail: Fields, *, records_first: bool = False) -> None:
     """Write a whole document in the line layout. ``head``: the fields before ``messages`` (``format`` first);
     ``middle``: ``issues`` and ``lineCount``, asked for once the records are written; ``tail``: what follows
     ``toolResults`` (``metadata``, when set; a streamed writer's ``title``, ``summary`` and ``counts``), asked
-    for at the end."""
+    for at the end. ``records_first``: the ``records`` array before ``messages`` (a streamed writer's order)."""
     fields = _fields(head)
-    write(b"{" + fields + (b"," if fields else b"") + _key("messages") + b"\n")
-    _elements(write, messages)
-    write(b"]," + _key("records") + b"\n")
-    _elements(write, records)
+    first, second = (("records", records), ("messages", messages)) if records_first else \
+        (("messages", messages), ("records", records))
+    write(b"{" + fields + (b"," if fields else b"") + _key(first[0]) + b"\n")
+    _elements(write, first[1])
+    write(b"]," + _key(second[0]) + b"\n")
+    _elements(write, second[1])
     middle_fields = _fields(middle())
     write(b"]," + middle_fields + (b"," if middle_fields else b"") + _key("subagents") + b"\n")
     for i, sub in enumerate(subagents):

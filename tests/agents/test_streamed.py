@@ -1,6 +1,6 @@
 """A Claude Code session converted as it is written: the same document load_file builds, byte for byte per value
-(modulo the line layout's newlines and the place of ``title``, ``summary`` and ``counts``, written last), offered
-under its final title and message count before its last message is read."""
+(modulo the line layout's newlines and its key order: records before messages, ``title``, ``summary`` and
+``counts`` last), offered under its final title and message count before its last message is read."""
 
 from __future__ import annotations
 
@@ -19,12 +19,16 @@ from p2pd.conversation.model import ConversationDocument
 from p2pd.conversation.stream_reader import DocumentReader
 from tests.corpus import claude_code_files, codex_files, file_id
 
+# The streamed writer's key order: records before messages; title, summary and counts last.
+STREAMED_ORDER = ("format", "formatVersion", "a2aVersion", "contextId", "createdAt", "origin", "records", "messages",
+                  "issues", "lineCount", "subagents", "toolResults", "metadata", *OFFER_KEYS)
+
 
 def counts_last(doc: ConversationDocument) -> bytes:
-    """The compact document with ``title``, ``summary`` and ``counts`` moved to its end."""
+    """The compact document (the in-memory writer's values) with its keys in the streamed writer's order."""
     data = doc.to_json_dict()
-    return compact_json({**{k: v for k, v in data.items() if k not in OFFER_KEYS},
-                         **{k: data[k] for k in OFFER_KEYS if k in data}})
+    assert set(data) <= set(STREAMED_ORDER)
+    return compact_json({k: data[k] for k in STREAMED_ORDER if k in data})
 
 
 def stream(path: Path, spool: Path) -> tuple[bytes, list[dict[str, Any]], Any]:
@@ -77,9 +81,10 @@ def _line(uuid: str, parent: str | None, role: str, content: Any) -> bytes:
 
 
 @pytest.mark.parametrize("first", ["[Request interrupted by user]", "<command-name>/clear</command-name>", None])
-def test_the_offer_waits_for_the_title_and_comes_before_the_last_line_is_read(first, tmp_path, monkeypatch):
-    """The title is settled at the first real request even when the first prompt is not one; the offer and the
-    first messages are written while the conversion pass has read only part of the transcript."""
+def test_the_offer_and_the_first_messages_come_before_the_last_line_is_read(first, tmp_path, monkeypatch):
+    """The title is settled at the first real request even when the first prompt is not one; the offer comes
+    before the records and messages are written, and the first messages are written while the writing pass has
+    read only part of the transcript."""
     lines = [_line("u0", None, "user", first)] if first else []
     parent = "u0" if first else None
     for i in range(1, 40):
@@ -87,6 +92,8 @@ def test_the_offer_waits_for_the_title_and_comes_before_the_last_line_is_read(fi
         lines.append(_line(f"u{i}", parent, "user" if i % 2 else "assistant",
                            text if i % 2 else [{"type": "text", "text": text}]))
         parent = f"u{i}"
+        if i % 5 == 0:
+            lines.append(json.dumps({"type": "progress", "uuid": f"p{i}", "n": i}).encode() + b"\n")
     path = tmp_path / "s1.jsonl"
     path.write_bytes(b"".join(lines))
     events: list[tuple[str, int]] = []
@@ -106,13 +113,30 @@ def test_the_offer_waits_for_the_title_and_comes_before_the_last_line_is_read(fi
     write_session(path, lambda b: events.append(("write", b.count(b'"messageId"'))), spool_dir=spool,
                   on_head=lambda h: events.append(("head", len(h["title"]))))
     doc = load_file(path)
-    assert doc.title == "Fix the parser, please"
-    assert sum(1 for kind, _ in events if kind == f"read{passes[0]}") == len(lines)  # the conversion pass
-    last_read = max(i for i, (kind, _) in enumerate(events) if kind == f"read{passes[0]}")
+    assert doc.title == "Fix the parser, please" and len(doc.records) == 7
+    messages_pass = f"read{passes[0]}"  # the last pass: the messages, written as they are converted
+    assert sum(1 for kind, _ in events if kind == messages_pass) == len(doc.messages)
+    last_read = max(i for i, (kind, _) in enumerate(events) if kind == messages_pass)
     first_message = next(i for i, (kind, n) in enumerate(events) if kind == "write" and n)
+    first_write = next(i for i, (kind, _) in enumerate(events) if kind == "write")
     head = next(i for i, (kind, _) in enumerate(events) if kind == "head")
-    assert first_message < head < last_read
+    assert head < first_write < first_message < last_read
     assert [e for e in events if e[0] == "head"] == [("head", len(doc.title))]
+
+
+def test_a_title_settled_late_is_offered_by_the_writing_pass(tmp_path, monkeypatch):
+    """When the first PEEK messages do not settle the title, the offer comes from the writing pass, once."""
+    monkeypatch.setattr(streamed, "PEEK", 1)
+    path = tmp_path / "s2.jsonl"
+    path.write_bytes(_line("a", None, "user", "[Request interrupted by user]") + _line("b", "a", "user", "Do it")
+                     + _line("c", "b", "assistant", [{"type": "text", "text": "done"}]))
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    events: list[str] = []
+    write_session(path, lambda b: events.append("message" if b'"messageId"' in b else "write"), spool_dir=spool,
+                  on_head=lambda h: events.append(f"head {h['title']}"))
+    assert load_file(path).title == "Do it"
+    assert [e for e in events if e != "write"] == ["message", "message", "head Do it", "message"]
 
 
 def test_only_claude_code_sessions_are_streamable():

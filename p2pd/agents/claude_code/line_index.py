@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from p2pd.agents.claude_code.transcript import TITLE_TYPES
+from p2pd.agents.claude_code.transcript import MESSAGE_TYPES, TITLE_TYPES, message_problem
 from p2pd.agents.jsonl import SourceLine, iter_lines, open_lines, parse_line
 from p2pd.conversation.teams import TEAM_TOOLS
 
@@ -43,6 +43,12 @@ def read_index(path: Path) -> list[SourceLine] | None:
             return None
         index.append(line)
     return index
+
+
+def message_line(line: SourceLine) -> bool:
+    """Whether the line (whole or its index entry: the same answer) goes into a message; every other line is a
+    record (:func:`p2pd.agents.claude_code.export.iter_transcript`), malformed or not."""
+    return line.obj is not None and line.type in MESSAGE_TYPES and message_problem(line.obj) is None
 
 
 def index_lines(path: Path, *, exact: bool = False) -> Iterator[tuple[SourceLine, bool]]:

@@ -1,21 +1,23 @@
 """A Claude Code session written as a conversation document in the line layout, a line at a time.
 
 The same document :func:`p2pd.agents.claude_code.export.export_session` builds (the same keys and values, byte for
-byte per value, modulo the line layout's newlines and the place of three keys; a test holds it), without holding
-the session in memory, and starting to write before the transcript is fully read:
+byte per value, modulo the line layout's newlines and its key order; a test holds it), without holding the
+session in memory, and starting to write before the transcript is fully read:
 
 1. an index pass reads every line and keeps only what the active chain, the title, the times, the origin and the
-   number of messages need (ids, parent links, a few strings) — small next to the session;
+   number of messages need (ids, parent links, a few strings: :mod:`~p2pd.agents.claude_code.line_index`) —
+   small next to the session — and which lines are message lines;
 2. the subagents are converted and spooled, one at a time (one holding agent-team state makes the session
    :class:`NotStreamable` before anything is written);
-3. a conversion pass reads the lines again: each message is written as soon as it is converted (the records
-   are spooled, they follow the messages), and counted;
-4. the records, the subagents and the spilled tool results follow; ``title``, ``summary`` and ``counts`` — known
-   only now — come last (JSON objects are unordered: SPEC.md says readers take any key order).
+3. the first messages are converted ahead until they settle the title (usually the first prompt): what a
+   transfer offers (``on_head``: title, message count) is known now;
+4. the document is written: its envelope (``format`` first), ``records`` (a pass over the lines that are no
+   messages), ``messages`` (a pass over the message lines, each written as soon as it is converted), the issues,
+   the subagents, the spilled tool results, and ``title``, ``summary`` and ``counts`` — known only now — last
+   (JSON objects are unordered: SPEC.md says readers take any key order).
 
-So the first compressed bytes can be on the wire while the transcript is still read; what a transfer offers
-(title, message count) is known early (``on_head``). Memory holds the index, one message, one subagent and one
-tool result at a time.
+So the payload is produced, sent and checked while the transcript is still read, with nothing left for the end
+but the last messages. Memory holds the index, one message, one subagent and one tool result at a time.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from p2pd.agents.claude_code.export import (
     prompt_title,
 )
 from p2pd.agents.claude_code.line_index import light_line as light_line  # (the importer reads it here)
-from p2pd.agents.claude_code.line_index import read_index
+from p2pd.agents.claude_code.line_index import message_line, read_index
 from p2pd.agents.claude_code.transcript import active_chain
 from p2pd.agents.jsonl import iter_lines, line_stamps, require_lines, session_time
 from p2pd.conversation.document_io import compact_json
@@ -115,36 +117,43 @@ def write_session(path: Path, write: Write, *, spool_dir: Path, on_head: Head | 
                     transcript_path=str(path.resolve()), hostname=socket.gethostname())
     line_count = len(index)
     n_messages = message_count(index)
+    message_lines = {line.n for line in index if message_line(line)}
     del index
+    record_lines = _Except(message_lines)
     counts = Counts()
     summary = SummaryBuilder()
     issues: list[dict[str, Any]] = []
-    records = _Spool(spool_dir / "records.spool")
-    spools: list[_Spool | _SubagentSpool] = [records]
+    spools: list[_SubagentSpool] = []
     doc = ConversationDocument(context_id=session_id, created_at=created, origin=origin).to_json_dict()
     head = {k: doc[k] for k in list(doc)[: list(doc).index("messages")] if k not in OFFER_KEYS}
     offer: dict[str, Any] = {"contextId": session_id, "origin": head["origin"], "counts": {"messages": n_messages}}
     heard = on_head is None
+    if on_head is not None and (early := _peek_title(path, message_lines, session_id, active, title)) is not None:
+        heard = True
+        on_head({"title": early, **offer})
+
+    def records() -> Iterator[bytes]:  # (records never join a message: they are read on their own)
+        for item in iter_transcript(iter_lines(path, keep_text=False, only=record_lines), session_id, active):
+            if isinstance(item, LineIssue):
+                issues.append(item.to_json_dict())
+            elif isinstance(item, Record):
+                counts.records += 1
+                yield compact_json(_record_json(item))
 
     def messages() -> Iterator[bytes]:
         nonlocal title, heard
-        for item in iter_transcript(iter_lines(path, keep_text=False), session_id, active):
-            if isinstance(item, Message):
-                counts.add(item)
-                if title is None:
-                    title = prompt_title(item)
-                if item.p2pd.get("active", True):
-                    summary.add(item)
-                yield compact_json(item.to_json_dict())
-                if not heard and (settled := summary.settled_title(title)) is not None:
-                    heard = True
-                    assert on_head is not None
-                    on_head({"title": settled, **offer})
-            elif isinstance(item, LineIssue):
-                issues.append(item.to_json_dict())
-            else:
-                records.add(_record_json(item))
-                counts.records += 1
+        for item in iter_transcript(iter_lines(path, keep_text=False, only=message_lines), session_id, active):
+            assert isinstance(item, Message)
+            counts.add(item)
+            if title is None:
+                title = prompt_title(item)
+            if item.p2pd.get("active", True):
+                summary.add(item)
+            yield compact_json(item.to_json_dict())
+            if not heard and (settled := summary.settled_title(title)) is not None:
+                heard = True
+                assert on_head is not None
+                on_head({"title": settled, **offer})
 
     text = ""
 
@@ -162,9 +171,10 @@ def write_session(path: Path, write: Write, *, spool_dir: Path, on_head: Head | 
         subagents = _SubagentSpool(path, session_id, spool_dir / "subagents.spool")
         spools.append(subagents)
         with bulk_work():
-            write_document(write, head, messages(), records.items(),
+            write_document(write, head, messages(), records(),
                            lambda: {"issues": issues, "lineCount": line_count}, subagents.items(),
-                           (compact_json(t.to_json_dict()) for t in iter_tool_results(path)), tail)
+                           (compact_json(t.to_json_dict()) for t in iter_tool_results(path)), tail,
+                           records_first=True)
         if not heard:
             assert on_head is not None
             on_head({"title": title, **offer})
@@ -173,6 +183,41 @@ def write_session(path: Path, write: Write, *, spool_dir: Path, on_head: Head | 
             spool.close()
     return StreamedSession(context_id=session_id, title=str(title), platform=PLATFORM, session_id=session_id,
                            counts=counts, summary=text)
+
+
+PEEK = 200  # messages converted ahead for the title at most (usually it is settled at the first prompt)
+
+
+def _peek_title(path: Path, message_lines: set[int], session_id: str, active: set[int],
+                title: str | None) -> str | None:
+    """The title, when the first messages (at most PEEK) settle it: so the offer need not wait for the records,
+    which are written first. The same rule as the writing pass (:meth:`SummaryBuilder.settled_title`)."""
+    summary = SummaryBuilder()
+    if (settled := summary.settled_title(title)) is not None:
+        return settled
+    with bulk_work():
+        lines = iter_lines(path, keep_text=False, only=message_lines)
+        for n, item in enumerate(iter_transcript(lines, session_id, active)):
+            if n >= PEEK:
+                break
+            assert isinstance(item, Message)
+            if title is None:
+                title = prompt_title(item)
+            if item.p2pd.get("active", True):
+                summary.add(item)
+            if (settled := summary.settled_title(title)) is not None:
+                return settled
+    return None
+
+
+class _Except:
+    """The line numbers that are not in a set (the record lines: those that are not message lines)."""
+
+    def __init__(self, excluded: set[int]) -> None:
+        self._excluded = excluded
+
+    def __contains__(self, n: object) -> bool:
+        return n not in self._excluded
 
 
 def _record_json(rec: Record) -> dict[str, Any]:
