@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Container, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -43,7 +43,7 @@ class SourceLine:
             self.type = t if isinstance(t, str) else None
 
 
-def _open(path: Path) -> BinaryIO:
+def open_lines(path: Path) -> BinaryIO:
     """The transcript opened for reading, or the error a person understands."""
     try:
         return path.open("rb")
@@ -54,7 +54,7 @@ def _open(path: Path) -> BinaryIO:
 
 
 def read_text(path: Path) -> str:
-    with _open(path) as fh:
+    with open_lines(path) as fh:
         return fh.read().decode("utf-8", errors="surrogateescape")
 
 
@@ -101,11 +101,23 @@ def _fast_loads(line: str) -> Any:
     return json.loads(line)
 
 
-def iter_lines(path: Path) -> Iterator[SourceLine]:
+def iter_lines(path: Path, *, keep_text: bool = True, only: Container[int] | None = None) -> Iterator[SourceLine]:
     """The lines of a JSONL file, parsed one at a time as :func:`parse_lines` would (same numbers, same
-    reasons), reading the file as a stream: memory holds one line, not the file."""
-    with _open(path) as fh:
+    reasons), reading the file as a stream: memory holds one line, not the file. ``keep_text=False``: a line
+    that is a JSON object is parsed from its bytes and carries no ``text`` (for readers of its JSON only).
+    ``only``: the numbers of the lines wanted (the others are skipped unparsed)."""
+    with open_lines(path) as fh:
         for n, raw in enumerate(fh, start=1):
+            if only is not None and n not in only:
+                continue
+            if not keep_text and orjson is not None:
+                try:
+                    value = orjson.loads(raw)
+                except orjson.JSONDecodeError:
+                    value = None  # (the exact way says why)
+                if value.__class__ is dict:
+                    yield SourceLine(n, "", value=value)
+                    continue
             ends = raw.endswith(b"\n")
             body = raw[:-1] if ends else raw
             try:  # strict first: a line that decodes holds no escaped bytes, so it needs no search for them

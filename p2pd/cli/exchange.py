@@ -68,6 +68,10 @@ def cmd_send(args: argparse.Namespace) -> int:
         from p2pd.cli.daemon import send_via_daemon
 
         return send_via_daemon(args)
+    if not _redacting(args):  # a session file is packed by a process of its own: it imports while this one does
+        from p2pd.exchange.producing import prespawn
+
+        prespawn()
     from p2pd.agents.sources import streamable_session
     from p2pd.cli.codeentry import given_code
     from p2pd.config import DEFAULT_SIGNAL_URL, config_path, signal_url

@@ -1,6 +1,6 @@
 """The line layout: a conversation document written so it can be made and read one message at a time.
 
-It is the same JSON document (``SPEC.md``; same keys, same order as :meth:`ConversationDocument.to_json_dict`,
+It is the same JSON document (``SPEC.md``; same keys and values as :meth:`ConversationDocument.to_json_dict`,
 compact), with a newline after each element of the three big arrays — ``messages``, ``records`` and
 ``toolResults``, at the top and in every subagent — and after the lines that open and close them. JSON allows
 whitespace there, so any JSON reader reads it as before; the compact encoder never writes a newline inside a
@@ -21,8 +21,13 @@ value, so each element is exactly one line::
     ]}
 
 Elements after the first start with ``,``. A writer never holds more than one element; the reader
-(:mod:`p2pd.conversation.stream_reader`, which takes any layout) parses each element on its own and the small
-rest (the "skeleton") at the end.
+(:mod:`p2pd.conversation.stream_reader`, which takes any layout and any key order) parses each element on its own
+and the small rest (the "skeleton") at the end.
+
+The fields around the arrays are asked for when they are reached: a writer that converts a session as it writes
+it (:mod:`p2pd.agents.claude_code.streamed`) knows the title, summary and counts only after the last message, so
+it puts them at the end (``tail``), after ``toolResults``, and writes ``records`` before ``messages``
+(``records_first``), so the document goes out while the transcript is still read. ``format`` always comes first.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from p2pd.conversation.document_io import compact_json
 
 ELEMENT_ARRAYS = ("messages", "records", "toolResults")
 Write = Callable[[bytes], object]
+Fields = Callable[[], dict[str, Any]]  # an object's members in order, asked for when the writer reaches them
 
 
 @dataclass
@@ -65,17 +71,20 @@ def _key(name: str) -> bytes:
 
 
 def write_document(write: Write, head: dict[str, Any], messages: Iterable[bytes], records: Iterable[bytes],
-                   middle: dict[str, Any], subagents: Iterable[SubagentLines], tool_results: Iterable[bytes],
-                   tail: dict[str, Any]) -> None:
-    """Write a whole document in the line layout. ``head``: the fields before ``messages`` (``format`` …
-    ``counts``); ``middle``: ``issues`` and ``lineCount``; ``tail``: what follows ``toolResults``
-    (``metadata``, when set)."""
+                   middle: Fields, subagents: Iterable[SubagentLines], tool_results: Iterable[bytes],
+                   tail: Fields, *, records_first: bool = False) -> None:
+    """Write a whole document in the line layout. ``head``: the fields before ``messages`` (``format`` first);
+    ``middle``: ``issues`` and ``lineCount``, asked for once the records are written; ``tail``: what follows
+    ``toolResults`` (``metadata``, when set; a streamed writer's ``title``, ``summary`` and ``counts``), asked
+    for at the end. ``records_first``: the ``records`` array before ``messages`` (a streamed writer's order)."""
     fields = _fields(head)
-    write(b"{" + fields + (b"," if fields else b"") + _key("messages") + b"\n")
-    _elements(write, messages)
-    write(b"]," + _key("records") + b"\n")
-    _elements(write, records)
-    middle_fields = _fields(middle)
+    first, second = (("records", records), ("messages", messages)) if records_first else \
+        (("messages", messages), ("records", records))
+    write(b"{" + fields + (b"," if fields else b"") + _key(first[0]) + b"\n")
+    _elements(write, first[1])
+    write(b"]," + _key(second[0]) + b"\n")
+    _elements(write, second[1])
+    middle_fields = _fields(middle())
     write(b"]," + middle_fields + (b"," if middle_fields else b"") + _key("subagents") + b"\n")
     for i, sub in enumerate(subagents):
         write((b",{" if i else b"{") + _key("messages") + b"\n")
@@ -86,7 +95,7 @@ def write_document(write: Write, head: dict[str, Any], messages: Iterable[bytes]
         write(b"]" + (b"," + rest if rest else b"") + b"}\n")
     write(b"]," + _key("toolResults") + b"\n")
     _elements(write, tool_results)
-    tail_fields = _fields(tail)
+    tail_fields = _fields(tail())
     write(b"]" + (b"," + tail_fields if tail_fields else b"") + b"}\n")
 
 
@@ -103,5 +112,5 @@ def document_lines(doc_json: dict[str, Any], write: Write) -> None:
                           rest={k: v for k, v in s.items() if k not in ("messages", "records")})
             for s in doc_json.get("subagents", [])]
     write_document(write, head, (compact_json(m) for m in doc_json.get("messages", [])),
-                   (compact_json(r) for r in doc_json.get("records", [])), middle, subs,
-                   (compact_json(t) for t in doc_json.get("toolResults", [])), tail)
+                   (compact_json(r) for r in doc_json.get("records", [])), lambda: middle, subs,
+                   (compact_json(t) for t in doc_json.get("toolResults", [])), lambda: tail)

@@ -128,6 +128,16 @@ class SummaryBuilder:
             return clip(self.first_request, TITLE_MAX)
         return clip(self.first_prompt, TITLE_MAX) if self.first_prompt else ""
 
+    def settled_title(self, title: str | None) -> str | None:
+        """The title :meth:`finish` will give for ``title`` (the session's own title line, else its first prompt's
+        title: None while there is none), when the messages still to come cannot change it; else None. A
+        streamed writer offers the conversation under it before the last message is read."""
+        if title and not title.startswith(_NOT_A_REQUEST[1:]):
+            return title
+        if title is not None and self.first_request is not None:
+            return self.title()
+        return None
+
     def finish(self, title: str, metadata: dict[str, Any] | None) -> tuple[str, str]:
         """``(title, summary)``: ``title`` is kept unless it is empty or not a real request."""
         if not title or title.startswith(_NOT_A_REQUEST[1:]):

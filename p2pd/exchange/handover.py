@@ -204,6 +204,8 @@ async def send_document(doc: ConversationDocument | Path | Prepared, *, signal_u
 
     try:
         ui.stage("packing the conversation")
+        if code is not None:  # no code to show first: pack while the signaling server is reached
+            start_packing()
         try:
             rv = await Rendezvous.open(signal_url, role="sender", code=code, connect_timeout=min(10.0, connect_timeout))
         except (TransferFailedError, OSError) as exc:

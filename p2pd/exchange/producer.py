@@ -1,11 +1,14 @@
-"""The packing process of a streamed send: ``python -m p2pd.exchange.producer SESSION_FILE WORK_DIR``.
+"""The packing process of a streamed send: ``python -m p2pd.exchange.producer SESSION_FILE WORK_DIR`` (or, started
+ahead as a spare, without arguments: it imports, then reads ``{"session", "work"}`` as one JSON line on stdin).
 
 It converts the session (a Claude Code transcript is converted as it is written; anything else is loaded whole)
 into the conversation document in the line layout, compresses it with zstd as it goes, and writes records to
 its standard output, which the sending process (:mod:`p2pd.exchange.producing`) reads while the transfer runs::
 
     tag u8, length u32 (big-endian), data
-    b"S"  the document's head as JSON (its first line: title, origin, counts …) — before any payload
+    b"S"  what the conversation is offered under, as JSON (title, contextId, origin, counts.messages): once,
+          as soon as it is known — a streamed Claude Code session says it at its first prompt, while payload
+          records already flow (the document itself carries title and counts at its end)
     b"D"  compressed payload bytes
     b"E"  JSON {"raw_size": n}: the payload is complete
 
@@ -23,8 +26,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-MESSAGES_KEY = b',"messages":[\n'
-RECORD = 1 << 18  # gather compressed output into records of about this size
+RECORD = 1 << 16  # gather compressed output into records of about this size (~0.8 MB of document)
 
 
 class _Out:
@@ -37,7 +39,6 @@ class _Out:
         self._buf: list[bytes] = []
         self._held = 0
         self.raw_size = 0
-        self.head_sent = False
 
     def record(self, tag: bytes, data: bytes) -> None:
         view = tag + len(data).to_bytes(4, "big") + data
@@ -45,11 +46,10 @@ class _Out:
             n = os.write(1, view)
             view = view[n:]
 
+    def head(self, fields: dict[str, Any]) -> None:
+        self.record(b"S", json.dumps(fields).encode())
+
     def write(self, data: bytes) -> None:
-        if not self.head_sent:  # the layout's first write is the head, up to the messages array
-            self.head_sent = True
-            head = data[: -len(MESSAGES_KEY)] + b"}" if data.endswith(MESSAGES_KEY) else b"{}"
-            self.record(b"S", head)
         self.raw_size += len(data)
         out = self._z.compress(data)
         if out:
@@ -69,26 +69,56 @@ class _Out:
         self.record(b"E", json.dumps({"raw_size": self.raw_size}).encode())
 
 
+def offered(doc_json: dict[str, Any]) -> dict[str, Any]:
+    """What a whole document is offered under (the ``S`` record's fields)."""
+    counts = doc_json.get("counts") or {}
+    return {"title": doc_json.get("title", ""), "contextId": doc_json.get("contextId", ""),
+            "origin": doc_json.get("origin") or {}, "counts": {"messages": counts.get("messages", 0)}}
+
+
 def produce(session: Path, work: Path, out: Any) -> None:
     from p2pd.agents.claude_code.streamed import NotStreamable, write_session
 
     try:
-        write_session(session, out.write, spool_dir=work)
+        write_session(session, out.write, spool_dir=work, on_head=out.head)
     except NotStreamable:
         from p2pd.agents.sources import load_file
         from p2pd.conversation.layout import document_lines
         from p2pd.support.gcpause import bulk_work
 
         with bulk_work():
-            document_lines(load_file(session).to_json_dict(), out.write)
+            data = load_file(session).to_json_dict()
+            out.head(offered(data))
+            document_lines(data, out.write)
     out.finish()
+
+
+def _job(argv: list[str]) -> tuple[Path, Path] | None:
+    """The session and the spool folder: from the command line, or — a spare, started before the sender knew
+    its job (:func:`p2pd.exchange.producing.prespawn`) — one JSON line on standard input, read once the modules
+    are imported (None: the sender ended without a job for it)."""
+    if len(argv) >= 3:
+        return Path(argv[1]), Path(argv[2])
+    import zstandard  # noqa: F401
+
+    from p2pd.agents.claude_code import streamed  # noqa: F401
+    from p2pd.blob import stream  # noqa: F401
+
+    line = sys.stdin.buffer.readline()
+    if not line.strip():
+        return None
+    job = json.loads(line)
+    return Path(job["session"]), Path(job["work"])
 
 
 def main(argv: list[str]) -> int:
     gc.disable()  # a short-lived process building nothing cyclic worth collecting
+    job = _job(argv)
+    if job is None:
+        os._exit(0)
     out = _Out()
     try:
-        produce(Path(argv[1]), Path(argv[2]), out)
+        produce(job[0], job[1], out)
     except Exception as exc:  # the parent shows the text; the status says it failed
         from p2pd.errors import P2pdError
 

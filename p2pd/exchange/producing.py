@@ -31,6 +31,40 @@ if TYPE_CHECKING:  # the transfer's modules load once the peer is connected, aft
 ESTIMATE_RATIO = 0.1  # compressed size / transcript size, for a streamed offer's progress (real sessions: ~0.085)
 
 
+_spare: subprocess.Popen[bytes] | None = None
+
+
+def prespawn() -> None:
+    """Start a packing process now, before its job is known: its imports (~0.15 s) then overlap the sender's own
+    start (``p2pd send``, before the code is checked), and the next :meth:`Production.start` of a session file
+    hands it the job. Unused, it ends when this process does (its standard input closes)."""
+    global _spare
+    if _spare is None:
+        _spare = subprocess.Popen([sys.executable, "-m", "p2pd.exchange.producer"], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def spare() -> subprocess.Popen[bytes] | None:
+    """The spare packing process waiting for its job, if any."""
+    return _spare
+
+
+def _spare_for(session: Path, spool: Path) -> subprocess.Popen[bytes] | None:
+    """The spare packing process, given its job; None when there is none (or it is gone)."""
+    global _spare
+    proc, _spare = _spare, None
+    if proc is None or proc.stdin is None:
+        return None
+    try:
+        proc.stdin.write(json.dumps({"session": str(session), "work": str(spool)}).encode() + b"\n")
+        proc.stdin.close()
+    except (OSError, ValueError):  # gone (its input closed): a process is started for the job instead
+        with contextlib.suppress(OSError):
+            proc.kill()
+        return None
+    return proc
+
+
 class Stopped(Exception):
     """The transfer ended while a reader waited."""
 
@@ -62,8 +96,9 @@ class Production:
             prod = cls(work, source.stat().st_size)
             spool = work / "spool"
             spool.mkdir()
-            prod._proc = subprocess.Popen([sys.executable, "-m", "p2pd.exchange.producer", str(source), str(spool)],
-                                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            prod._proc = _spare_for(source, spool) or subprocess.Popen(
+                [sys.executable, "-m", "p2pd.exchange.producer", str(source), str(spool)],
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             threading.Thread(target=prod._read_child, name="p2pd-producer", daemon=True).start()
         else:
             prod = cls(work, 0)
@@ -92,19 +127,17 @@ class Production:
 
     def _pack_document(self, doc: ConversationDocument) -> None:
         from p2pd.conversation.layout import document_lines
-        from p2pd.exchange.producer import _Out
+        from p2pd.exchange.producer import _Out, offered
         from p2pd.support.gcpause import bulk_work
 
         try:
             with bulk_work():
                 data = doc.to_json_dict()
                 out = _Out()
-                out.head_sent = True
                 out.record = self._from_out  # type: ignore[method-assign]
                 document_lines(data, out.write)
                 out.finish()  # (in memory already: quick; the offer then has the real sizes)
-                self._set_head({k: v for k, v in data.items() if k not in ("messages", "records", "subagents",
-                                                                              "toolResults")})
+                self._set_head(offered(data))
         except Exception as exc:
             self._fail(f"{type(exc).__name__}: {exc}")
 

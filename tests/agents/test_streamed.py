@@ -1,28 +1,63 @@
-"""A Claude Code session converted as it is written: the same document load_file builds, byte for byte
-(modulo the line layout's newlines)."""
+"""A Claude Code session converted as it is written: the same document load_file builds, byte for byte per value
+(modulo the line layout's newlines and its key order: records before messages, ``title``, ``summary`` and
+``counts`` last), offered under its final title and message count before its last message is read."""
 
 from __future__ import annotations
 
 import io
+import json
+from pathlib import Path
+from typing import Any
 
 import pytest
 
-from p2pd.agents.claude_code.streamed import NotStreamable, write_session
+from p2pd.agents.claude_code import streamed
+from p2pd.agents.claude_code.streamed import OFFER_KEYS, NotStreamable, write_session
 from p2pd.agents.sources import load_file, streamable_session
-from p2pd.conversation.document_io import dumps
+from p2pd.conversation.document_io import compact_json, parse_document
+from p2pd.conversation.model import ConversationDocument
+from p2pd.conversation.stream_reader import DocumentReader
 from tests.corpus import claude_code_files, codex_files, file_id
+
+# The streamed writer's key order: records before messages; title, summary and counts last.
+STREAMED_ORDER = ("format", "formatVersion", "a2aVersion", "contextId", "createdAt", "origin", "records", "messages",
+                  "issues", "lineCount", "subagents", "toolResults", "metadata", *OFFER_KEYS)
+
+
+def counts_last(doc: ConversationDocument) -> bytes:
+    """The compact document (the in-memory writer's values) with its keys in the streamed writer's order."""
+    data = doc.to_json_dict()
+    assert set(data) <= set(STREAMED_ORDER)
+    return compact_json({k: data[k] for k in STREAMED_ORDER if k in data})
+
+
+def stream(path: Path, spool: Path) -> tuple[bytes, list[dict[str, Any]], Any]:
+    out = io.BytesIO()
+    heads: list[dict[str, Any]] = []
+    info = write_session(path, out.write, spool_dir=spool, on_head=heads.append)
+    return out.getvalue(), heads, info
 
 
 @pytest.mark.parametrize("path", claude_code_files(include_subagents=False), ids=file_id)
 def test_streamed_session_is_the_loaded_document(path, tmp_path):
-    out = io.BytesIO()
     try:
-        info = write_session(path, out.write, spool_dir=tmp_path)
+        data, heads, info = stream(path, tmp_path)
     except NotStreamable:
         pytest.skip("agent-team session: built in memory")
     doc = load_file(path)
-    assert out.getvalue().replace(b"\n", b"") == dumps(doc, pretty=False)
+    assert data.replace(b"\n", b"") == counts_last(doc)
+    assert list(json.loads(data))[-3:] == list(OFFER_KEYS)
     assert (info.title, info.summary, info.counts) == (doc.title, doc.summary, doc.counts)
+    # offered once, under the document's own title and message count
+    assert heads == [{"title": doc.title, "contextId": doc.context_id, "origin": doc.origin.to_json_dict(),
+                      "counts": {"messages": doc.counts.messages}}]
+    # read back, whole and as a stream, to the same model
+    assert parse_document(data, source="test") == doc
+    reader = DocumentReader()
+    for i in range(0, len(data), 4093):
+        reader.feed(data[i:i + 4093])
+    summary = reader.finish()
+    assert (summary.counts, summary.title, summary.document.summary) == (doc.counts, doc.title, doc.summary)
     assert list(tmp_path.iterdir()) == []  # the spools are gone
 
 
@@ -31,11 +66,77 @@ def test_generated_session_with_odd_lines_streams_the_same(tmp_path):
 
     path = tmp_path / "s.jsonl"
     path.write_bytes(generate_conversation(2_000_000, seed=7) + b'{"type":"user","message":{"content":"cut')
-    out = io.BytesIO()
     spool = tmp_path / "spool"
     spool.mkdir()
-    write_session(path, out.write, spool_dir=spool)
-    assert out.getvalue().replace(b"\n", b"") == dumps(load_file(path), pretty=False)
+    data, heads, _ = stream(path, spool)
+    doc = load_file(path)
+    assert data.replace(b"\n", b"") == counts_last(doc)
+    assert [(h["title"], h["counts"]) for h in heads] == [(doc.title, {"messages": doc.counts.messages})]
+
+
+def _line(uuid: str, parent: str | None, role: str, content: Any) -> bytes:
+    return json.dumps({"type": role, "uuid": uuid, "parentUuid": parent, "sessionId": "s1",
+                       "timestamp": "2026-01-01T00:00:00Z",
+                       "message": {"role": role, "content": content}}).encode() + b"\n"
+
+
+@pytest.mark.parametrize("first", ["[Request interrupted by user]", "<command-name>/clear</command-name>", None])
+def test_the_offer_and_the_first_messages_come_before_the_last_line_is_read(first, tmp_path, monkeypatch):
+    """The title is settled at the first real request even when the first prompt is not one; the offer comes
+    before the records and messages are written, and the first messages are written while the writing pass has
+    read only part of the transcript."""
+    lines = [_line("u0", None, "user", first)] if first else []
+    parent = "u0" if first else None
+    for i in range(1, 40):
+        text = "Fix the parser, please" if i == 1 else f"step {i}"
+        lines.append(_line(f"u{i}", parent, "user" if i % 2 else "assistant",
+                           text if i % 2 else [{"type": "text", "text": text}]))
+        parent = f"u{i}"
+        if i % 5 == 0:
+            lines.append(json.dumps({"type": "progress", "uuid": f"p{i}", "n": i}).encode() + b"\n")
+    path = tmp_path / "s1.jsonl"
+    path.write_bytes(b"".join(lines))
+    events: list[tuple[str, int]] = []
+    passes = [0]
+    real_iter_lines = streamed.iter_lines
+
+    def counted(p: Path, **kw):  # the lines each pass over the file has read, heard in order with the writes
+        passes[0] += 1
+        this = passes[0]
+        for line in real_iter_lines(p, **kw):
+            events.append((f"read{this}", line.n))
+            yield line
+
+    monkeypatch.setattr(streamed, "iter_lines", counted)
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    write_session(path, lambda b: events.append(("write", b.count(b'"messageId"'))), spool_dir=spool,
+                  on_head=lambda h: events.append(("head", len(h["title"]))))
+    doc = load_file(path)
+    assert doc.title == "Fix the parser, please" and len(doc.records) == 7
+    messages_pass = f"read{passes[0]}"  # the last pass: the messages, written as they are converted
+    assert sum(1 for kind, _ in events if kind == messages_pass) == len(doc.messages)
+    last_read = max(i for i, (kind, _) in enumerate(events) if kind == messages_pass)
+    first_message = next(i for i, (kind, n) in enumerate(events) if kind == "write" and n)
+    first_write = next(i for i, (kind, _) in enumerate(events) if kind == "write")
+    head = next(i for i, (kind, _) in enumerate(events) if kind == "head")
+    assert head < first_write < first_message < last_read
+    assert [e for e in events if e[0] == "head"] == [("head", len(doc.title))]
+
+
+def test_a_title_settled_late_is_offered_by_the_writing_pass(tmp_path, monkeypatch):
+    """When the first PEEK messages do not settle the title, the offer comes from the writing pass, once."""
+    monkeypatch.setattr(streamed, "PEEK", 1)
+    path = tmp_path / "s2.jsonl"
+    path.write_bytes(_line("a", None, "user", "[Request interrupted by user]") + _line("b", "a", "user", "Do it")
+                     + _line("c", "b", "assistant", [{"type": "text", "text": "done"}]))
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    events: list[str] = []
+    write_session(path, lambda b: events.append("message" if b'"messageId"' in b else "write"), spool_dir=spool,
+                  on_head=lambda h: events.append(f"head {h['title']}"))
+    assert load_file(path).title == "Do it"
+    assert [e for e in events if e != "write"] == ["message", "message", "head Do it", "message"]
 
 
 def test_only_claude_code_sessions_are_streamable():

@@ -75,24 +75,43 @@ def iter_transcript(lines: Iterable[SourceLine], context_id: str,
     """The messages, records and issues of one file, in file order, as the lines go by (a message is given
     once its last line is read). ``active``: the line numbers of the active chain (:func:`active_chain`)."""
     used_ids: set[str] = set()
+    for unit in _units(lines):
+        if isinstance(unit, _Group):
+            yield _group_to_message(unit, context_id, active, used_ids)
+            continue
+        line, reason = unit
+        if line.obj is None:  # malformed (not JSON, not an object, blank): reported, and kept byte for byte
+            yield LineIssue(line=line.n, reason=reason or "unreadable")
+            yield verbatim_record(line)
+            continue
+        if reason is not None:
+            yield LineIssue(line=line.n, reason=reason)
+        yield Record(line=line.n, value=line.obj)
+
+
+def message_count(lines: Iterable[SourceLine]) -> int:
+    """How many messages :func:`iter_transcript` makes of these lines; the grouping reads only what the line
+    index keeps (type, ``message.id``, whether ``message.content`` is text or blocks, ``isSidechain``)."""
+    return sum(1 for unit in _units(lines) if isinstance(unit, _Group))
+
+
+def _units(lines: Iterable[SourceLine]) -> Iterator[_Group | tuple[SourceLine, str | None]]:
+    """The lines grouped, in file order: a message's lines as a :class:`_Group` (given once its last line is
+    read), any other line with the reason it is an issue (None: an ordinary record)."""
     group: _Group | None = None
     for line in lines:
         obj = line.obj
         if obj is None:
-            # Malformed (not JSON, not an object, blank): reported, and kept byte for byte.
-            yield LineIssue(line=line.n, reason=line.error or "unreadable")
-            yield verbatim_record(line)
+            yield line, line.error or "unreadable"
             continue
         ltype = line.type
         if ltype is None:
-            yield LineIssue(line=line.n, reason="JSON object without a 'type' field")
-            yield Record(line=line.n, value=obj)
+            yield line, "JSON object without a 'type' field"
             continue
         if ltype in MESSAGE_TYPES:
             problem = message_problem(obj)
             if problem is not None:
-                yield LineIssue(line=line.n, reason=problem)
-                yield Record(line=line.n, value=obj)
+                yield line, problem
                 continue
             role = Role.USER if ltype == "user" else Role.AGENT
             msg_id = obj["message"].get("id") if role is Role.AGENT else None
@@ -101,15 +120,15 @@ def iter_transcript(lines: Iterable[SourceLine], context_id: str,
                              and bool(group.lines[-1][1].get("isSidechain")) == bool(obj.get("isSidechain")))
             if not same_response:
                 if group is not None:
-                    yield _group_to_message(group, context_id, active, used_ids)
+                    yield group
                 group = _Group(role=role, message_id=msg_id if isinstance(msg_id, str) else None)
             assert group is not None
             group.lines.append((line, obj))
             continue
         # Non-message lines keep their place; they do not end an assistant response that continues after them.
-        yield Record(line=line.n, value=obj)
+        yield line, None
     if group is not None:
-        yield _group_to_message(group, context_id, active, used_ids)
+        yield group
 
 
 def _group_to_message(group: _Group, context_id: str, active: set[int], used_ids: set[str]) -> Message:

@@ -1,24 +1,30 @@
 """A Claude Code session written as a conversation document in the line layout, a line at a time.
 
-The same document :func:`p2pd.agents.claude_code.export.export_session` builds (byte for byte, modulo the line
-layout's newlines; a test holds it), without holding the session in memory:
+The same document :func:`p2pd.agents.claude_code.export.export_session` builds (the same keys and values, byte for
+byte per value, modulo the line layout's newlines and its key order; a test holds it), without holding the
+session in memory, and starting to write before the transcript is fully read:
 
-1. an index pass reads every line and keeps only what the active chain, the title, the times and the origin
-   need (ids, parent links, a few strings) — small next to the session;
-2. a conversion pass reads the lines again and converts them as they go by; each message and record is encoded
-   at once into a spool file beside the output, and counted;
-3. the document is written: the header (now that the counts and title are known), the spooled messages and
-   records, each subagent (one file at a time), the spilled tool results.
+1. an index pass reads every line and keeps only what the active chain, the title, the times, the origin and the
+   number of messages need (ids, parent links, a few strings: :mod:`~p2pd.agents.claude_code.line_index`) —
+   small next to the session — and which lines are message lines;
+2. the subagents are converted and spooled, one at a time (one holding agent-team state makes the session
+   :class:`NotStreamable` before anything is written);
+3. the first messages are converted ahead until they settle the title (usually the first prompt): what a
+   transfer offers (``on_head``: title, message count) is known now;
+4. the document is written: its envelope (``format`` first), ``records`` (a pass over the lines that are no
+   messages), ``messages`` (a pass over the message lines, each written as soon as it is converted), the issues,
+   the subagents, the spilled tool results, and ``title``, ``summary`` and ``counts`` — known only now — last
+   (JSON objects are unordered: SPEC.md says readers take any key order).
 
-Memory holds the index, one message, one subagent and one tool result at a time.
+So the payload is produced, sent and checked while the transcript is still read, with nothing left for the end
+but the last messages. Memory holds the index, one message, one subagent and one tool result at a time.
 """
 
 from __future__ import annotations
 
 import contextlib
 import socket
-import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -31,20 +37,19 @@ from p2pd.agents.claude_code.export import (
     iter_transcript,
     last_str,
     line_title,
+    message_count,
     prompt_title,
 )
-from p2pd.agents.claude_code.transcript import TITLE_TYPES, active_chain
-from p2pd.agents.jsonl import SourceLine, iter_lines, line_stamps, require_lines, session_time
+from p2pd.agents.claude_code.line_index import light_line as light_line  # (the importer reads it here)
+from p2pd.agents.claude_code.line_index import message_line, read_index
+from p2pd.agents.claude_code.transcript import active_chain
+from p2pd.agents.jsonl import iter_lines, line_stamps, require_lines, session_time
 from p2pd.conversation.document_io import compact_json
 from p2pd.conversation.layout import SubagentLines, Write, write_document
 from p2pd.conversation.model import ConversationDocument, Counts, LineIssue, Message, Origin, Record
 from p2pd.conversation.summary import SummaryBuilder
-from p2pd.conversation.teams import TEAM_TOOLS, events_from_messages
+from p2pd.conversation.teams import events_from_messages
 from p2pd.support.gcpause import bulk_work
-
-# What the index keeps of a line: the keys the chain, title, times and origin read.
-_KEEP = ("type", "uuid", "parentUuid", "logicalParentUuid", "isSidechain", "isMeta", "teamName", "sessionId",
-         "cwd", "gitBranch", "version", "timestamp", *TITLE_TYPES.values())
 
 
 class NotStreamable(Exception):
@@ -62,61 +67,6 @@ class StreamedSession:
     session_id: str
     counts: Counts
     summary: str
-
-
-def _team_marker(line: SourceLine) -> bool:
-    return "<teammate-message" in line.text or any(
-        isinstance(b, dict) and b.get("type") == "tool_use" and b.get("name") in TEAM_TOOLS
-        for b in _blocks(line.obj))
-
-
-def _blocks(obj: dict[str, Any] | None) -> list[Any]:
-    msg = obj.get("message") if obj else None
-    content = msg.get("content") if isinstance(msg, dict) else None
-    return content if isinstance(content, list) else []
-
-
-_REPEATED = frozenset({"type", "sessionId", "cwd", "gitBranch", "version", "teamName", "isSidechain", "isMeta"})
-_BLOCKS: dict[Any, dict[str, Any]] = {}  # one shared object for every id-less block of a type (read only)
-
-
-def _shared(value: Any) -> Any:
-    """One object for the values most lines repeat (session id, cwd, version…): the index keeps each once."""
-    return sys.intern(value) if isinstance(value, str) else value
-
-
-def _light_block(block: dict[str, Any]) -> dict[str, Any]:
-    kind = block.get("type")
-    if "id" not in block and "tool_use_id" not in block:
-        key = kind if isinstance(kind, str) or kind is None else repr(kind)
-        shared = _BLOCKS.get(key)
-        if shared is None:
-            shared = _BLOCKS.setdefault(key, {"type": kind} if "type" in block else {})
-        return shared
-    light: dict[str, Any] = {k: block[k] for k in ("type", "id", "tool_use_id") if k in block}
-    if isinstance(kind, str):
-        light["type"] = sys.intern(kind)
-    return light
-
-
-def light_line(line: SourceLine) -> SourceLine:
-    """What the line index keeps of a line (the keys the active chain, title, times and origin read)."""
-    obj = line.obj
-    if obj is None:
-        value = line.value if not isinstance(line.value, list | dict) else type(line.value)()
-        return SourceLine(line.n, "" if line.text.strip() else line.text, value=value, error=line.error)
-    light: dict[str, Any] = {k: _shared(obj[k]) if k in _REPEATED else obj[k] for k in _KEEP if k in obj}
-    msg = obj.get("message")
-    if isinstance(msg, dict):
-        content = msg.get("content")
-        if isinstance(content, list):
-            content = [_light_block(b) if isinstance(b, dict) else None for b in content]
-        elif isinstance(content, str):
-            content = ""
-        light["message"] = {k: v for k, v in (("id", msg.get("id")), ("content", content)) if k in msg}
-    elif "message" in obj:
-        light["message"] = msg
-    return SourceLine(line.n, "", value=light)
 
 
 class _Spool:
@@ -141,15 +91,22 @@ class _Spool:
             self.path.unlink()
 
 
-def write_session(path: Path, write: Write, *, spool_dir: Path) -> StreamedSession:
-    """Write the session at ``path`` as a conversation document in the line layout through ``write``."""
+Head = Callable[[dict[str, Any]], object]  # hears the offer's fields (title, contextId, origin, counts.messages)
+OFFER_KEYS = ("title", "summary", "counts")  # written last: known once the last message is read
+
+
+def write_session(path: Path, write: Write, *, spool_dir: Path, on_head: Head | None = None) -> StreamedSession:
+    """Write the session at ``path`` as a conversation document in the line layout through ``write``.
+
+    The messages are written as they are converted; ``title``, ``summary`` and ``counts`` come last. ``on_head``
+    hears, once, what a transfer offers the conversation under — ``title``, ``contextId``, ``origin`` and
+    ``counts.messages`` (counted from the line index) — as soon as the title is settled: usually at the first
+    prompt, long before the last line is read."""
     path = Path(path)
-    index: list[SourceLine] = []
     with bulk_work():
-        for line in iter_lines(path):
-            if _team_marker(line):
-                raise NotStreamable(path)
-            index.append(light_line(line))
+        index = read_index(path)
+    if index is None:
+        raise NotStreamable(path)
     require_lines(index, path)
     session_id = first_str(index, "sessionId") or path.stem
     active = set(active_chain(index))
@@ -159,51 +116,123 @@ def write_session(path: Path, write: Write, *, spool_dir: Path) -> StreamedSessi
                     git_branch=last_str(index, "gitBranch"), client_version=last_str(index, "version"),
                     transcript_path=str(path.resolve()), hostname=socket.gethostname())
     line_count = len(index)
+    n_messages = message_count(index)
+    message_lines = {line.n for line in index if message_line(line)}
     del index
+    record_lines = _Except(message_lines)
     counts = Counts()
     summary = SummaryBuilder()
     issues: list[dict[str, Any]] = []
-    messages, records = _Spool(spool_dir / "messages.spool"), _Spool(spool_dir / "records.spool")
-    spools: list[_Spool | _SubagentSpool] = [messages, records]
-    try:
-        with bulk_work():
-            for item in iter_transcript(iter_lines(path), session_id, active):
-                if isinstance(item, Message):
-                    counts.add(item)
-                    if title is None:
-                        title = prompt_title(item)
-                    if item.p2pd.get("active", True):
-                        summary.add(item)
-                    messages.add(item.to_json_dict())
-                elif isinstance(item, LineIssue):
-                    issues.append(item.to_json_dict())
-                else:
-                    records.add(_record_json(item))
-                    counts.records += 1
-        subagents = _SubagentSpool(path, session_id, spool_dir / "subagents.spool")
-        spools.append(subagents)
+    spools: list[_SubagentSpool] = []
+    doc = ConversationDocument(context_id=session_id, created_at=created, origin=origin).to_json_dict()
+    head = {k: doc[k] for k in list(doc)[: list(doc).index("messages")] if k not in OFFER_KEYS}
+    offer: dict[str, Any] = {"contextId": session_id, "origin": head["origin"], "counts": {"messages": n_messages}}
+    heard = on_head is None
+    if on_head is not None and (early := _peek_title(path, message_lines, session_id, active, title)) is not None:
+        heard = True
+        on_head({"title": early, **offer})
+
+    def records() -> Iterator[bytes]:  # (records never join a message: they are read on their own)
+        for item in iter_transcript(iter_lines(path, keep_text=False, only=record_lines), session_id, active):
+            if isinstance(item, LineIssue):
+                issues.append(item.to_json_dict())
+            elif isinstance(item, Record):
+                counts.records += 1
+                yield compact_json(_record_json(item))
+
+    def messages() -> Iterator[bytes]:
+        nonlocal title, heard
+        for item in iter_transcript(iter_lines(path, keep_text=False, only=message_lines), session_id, active):
+            assert isinstance(item, Message)
+            counts.add(item)
+            if title is None:
+                title = prompt_title(item)
+            if item.p2pd.get("active", True):
+                summary.add(item)
+            yield compact_json(item.to_json_dict())
+            if not heard and (settled := summary.settled_title(title)) is not None:
+                heard = True
+                assert on_head is not None
+                on_head({"title": settled, **offer})
+
+    text = ""
+
+    def tail() -> dict[str, Any]:
+        nonlocal title, text
         counts.source_lines = line_count
         counts.malformed_lines = len(issues) + subagents.issues
         counts.subagents = len(subagents.shape)
         title, text = summary.finish(title or "", None)
-        head = ConversationDocument(context_id=session_id, title=title, summary=text, created_at=created,
-                                    origin=origin, counts=counts, line_count=line_count).to_json_dict()
-        head = {k: head[k] for k in list(head)[: list(head).index("messages")]}
-        write_document(write, head, messages.items(), records.items(),
-                       {"issues": issues, "lineCount": line_count}, subagents.items(),
-                       (compact_json(t.to_json_dict()) for t in iter_tool_results(path)), {})
+        return {"title": title, "summary": text, "counts": counts.to_json_dict()}
+
+    try:
+        # The subagents first (spooled): one that holds team state makes the session NotStreamable, and that
+        # must be known before anything is written.
+        subagents = _SubagentSpool(path, session_id, spool_dir / "subagents.spool")
+        spools.append(subagents)
+        with bulk_work():
+            write_document(write, head, messages(), records(),
+                           lambda: {"issues": issues, "lineCount": line_count}, subagents.items(),
+                           (compact_json(t.to_json_dict()) for t in iter_tool_results(path)), tail,
+                           records_first=True)
+        if not heard:
+            assert on_head is not None
+            on_head({"title": title, **offer})
     finally:
         for spool in spools:
             spool.close()
-    return StreamedSession(context_id=session_id, title=title, platform=PLATFORM, session_id=session_id,
+    return StreamedSession(context_id=session_id, title=str(title), platform=PLATFORM, session_id=session_id,
                            counts=counts, summary=text)
 
 
+PEEK = 200  # messages converted ahead for the title at most (usually it is settled at the first prompt)
+
+
+def _peek_title(path: Path, message_lines: set[int], session_id: str, active: set[int],
+                title: str | None) -> str | None:
+    """The title, when the first messages (at most PEEK) settle it: so the offer need not wait for the records,
+    which are written first. The same rule as the writing pass (:meth:`SummaryBuilder.settled_title`)."""
+    summary = SummaryBuilder()
+    if (settled := summary.settled_title(title)) is not None:
+        return settled
+    with bulk_work():
+        lines = iter_lines(path, keep_text=False, only=message_lines)
+        for n, item in enumerate(iter_transcript(lines, session_id, active)):
+            if n >= PEEK:
+                break
+            assert isinstance(item, Message)
+            if title is None:
+                title = prompt_title(item)
+            if item.p2pd.get("active", True):
+                summary.add(item)
+            if (settled := summary.settled_title(title)) is not None:
+                return settled
+    return None
+
+
+class _Except:
+    """The line numbers that are not in a set (the record lines: those that are not message lines)."""
+
+    def __init__(self, excluded: set[int]) -> None:
+        self._excluded = excluded
+
+    def __contains__(self, n: object) -> bool:
+        return n not in self._excluded
+
+
 def _record_json(rec: Record) -> dict[str, Any]:
-    """A record as the document writes it (a line that was JSON ``null`` keeps its ``"value": null``)."""
-    if rec.value is None and rec.text is None and rec.raw is None:
-        return {"line": rec.line, "value": None}
-    return rec.to_json_dict()
+    """A record as the document writes it: ``rec.to_json_dict()`` (its fields in order, unset ones left out), made
+    without pydantic's deep copy of the line's JSON; a line that was JSON ``null`` keeps its ``"value": null``."""
+    out: dict[str, Any] = {"line": rec.line}
+    if rec.value is not None:
+        out["value"] = rec.value
+    if rec.text is not None:
+        out["text"] = rec.text
+    if rec.raw is not None:
+        out["raw"] = rec.raw
+    if len(out) == 1:
+        out["value"] = None
+    return out
 
 
 class _SubagentSpool:

@@ -1,0 +1,206 @@
+"""The line index of a Claude Code transcript: what the active chain, the title, the times, the origin and the
+number of messages need of each line (ids, parent links, a few strings), small next to the session.
+
+:func:`read_index` reads it in one pass. Each line is decoded by msgspec into only the keys the index keeps — the
+rest of the line (tool results, texts: nearly all its bytes) is checked and skipped without becoming Python
+objects, several times faster than parsing it whole. Whatever that decoder does not take as it is (a line that is
+not one well-formed JSON object of the usual shape, bytes that are not UTF-8, numbers past a double) goes the
+exact way, :func:`p2pd.agents.jsonl.parse_line` and :func:`light_line`; a test holds both ways to the same index.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from p2pd.agents.claude_code.transcript import MESSAGE_TYPES, TITLE_TYPES, message_problem
+from p2pd.agents.jsonl import SourceLine, iter_lines, open_lines, parse_line
+from p2pd.conversation.teams import TEAM_TOOLS
+
+try:
+    import msgspec
+except ImportError:  # pragma: no cover - a dependency; the exact way reads the same index
+    msgspec = None  # type: ignore[assignment, unused-ignore]
+
+# What the index keeps of a line: the keys the chain, title, times and origin read.
+KEEP = ("type", "uuid", "parentUuid", "logicalParentUuid", "isSidechain", "isMeta", "teamName", "sessionId",
+        "cwd", "gitBranch", "version", "timestamp", *TITLE_TYPES.values())
+_REPEATED = frozenset({"type", "sessionId", "cwd", "gitBranch", "version", "teamName", "isSidechain", "isMeta"})
+_BLOCKS: dict[Any, dict[str, Any]] = {}  # one shared object for every id-less block of a type (read only)
+_TEAM_TEXT = "<teammate-message"
+_TEAM_BYTES = _TEAM_TEXT.encode()
+_KEEP_REPEATED = tuple(k in _REPEATED for k in KEEP)
+
+
+def read_index(path: Path) -> list[SourceLine] | None:
+    """The index of every line of the transcript at ``path``, or None when a line shows agent-team state (a
+    teammate message, a team tool call): such a session is converted whole."""
+    index: list[SourceLine] = []
+    for line, team in index_lines(path):
+        if team:
+            return None
+        index.append(line)
+    return index
+
+
+def message_line(line: SourceLine) -> bool:
+    """Whether the line (whole or its index entry: the same answer) goes into a message; every other line is a
+    record (:func:`p2pd.agents.claude_code.export.iter_transcript`), malformed or not."""
+    return line.obj is not None and line.type in MESSAGE_TYPES and message_problem(line.obj) is None
+
+
+def index_lines(path: Path, *, exact: bool = False) -> Iterator[tuple[SourceLine, bool]]:
+    """Each line's index entry and whether it shows agent-team state: the fast way (msgspec), or ``exact``ly —
+    the same entries (a test holds it), each line parsed whole."""
+    return _exact_lines(path) if exact or msgspec is None else _fast_lines(path)
+
+
+def _exact_lines(path: Path) -> Iterator[tuple[SourceLine, bool]]:
+    for line in iter_lines(path):
+        yield light_line(line), team_marker(line)
+
+
+def team_marker(line: SourceLine) -> bool:
+    return _TEAM_TEXT in line.text or any(
+        isinstance(b, dict) and b.get("type") == "tool_use" and b.get("name") in TEAM_TOOLS
+        for b in _blocks(line.obj))
+
+
+def _blocks(obj: dict[str, Any] | None) -> list[Any]:
+    msg = obj.get("message") if obj else None
+    content = msg.get("content") if isinstance(msg, dict) else None
+    return content if isinstance(content, list) else []
+
+
+def _shared(value: Any) -> Any:
+    """One object for the values most lines repeat (session id, cwd, version…): the index keeps each once."""
+    return sys.intern(value) if isinstance(value, str) else value
+
+
+def _light_block(block: dict[str, Any]) -> dict[str, Any]:
+    kind = block.get("type")
+    if "id" not in block and "tool_use_id" not in block:
+        key = kind if isinstance(kind, str) or kind is None else repr(kind)
+        shared = _BLOCKS.get(key)
+        if shared is None:
+            shared = _BLOCKS.setdefault(key, {"type": kind} if "type" in block else {})
+        return shared
+    light: dict[str, Any] = {k: block[k] for k in ("type", "id", "tool_use_id") if k in block}
+    if isinstance(kind, str):
+        light["type"] = sys.intern(kind)
+    return light
+
+
+def light_line(line: SourceLine) -> SourceLine:
+    """What the line index keeps of a line (the keys the active chain, title, times and origin read)."""
+    obj = line.obj
+    if obj is None:
+        value = line.value if not isinstance(line.value, list | dict) else type(line.value)()
+        return SourceLine(line.n, "" if line.text.strip() else line.text, value=value, error=line.error)
+    light: dict[str, Any] = {k: _shared(obj[k]) if k in _REPEATED else obj[k] for k in KEEP if k in obj}
+    msg = obj.get("message")
+    if isinstance(msg, dict):
+        content = msg.get("content")
+        if isinstance(content, list):
+            content = [_light_block(b) if isinstance(b, dict) else None for b in content]
+        elif isinstance(content, str):
+            content = ""
+        light["message"] = {k: v for k, v in (("id", msg.get("id")), ("content", content)) if k in msg}
+    elif "message" in obj:
+        light["message"] = msg
+    return SourceLine(line.n, "", value=light)
+
+
+# --- the fast way (msgspec) ----------------------------------------------------------------------------------
+
+if msgspec is not None:
+    _UNSET: Any = msgspec.UNSET
+    _Line = msgspec.defstruct("_Line", [(k, Any, _UNSET) for k in KEEP]
+                              + [("message", msgspec.Raw | msgspec.UnsetType, _UNSET)])
+    _Message = msgspec.defstruct("_Message", [("id", Any, _UNSET),
+                                              ("content", msgspec.Raw | msgspec.UnsetType, _UNSET)])
+    _Block = msgspec.defstruct("_Block", [(k, Any, _UNSET) for k in ("type", "id", "tool_use_id", "name")])
+    _LINE = msgspec.json.Decoder(_Line)
+    _MESSAGE = msgspec.json.Decoder(_Message)
+    _RAWS = msgspec.json.Decoder(list[msgspec.Raw])
+    _BLOCK = msgspec.json.Decoder(_Block)
+    _ANY = msgspec.json.Decoder()
+
+
+class _Odd(Exception):
+    """A line the fast way does not take as it is."""
+
+
+def _fast_lines(path: Path) -> Iterator[tuple[SourceLine, bool]]:
+    with open_lines(path) as fh:
+        for n, raw in enumerate(fh, start=1):
+            body = raw[:-1] if raw.endswith(b"\n") else raw
+            try:
+                if not body.isascii():
+                    body.decode("utf-8")  # (the decoder checks only the strings it keeps)
+                yield _fast_line(n, body)
+            except (_Odd, UnicodeDecodeError, RecursionError, msgspec.MsgspecError):
+                ends = raw.endswith(b"\n")
+                try:
+                    line = parse_line(n, body.decode("utf-8"), last_without_newline=not ends, maybe_undecodable=False)
+                except UnicodeDecodeError:
+                    line = parse_line(n, body.decode("utf-8", errors="surrogateescape"), last_without_newline=not ends)
+                yield light_line(line), team_marker(line)
+
+
+def _fast_line(n: int, body: bytes) -> tuple[SourceLine, bool]:
+    if not body.startswith(b"{"):
+        raise _Odd
+    *kept, raw_msg = msgspec.structs.astuple(_LINE.decode(body))
+    light: dict[str, Any] = {}
+    for key, value, repeated in zip(KEEP, kept, _KEEP_REPEATED, strict=True):
+        if value is not _UNSET:
+            light[key] = sys.intern(value) if repeated and value.__class__ is str else _plain(value)
+    team = _TEAM_BYTES in body
+    if raw_msg is not _UNSET:
+        text = bytes(raw_msg)
+        if text.startswith(b"{"):
+            msg: Any = _MESSAGE.decode(text)
+            light_msg: dict[str, Any] = {}
+            if msg.id is not _UNSET:
+                light_msg["id"] = _plain(msg.id)
+            if msg.content is not _UNSET:
+                content, team_call = _light_content(bytes(msg.content))
+                light_msg["content"] = content
+                team = team or team_call
+            light["message"] = light_msg
+        else:
+            light["message"] = _plain(_ANY.decode(text))
+    return SourceLine(n, "", value=light), team
+
+
+def _plain(value: Any) -> Any:
+    """A kept value as it is (a string, a boolean, null); anything else (a number: the exact way reads the
+    ones past 64 bits as floats; a list or object that may hold one) goes the exact way."""
+    if value.__class__ is str or value is None or value.__class__ is bool:
+        return value
+    raise _Odd
+
+
+def _light_content(text: bytes) -> tuple[Any, bool]:
+    """``message.content`` as the index keeps it (text: ``""``; blocks: their type and ids), and whether it
+    calls a team tool."""
+    if text.startswith(b'"'):  # (the decoder checked the whole line's syntax; strings in it stay bytes)
+        return "", False
+    if not text.startswith(b"["):
+        raise _Odd
+    out: list[Any] = []
+    team = False
+    for item in _RAWS.decode(text):
+        element = bytes(item)
+        if not element.startswith(b"{"):
+            out.append(None)
+            continue
+        block: Any = _BLOCK.decode(element)
+        kept = {k: _plain(v) for k in ("type", "id", "tool_use_id") if (v := getattr(block, k)) is not _UNSET}
+        out.append(_light_block(kept))
+        if block.type == "tool_use" and isinstance(block.name, str) and block.name in TEAM_TOOLS:
+            team = True
+    return out, team
