@@ -116,8 +116,8 @@ def _write(doc: dict[str, Any], spool: _Spool, write: Write) -> None:
     subagents = [SubagentLines(messages=spool.items(("messages", i)), records=spool.items(("records", i)),
                                rest={k: v for k, v in sub.items() if k not in ("messages", "records")})
                  for i, sub in enumerate(doc.get("subagents", []))]
-    write_document(write, head, spool.items(("messages", None)), spool.items(("records", None)), middle,
-                   subagents, spool.items(("toolResults", None)), tail)
+    write_document(write, head, spool.items(("messages", None)), spool.items(("records", None)),
+                   lambda: middle, subagents, spool.items(("toolResults", None)), lambda: tail)
 
 
 __all__ = ["redact_stream"]

@@ -28,8 +28,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-MESSAGES_KEY = b',"messages":[\n'
-END = b"]}\n"  # the end of a document whose toolResults close it (no metadata after them)
+ARRAY_OPEN = b":[\n"  # how the writer's first write ends: the first array's key opened (layout.write_document)
 
 
 @dataclass
@@ -52,8 +51,11 @@ class Job:
 
 
 class _Document:
-    """The write function handed to the document's writer: keeps the head (the first write) and holds back the
-    last write, so ``metadata`` can be added at the document's end."""
+    """The write function handed to the document's writer (:func:`p2pd.conversation.layout.write_document`):
+    reads the envelope fields off the first write (those before the first array) and holds back the last write
+    (``]`` and the fields after ``toolResults`` — a streamed writer's ``title``, ``summary`` and ``counts``), so
+    ``metadata`` can be added at the document's end. ``head``: every envelope field but the arrays, once
+    finished."""
 
     def __init__(self, write: Callable[[bytes], object], metadata: dict[str, Any]) -> None:
         self._write = write
@@ -63,19 +65,24 @@ class _Document:
 
     def __call__(self, data: bytes) -> None:
         if self.head is None:
-            self.head = json.loads(data[: -len(MESSAGES_KEY)] + b"}") if data.endswith(MESSAGES_KEY) else {}
+            cut = data.rfind(b',"') if data.endswith(ARRAY_OPEN) else -1
+            self.head = json.loads(data[:cut] + b"}") if cut > 0 else {}
         if self._held is not None:
             self._write(self._held)
         self._held = data
 
     def finish(self) -> None:
         held = self._held or b""
+        if not (held.startswith(b"]") and held.endswith(b"}\n")):
+            raise RuntimeError("the document does not end with the fields after its toolResults")
+        tail: dict[str, Any] = json.loads(b"{" + held[2:]) if held.startswith(b"],") else {}
         if self.metadata:
             from p2pd.conversation.document_io import compact_json
 
-            if held != END:  # (a streamed session never has metadata of its own)
-                raise RuntimeError("the document does not end with its toolResults")
-            held = b"]," + compact_json({"metadata": self.metadata})[1:-1] + b"}\n"
+            tail["metadata"] = {**(tail.get("metadata") or {}), **self.metadata}
+            held = b"]," + compact_json(tail)[1:-1] + b"}\n"
+        if self.head is not None:
+            self.head.update(tail)
         self._write(held)
 
 
