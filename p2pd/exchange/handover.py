@@ -298,6 +298,7 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
     try:
         spare.append(consuming.spawn())
         ui.code_ready(str(rv.code), peer_present=rv.peer is not None)
+        _preload("p2pd.transfer.peer")  # aiortc: 0.1-0.2 s, imported while the peer comes, not after it paired
         verification = await rv.pair(timeout=peer_timeout)
         ui.paired(verification)
         link = await _connect_or_hear_fallback(rv, connect_timeout, ui)
@@ -327,6 +328,19 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
     return ReceiveOutcome(summary=got, path=path, verification=verification,
                           bytes_received=received.bytes_received, resumed_bytes=received.resumed_bytes,
                           ice_path=link_path)
+
+
+def _preload(module: str) -> None:
+    """Import ``module`` in a thread while the process waits on the network; a later import of it waits for that
+    one (the import lock) instead of starting over."""
+    import importlib
+    import threading
+
+    def load() -> None:
+        with contextlib.suppress(Exception):  # the real import says what is wrong
+            importlib.import_module(module)
+
+    threading.Thread(target=load, name=f"import {module}", daemon=True).start()
 
 
 async def _connect_or_hear_fallback(rv: Any, connect_timeout: float, ui: UI) -> Any:
