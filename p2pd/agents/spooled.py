@@ -121,7 +121,9 @@ class SpooledSource(DocumentSource):
 
     # ---- writing, as the reader hears the elements
     def _add(self, slot: str, n: int, data: bytes) -> None:
-        s = self._slots.setdefault(slot, _Slot())
+        s = self._slots.get(slot)
+        if s is None:
+            s = self._slots[slot] = _Slot()
         s.numbers.append(n)
         s.offsets.append(self._size)
         s.lengths.append(len(data))

@@ -87,8 +87,10 @@ class Scanner:
     or nests too deep, TooLargeError for what is over a limit."""
 
     def __init__(self, on_element: ElementSink, on_subagent: SubagentSink | None = None, *,
-                 limits: Limits = DEFAULT_LIMITS, source: str = "input") -> None:
+                 limits: Limits = DEFAULT_LIMITS, source: str = "input", keep_raw: bool = False) -> None:
+        """``keep_raw``: hand out the bytes of parsed elements too (else ``b""``)."""
         self.limits = limits
+        self.keep_raw = keep_raw
         self.source = source
         self._on_element = on_element
         self._on_subagent = on_subagent
@@ -387,7 +389,7 @@ class Scanner:
                 raise self._too_deep()
             self._lines = got = True
             self._pos = end
-            self._handed(pos, b"", value)
+            self._handed(pos, bytes(buf[pos:end]) if self.keep_raw else b"", value)
             if end == nl and buf[nl + 1:nl + 3] == b",{":  # the next element, its comma leading its line
                 pos = nl + 2
             elif buf[end:nl + 2] == b",\n{":  # or ending this one

@@ -263,9 +263,8 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
     (default: the configured ones). Raises WrongCodeError, DeclinedError, TransferFailedError."""
     from p2pd.agents.sources import safe_file_stem
     from p2pd.config import receive_limits
-    from p2pd.conversation.document_io import read_document, write_document
     from p2pd.exchange import consuming
-    from p2pd.exchange.packing import STAGING_PREFIX, place, unpack
+    from p2pd.exchange.packing import STAGING_PREFIX, indent_staged, place, unpack
     from p2pd.pairing.client import Rendezvous
     from p2pd.transfer.channel import receive_blob
 
@@ -319,12 +318,11 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
     if streamed:
         ui.status("streamed: checked while it arrived")
     ui.stage("writing the conversation document")  # staged while checked; now given its name
-    path = await asyncio.to_thread(place, got.staged, out_dir, safe_file_stem(got.context_id))
+    staged = await asyncio.to_thread(indent_staged, got.staged, out_dir) if pretty else got.staged
+    path = await asyncio.to_thread(place, staged, out_dir, safe_file_stem(got.context_id))
     if not streamed:
         with contextlib.suppress(OSError):
             os.unlink(received.path)
-    if pretty:
-        await asyncio.to_thread(lambda: write_document(read_document(path), path, pretty=True))
     return ReceiveOutcome(summary=got, path=path, verification=verification,
                           bytes_received=received.bytes_received, resumed_bytes=received.resumed_bytes,
                           ice_path=link_path)

@@ -124,6 +124,22 @@ def place(staged: Path, folder: Path, base: str) -> Path:
     raise ConflictError(f"could not find a free file name for {base}.a2a.json in {folder}")
 
 
+def indent_staged(staged: Path, folder: Path) -> Path:
+    """The staged (checked) document rewritten indented as a stream into a new staging file in ``folder``, which
+    is returned; ``staged`` is removed (``receive --pretty``: the document is never whole in memory)."""
+    from p2pd.conversation.indented import write_indented
+
+    out = staging_file(folder)
+    try:
+        with out.open("wb") as fh:
+            write_indented(staged, fh.write)
+    except BaseException:
+        out.unlink(missing_ok=True)
+        raise
+    staged.unlink()
+    return out
+
+
 def blob_to_file(blob_path: Path, folder: Path, base: str) -> Path:
     """The document inside a blob written as ``<base>.a2a.json`` in ``folder`` (the sender's fallback file)."""
     folder.mkdir(parents=True, exist_ok=True)
