@@ -380,16 +380,17 @@ class Scanner:
             if end - pos > limits.element_values and buf.count(b",", pos, end) + buf.count(b"{", pos, end) + \
                     buf.count(b"[", pos, end) > limits.element_values:
                 return got or None  # counted exactly by the scan
-            with memoryview(buf) as whole, whole[pos:end] as view:
-                try:
-                    value = orjson.loads(view)
-                except orjson.JSONDecodeError:
-                    return got or None  # not one object (several, a lone surrogate, not JSON): the scan says
-            if buf.count(b"{", pos, end) + buf.count(b"[", pos, end) > depth_left and value_depth(value) > depth_left:
+            line = buf[pos:end]
+            try:
+                value = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                return got or None  # not one object (several, a lone surrogate, not JSON): the scan says
+            if len(line) > 2 * depth_left and line.count(b"{") + line.count(b"[") > depth_left and \
+                    value_depth(value) > depth_left:  # (d levels take 2d bytes and d brackets)
                 raise self._too_deep()
             self._lines = got = True
             self._pos = end
-            self._handed(pos, bytes(buf[pos:end]) if self.keep_raw else b"", value)
+            self._handed(pos, bytes(line) if self.keep_raw else b"", value)
             if end == nl and buf[nl + 1:nl + 3] == b",{":  # the next element, its comma leading its line
                 pos = nl + 2
             elif buf[end:nl + 2] == b",\n{":  # or ending this one
