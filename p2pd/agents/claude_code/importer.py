@@ -219,10 +219,10 @@ def _rewrite_sidecar(lines: Iterable[Any], session_id: str, cwd: str, keep_think
 
 def _jsonl(values: Iterable[Any]) -> Iterator[bytes]:
     for v in values:
-        yield (v + "\n").encode("utf-8", errors="surrogateescape") if isinstance(v, str) else _line_bytes(v)
+        yield (v + "\n").encode("utf-8", errors="surrogateescape") if isinstance(v, str) else jsonl_line(v)
 
 
-def _line_bytes(value: Any) -> bytes:
+def jsonl_line(value: Any) -> bytes:
     """``dumps_line(value)`` and a newline, in UTF-8: a line with no lone surrogate (all but a few) skips the
     escaping pass."""
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
@@ -323,7 +323,7 @@ def _chain(src: DocumentSource) -> Iterator[dict[str, Any]]:
 def _main_file(lines: Iterable[dict[str, Any]], result: ImportResult) -> Iterator[bytes]:
     for line in lines:
         result.lines += 1
-        yield _line_bytes(line)
+        yield jsonl_line(line)
     if not result.lines:
         raise InvalidInputError("the conversation has no messages to import")
 
