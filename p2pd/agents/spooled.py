@@ -112,7 +112,7 @@ class SpooledSource(DocumentSource):
     def __init__(self, path: Path, restore: LineRestorer) -> None:
         self.path = path
         self._restore = restore
-        self._out: BinaryIO = path.open("wb")
+        self._out: BinaryIO = path.open("wb", buffering=1 << 20)  # (elements are ~2 KB: one write per MiB)
         self._slots: dict[str, _Slot] = {}
         self._size = 0
         self.restored = True
