@@ -99,27 +99,15 @@ def document_envelope(path: str | os.PathLike[str], *, copy_to: Path | None = No
 
 def import_file(path: str | os.PathLike[str], *, to: str = DEFAULT_TARGET,
                 cwd: Folder | Callable[[ConversationDocument], Folder] = None, same_account: bool = False,
-                dry_run: bool = False, spool_dir: str | os.PathLike[str] | None = None,
-                spooled: Path | None = None) -> tuple[ImportResultLike, ConversationDocument]:
+                dry_run: bool = False,
+                spool_dir: str | os.PathLike[str] | None = None) -> tuple[ImportResultLike, ConversationDocument]:
     """Import a file: a conversation document (``.a2a.json``, a blob) is read as a stream into a spool on disk
     (in ``spool_dir``, else the system's temporary folder) and imported from there, so memory does not grow with
     the session; an agent's session file is converted in memory first. Returns the result and the document's
-    envelope (title, origin, counts). ``cwd`` may be a function of the envelope, called once it is read.
-    ``spooled``: a spool folder of this document written already (:func:`spool_folder`: by the receiver's checker
-    while it arrived), imported instead of reading the file again; it is removed either way."""
-    try:
-        return _import_file(Path(path), to=to, cwd=cwd, same_account=same_account, dry_run=dry_run,
-                            spool_dir=spool_dir, spooled=spooled)
-    finally:
-        if spooled is not None:
-            shutil.rmtree(spooled, ignore_errors=True)
-
-
-def _import_file(p: Path, *, to: str, cwd: Folder | Callable[[ConversationDocument], Folder], same_account: bool,
-                 dry_run: bool, spool_dir: str | os.PathLike[str] | None,
-                 spooled: Path | None) -> tuple[ImportResultLike, ConversationDocument]:
+    envelope (title, origin, counts). ``cwd`` may be a function of the envelope, called once it is read."""
     from p2pd.agents.sources import load_file
 
+    p = Path(path)
     if not p.is_file():
         raise NotFoundError(f"file not found: {p}")
     if registry.detect_agent(p) is not None:
@@ -130,16 +118,13 @@ def _import_file(p: Path, *, to: str, cwd: Folder | Callable[[ConversationDocume
     if agent is None or agent.import_to is None:
         raise InvalidInputError(f"unknown import target {to!r} (choose from {', '.join(registry.import_targets())})")
     from p2pd.agents.claude_code.importer import restore_lines
-    from p2pd.agents.spooled import SpooledSource, spool_document
+    from p2pd.agents.spooled import spool_document
     from p2pd.support.gcpause import bulk_work
 
-    spool_at = spooled or spool_folder(spool_dir)
+    spool_at = Path(tempfile.mkdtemp(prefix=".p2pd-import-spool-", dir=spool_dir))
     try:
-        if spooled is not None:
-            src = SpooledSource.load(spool_at / "elements", spool_at / "index.json", restore_lines)
-        else:
-            with bulk_work():
-                src = spool_document(document_pieces(p), spool_at / "elements", restore_lines, source=str(p))
+        with bulk_work():
+            src = spool_document(document_pieces(p), spool_at / "elements", restore_lines, source=str(p))
         try:
             folder = cwd(src.document) if callable(cwd) else cwd
             return _import_spooled(src, agent, cwd=folder, same_account=same_account, dry_run=dry_run), src.document
@@ -147,11 +132,6 @@ def _import_file(p: Path, *, to: str, cwd: Folder | Callable[[ConversationDocume
             src.close()
     finally:
         shutil.rmtree(spool_at, ignore_errors=True)
-
-
-def spool_folder(spool_dir: str | os.PathLike[str] | None = None) -> Path:
-    """A new private folder for an import's spool (``elements``, and ``index.json`` when written ahead)."""
-    return Path(tempfile.mkdtemp(prefix=".p2pd-import-spool-", dir=spool_dir))
 
 
 def _import_spooled(src: SpooledSource, agent: Any, **kwargs: Any) -> ImportResultLike:

@@ -109,11 +109,10 @@ class SpooledSource(DocumentSource):
     """Elements in one file (``path``, removed by :meth:`close`), found by slot: ``messages``, ``lines``
     (the main source lines), ``sub<i>`` and ``tools``."""
 
-    def __init__(self, path: Path, restore: LineRestorer, *, writing: bool = True) -> None:
-        """``writing``: a new spool at ``path``; else one written already (:meth:`load`)."""
+    def __init__(self, path: Path, restore: LineRestorer) -> None:
         self.path = path
         self._restore = restore
-        self._out: BinaryIO | None = path.open("wb", buffering=1 << 20) if writing else None  # (one write per MiB)
+        self._out: BinaryIO = path.open("wb", buffering=1 << 20)  # (elements are ~2 KB: one write per MiB)
         self._slots: dict[str, _Slot] = {}
         self._size = 0
         self.restored = True
@@ -128,7 +127,6 @@ class SpooledSource(DocumentSource):
         s.numbers.append(n)
         s.offsets.append(self._size)
         s.lengths.append(len(data))
-        assert self._out is not None
         self._out.write(data)
         self._size += len(data)
 
@@ -161,34 +159,11 @@ class SpooledSource(DocumentSource):
         self._subs[index] = sub
 
     def close_writing(self, doc: ConversationDocument) -> None:
-        if self._out is not None:
-            self._out.close()
+        self._out.close()
         self.document = doc
         self.subagents = [self._subs[i] for i in sorted(self._subs)]
         if "messages" not in self._slots:
             self.restored = False
-
-    def save(self, index: Path) -> None:
-        """Write what finds the elements again (the slots, the envelope, the subagents, ``restored``) to ``index``,
-        for :meth:`load` in another process: the receiver's checker spools while the document arrives."""
-        slots = {name: [s.numbers.tolist(), s.offsets.tolist(), s.lengths.tolist()] for name, s in self._slots.items()}
-        index.write_bytes(orjson.dumps({
-            "slots": slots, "restored": self.restored, "document": self.document.model_dump(mode="json", by_alias=True),
-            "subagents": [sub.model_dump(mode="json", by_alias=True) for sub in self.subagents]}))
-
-    @classmethod
-    def load(cls, path: Path, index: Path, restore: LineRestorer) -> SpooledSource:
-        """The spool at ``path`` that :meth:`save` described in ``index``."""
-        data = orjson.loads(index.read_bytes())
-        src = cls(path, restore, writing=False)
-        for name, columns in data["slots"].items():
-            slot = src._slots[name] = _Slot()
-            for column, values in zip((slot.numbers, slot.offsets, slot.lengths), columns, strict=True):
-                column.fromlist(values)
-        src.restored = bool(data["restored"])
-        src.document = ConversationDocument.model_validate(data["document"])
-        src.subagents = [Subagent.model_validate(sub) for sub in data["subagents"]]
-        return src
 
     # ---- reading
     def _read(self, slot: str, *, by_number: bool) -> Iterator[tuple[int, bytes]]:
@@ -231,8 +206,7 @@ class SpooledSource(DocumentSource):
         return (SidecarFile.model_validate(orjson.loads(data)) for _, data in self._read("tools", by_number=False))
 
     def close(self) -> None:
-        if self._out is not None:
-            self._out.close()
+        self._out.close()
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -193,23 +192,16 @@ def cmd_receive(args: argparse.Namespace) -> int:
         url = args.signal or signal_url()
         outcome = run(receive_document(signal_url=url, code=str(code) if code else None, ui=ui,
                                        out_dir=out_dir, peer_timeout=args.timeout,
-                                       connect_timeout=netopts.apply(args), pretty=args.pretty,
-                                       spool_import=args.do_import), ui)
-        try:
-            doc, path = outcome.summary, _place(outcome.path, out_file)
-        except BaseException:
-            if outcome.import_spool is not None:
-                shutil.rmtree(outcome.import_spool, ignore_errors=True)
-            raise
+                                       connect_timeout=netopts.apply(args), pretty=args.pretty), ui)
+        doc, path = outcome.summary, _place(outcome.path, out_file)
         err.print(f"Received [bold]{shown(doc.title or doc.context_id)}[/] "
                   f"({counted(doc.counts.messages, 'message')}), SHA-256 verified → {escape(str(path))}")
     imported = None
     if args.do_import:
         from p2pd.agents.importing import import_file, target_name
 
-        with status(f"Importing into {target_name(args.agent)}…"):  # spooled while received, or read again
-            result, _ = import_file(path, to=args.agent, cwd=args.cwd, same_account=args.same_account,
-                                    spooled=outcome.import_spool if outcome else None)
+        with status(f"Importing into {target_name(args.agent)}…"):  # the file written, read again as a stream
+            result, _ = import_file(path, to=args.agent, cwd=args.cwd, same_account=args.same_account)
         imported = import_json(result, args.agent)
         for w in result.warnings:
             err.print(f"[yellow]note[/]: {escape(w)}")

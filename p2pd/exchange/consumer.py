@@ -1,8 +1,7 @@
 """The checking process of a streamed receive: ``python -m p2pd.exchange.consumer``.
 
 Started before the offer arrives (its imports then cost nothing on the way), it reads records on its standard
-input (``tag u8, length u32 big-endian, data``): ``b"S"`` first, JSON ``{"codec", "staged", "max_raw_size"}``
-(and ``"spool"``: a folder to spool the elements into for ``receive --import``);
+input (``tag u8, length u32 big-endian, data``): ``b"S"`` first, JSON ``{"codec", "staged", "max_raw_size"}``;
 then ``b"D"`` compressed bytes; ``b"E"`` the raw size as 8 bytes, last. It decompresses into the staging file while
 checking each element of the document (:class:`~p2pd.exchange.packing.StreamUnpacker`), and at the end writes
 what it checked as JSON to its standard output (context id, title, counts, origin). A payload that is not a
@@ -36,9 +35,7 @@ def main(argv: list[str]) -> int:
         head = _read(5)
         setup = json.loads(_read(int.from_bytes(head[1:], "big")))
         staged = Path(setup["staged"])
-        spool = Path(setup["spool"]) if setup.get("spool") else None
-        sink = StreamUnpacker(setup["codec"], staged.parent, max_raw_size=int(setup["max_raw_size"]), staged=staged,
-                              spool=spool)
+        sink = StreamUnpacker(setup["codec"], staged.parent, max_raw_size=int(setup["max_raw_size"]), staged=staged)
         while True:
             head = _read(5)
             data = _read(int.from_bytes(head[1:], "big"))

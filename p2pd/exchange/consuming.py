@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -37,17 +36,14 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 
 class ChildUnpacker:
     def __init__(self, codec: str, folder: Path, *, max_raw_size: int,
-                 proc: subprocess.Popen[bytes] | None = None, spool: Path | None = None) -> None:
-        """``proc``: a process from :func:`spawn` (one is started if None). ``spool``: a folder where the process
-        also spools the elements for the import that follows (removed by :meth:`abort`)."""
+                 proc: subprocess.Popen[bytes] | None = None) -> None:
+        """``proc``: a process from :func:`spawn` (one is started if None)."""
         from p2pd.exchange.packing import staging_file
 
         self.staged = staging_file(folder)
-        self.spool = spool
         self.unpacked: Unpacked | None = None
         self._proc: subprocess.Popen[bytes] | None = proc or spawn()
-        setup = {"codec": codec, "staged": str(self.staged), "max_raw_size": max_raw_size,
-                 "spool": str(spool) if spool is not None else None}
+        setup = {"codec": codec, "staged": str(self.staged), "max_raw_size": max_raw_size}
         self._send(b"S", json.dumps(setup).encode())
 
     def _send(self, tag: bytes, data: bytes) -> None:
@@ -85,12 +81,6 @@ class ChildUnpacker:
             self._proc = None
         with contextlib.suppress(FileNotFoundError):
             self.staged.unlink()
-        self.drop_spool()
-
-    def drop_spool(self) -> None:
-        if self.spool is not None:
-            shutil.rmtree(self.spool, ignore_errors=True)
-            self.spool = None
 
 
 def _unpacked(data: dict[str, Any], staged: Path) -> Unpacked:

@@ -117,7 +117,6 @@ class ReceiveOutcome:
     resumed_bytes: int = 0
     imported: Any = None
     ice_path: Any = None  # p2pd.transfer.ice.IcePath
-    import_spool: Path | None = None  # spool_import: the elements spooled while checked (import_file(spooled=…))
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -258,12 +257,10 @@ def _recv(rv: Any, timeout: float) -> Callable[[], Awaitable[dict[str, Any]]]:
 async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir: Path,
                            peer_timeout: float = 300.0, connect_timeout: float = 30.0,
                            idle_timeout: float = 30.0, control: Any = None, pretty: bool = False,
-                           limits: ReceiveLimits | None = None, spool_import: bool = False) -> ReceiveOutcome:
+                           limits: ReceiveLimits | None = None) -> ReceiveOutcome:
     """Receive one conversation into ``out_dir`` (as ``.a2a.json``). ``code=None`` allocates a code for the
     sender to use (the receiver goes first); with a code either side may come first. ``limits``: the receive caps
-    (default: the configured ones). ``spool_import``: an import follows; a streamed payload is also spooled for it
-    while it is checked (``ReceiveOutcome.import_spool``, the caller's to import or remove).
-    Raises WrongCodeError, DeclinedError, TransferFailedError."""
+    (default: the configured ones). Raises WrongCodeError, DeclinedError, TransferFailedError."""
     from p2pd.agents.sources import safe_file_stem
     from p2pd.config import receive_limits
     from p2pd.exchange import consuming
@@ -292,13 +289,7 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
 
     def stream_sink(offer: Any) -> consuming.ChildUnpacker:
         proc = spare.pop() if spare else None
-        spool = None
-        if spool_import:
-            from p2pd.agents.importing import spool_folder
-
-            spool = spool_folder()
-        sinks.append(consuming.ChildUnpacker(offer.codec or "", out_dir, max_raw_size=caps.max_size, proc=proc,
-                                             spool=spool))
+        sinks.append(consuming.ChildUnpacker(offer.codec or "", out_dir, max_raw_size=caps.max_size, proc=proc))
         return sinks[-1]
 
     rv = await Rendezvous.open(signal_url, role="receiver", code=code, connect_timeout=min(10.0, connect_timeout))
@@ -316,10 +307,6 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
                                       min_rate=caps.min_rate, rate_window=caps.rate_window,
                                       stream_sink=stream_sink)
         link_path = link.path
-    except BaseException:
-        for sink in sinks:
-            sink.drop_spool()
-        raise
     finally:
         for proc in spare:  # not needed: the offer was not streamed, or nothing came
             await asyncio.to_thread(consuming.stop, proc)
@@ -331,19 +318,14 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
     if streamed:
         ui.status("streamed: checked while it arrived")
     ui.stage("writing the conversation document")  # staged while checked; now given its name
-    try:
-        staged = await asyncio.to_thread(indent_staged, got.staged, out_dir) if pretty else got.staged
-        path = await asyncio.to_thread(place, staged, out_dir, safe_file_stem(got.context_id))
-    except BaseException:
-        for sink in sinks:
-            sink.drop_spool()
-        raise
+    staged = await asyncio.to_thread(indent_staged, got.staged, out_dir) if pretty else got.staged
+    path = await asyncio.to_thread(place, staged, out_dir, safe_file_stem(got.context_id))
     if not streamed:
         with contextlib.suppress(OSError):
             os.unlink(received.path)
     return ReceiveOutcome(summary=got, path=path, verification=verification,
                           bytes_received=received.bytes_received, resumed_bytes=received.resumed_bytes,
-                          ice_path=link_path, import_spool=next((s.spool for s in sinks if s.unpacked), None))
+                          ice_path=link_path)
 
 
 def _preload(module: str) -> None:

@@ -169,27 +169,15 @@ class StreamUnpacker:
     Blocking (worker threads)."""
 
     def __init__(self, codec: str, folder: Path, *, max_raw_size: int = DEFAULT_MAX_RAW_SIZE,
-                 source: str = "the received conversation", staged: Path | None = None,
-                 spool: Path | None = None) -> None:
-        """``staged``: the staging file to write (made by the caller); a new hidden one in ``folder`` if None.
-        ``spool``: a folder (:func:`~p2pd.agents.importing.spool_folder`) where the elements checked are also
-        spooled for the import that follows (``receive --import``): it then need not read the document again."""
+                 source: str = "the received conversation", staged: Path | None = None) -> None:
+        """``staged``: the staging file to write (made by the caller); a new hidden one in ``folder`` if None."""
         from p2pd.blob.stream import Inflater
 
         self.staged = staged or staging_file(folder)
         self._out = self.staged.open("wb")
         self._source = source
         self._max = max_raw_size
-        self._spool: Any = None
-        self._spool_index = spool / "index.json" if spool is not None else None
-        if spool is not None:
-            from p2pd.agents.claude_code.importer import restore_lines
-            from p2pd.agents.spooled import SpooledSource
-
-            self._spool = SpooledSource(spool / "elements", restore_lines)
-            self._reader = DocumentReader(source=source, on_item=self._spool.item, on_subagent=self._spool.subagent)
-        else:
-            self._reader = DocumentReader(source=source)
+        self._reader = DocumentReader(source=source)
         self._inflater = Inflater(codec, self._piece, max_raw_size=max_raw_size)
         self.unpacked: Unpacked | None = None
         self._gc: Any = bulk_work()
@@ -209,9 +197,6 @@ class StreamUnpacker:
                 raise CodecError(f"the conversation decompressed to {got} bytes, the sender said {raw_size}")
             self._out.close()
             s = self._reader.finish()
-            if self._spool is not None and self._spool_index is not None:
-                self._spool.close_writing(s.document)
-                self._spool.save(self._spool_index)
             self.unpacked = Unpacked(s.context_id, s.title, s.counts, self.staged, s.document.origin)
             return self.staged
         finally:
@@ -219,8 +204,6 @@ class StreamUnpacker:
 
     def abort(self) -> None:
         self._end_gc()
-        if self._spool is not None:
-            self._spool.close()
         with contextlib.suppress(OSError):
             self._out.close()
         with contextlib.suppress(FileNotFoundError):

@@ -46,17 +46,12 @@ def test_streamed_import_writes_what_the_in_memory_import_writes(path, to, tmp_p
     write_document(doc, pretty, pretty=True)
     write_document(doc, packed, compressed=True)
     trees = []
-    for i, source in enumerate([None, pretty, packed, "spooled"]):
+    for i, source in enumerate([None, pretty, packed]):
         home = tmp_path / f"home{i}"
         monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home))
         monkeypatch.setenv("CODEX_HOME", str(home))
         if source is None:
             result = import_document(doc, to=to, cwd=tmp_path)
-        elif source == "spooled":  # spooled by the receiver's checker while it arrived: the file is not read
-            other = tmp_path / "other.a2a.json"
-            write_document(load_file(claude_code_files()[0]), other)
-            result, envelope = import_file(other, to=to, cwd=tmp_path, spooled=_checker_spool(doc, tmp_path))
-            assert envelope.context_id == doc.context_id
         else:
             result, envelope = import_file(source, to=to, cwd=tmp_path, spool_dir=tmp_path)
             assert envelope.context_id == doc.context_id
@@ -64,27 +59,4 @@ def test_streamed_import_writes_what_the_in_memory_import_writes(path, to, tmp_p
         trees.append((_tree(home), result.lines, notes))
     assert trees[1] == trees[0]
     assert trees[2] == trees[0]
-    assert trees[3] == trees[0]
     assert not list(tmp_path.glob(".p2pd-import-spool-*"))  # the spool is gone
-
-
-def _checker_spool(doc, tmp_path: Path) -> Path:
-    """The spool the receiver's checker writes (``receive --import``) for ``doc`` streamed to it in the line
-    layout, zstd, in pieces."""
-    import io
-
-    import zstandard
-
-    from p2pd.agents.importing import spool_folder
-    from p2pd.conversation.layout import document_lines
-    from p2pd.exchange.packing import StreamUnpacker
-
-    raw = io.BytesIO()
-    document_lines(doc.to_json_dict(), raw.write)
-    blob = zstandard.ZstdCompressor().compress(raw.getvalue())
-    spool = spool_folder(tmp_path)
-    sink = StreamUnpacker("zstd", tmp_path, spool=spool)
-    for i in range(0, len(blob), 1000):
-        sink.feed(blob[i:i + 1000])
-    sink.finish(len(raw.getvalue())).unlink()
-    return spool
