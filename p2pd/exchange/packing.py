@@ -19,7 +19,7 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from p2pd.blob.container import DEFAULT_MAX_RAW_SIZE
 from p2pd.blob.stream import BlobWriter, iter_raw
@@ -131,7 +131,7 @@ def indent_staged(staged: Path, folder: Path) -> Path:
 
     out = staging_file(folder)
     try:
-        with out.open("wb") as fh:
+        with _open_made(out) as fh:
             write_indented(staged, fh.write)
     except BaseException:
         out.unlink(missing_ok=True)
@@ -163,6 +163,12 @@ def staging_file(folder: Path) -> Path:
     return Path(name)
 
 
+def _open_made(path: Path) -> BinaryIO:
+    """The new, empty file ``path`` (:func:`staging_file`) opened to write, without truncating it: on ext4 a file
+    truncated and then written is flushed when closed (``auto_da_alloc``), 60-90 ms at 200 MB on the way out."""
+    return path.open("r+b")
+
+
 class StreamUnpacker:
     """The receiver's :class:`~p2pd.transfer.streamstore.StreamSink`: a streamed payload decompressed as it
     arrives into a staging file beside the output, each element checked by the DocumentReader on the way.
@@ -174,7 +180,7 @@ class StreamUnpacker:
         from p2pd.blob.stream import Inflater
 
         self.staged = staged or staging_file(folder)
-        self._out = self.staged.open("wb")
+        self._out = _open_made(self.staged)
         self._source = source
         self._max = max_raw_size
         self._reader = DocumentReader(source=source)
