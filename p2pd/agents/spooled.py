@@ -112,7 +112,7 @@ class SpooledSource(DocumentSource):
     def __init__(self, path: Path, restore: LineRestorer) -> None:
         self.path = path
         self._restore = restore
-        self._out: BinaryIO = path.open("wb")
+        self._out: BinaryIO = path.open("wb", buffering=1 << 20)  # (elements are ~2 KB: one write per MiB)
         self._slots: dict[str, _Slot] = {}
         self._size = 0
         self.restored = True
@@ -121,7 +121,9 @@ class SpooledSource(DocumentSource):
 
     # ---- writing, as the reader hears the elements
     def _add(self, slot: str, n: int, data: bytes) -> None:
-        s = self._slots.setdefault(slot, _Slot())
+        s = self._slots.get(slot)
+        if s is None:
+            s = self._slots[slot] = _Slot()
         s.numbers.append(n)
         s.offsets.append(self._size)
         s.lengths.append(len(data))

@@ -1,19 +1,19 @@
 """Finding a conversation document's elements in a stream of JSON bytes, in any layout, in bounded memory.
 
 A structural scanner, sans-I/O: it is fed the document's bytes in pieces of any size and hands out, one at a
-time, the raw bytes of each element of the big arrays — ``messages``, ``records`` and ``toolResults`` at the top,
-``messages`` and ``records`` of every ``subagents`` object, or the elements of a bare top-level array of
-messages — and keeps the rest (the "skeleton": the envelope with those arrays left empty) for the end. It does not
-build values: it only tracks strings, brackets and the keys of the two objects whose keys matter, with regular
-expressions that run in C over whole strings and runs of plain bytes, so a piece is scanned at close to memory
-speed whatever its layout (one line, pretty-printed, the line layout). The elements it hands out are parsed by
-the caller (orjson), which also checks them as JSON; the skeleton is parsed at the end.
+time, each element of the big arrays — ``messages``, ``records`` and ``toolResults`` at the top, ``messages`` and
+``records`` of every ``subagents`` object, or the elements of a bare top-level array of messages — and keeps the
+rest (the "skeleton": the envelope with those arrays left empty) for the end. In the line layout
+(:mod:`p2pd.conversation.layout`) an element alone on its line is found with one ``find`` and parsed at once
+by orjson, with no regular expression over its bytes; anything else is scanned without building values —
+strings, brackets and the keys of the two objects whose keys matter — with regular expressions that run in C
+over whole strings and runs of plain bytes, and handed out as bytes for the caller to parse (and check as JSON).
 
-Memory is one element plus one piece: an element's bytes are kept from its first byte to its last and then let
-go. Limits are checked while scanning, before anything is parsed: the nesting depth (counted bracket by
-bracket, so 10⁵ levels stop at the first level past the limit), the bytes of one element and of the skeleton,
-and the number of values in one element (a cheap comma count, made exact only when the cheap one says too many),
-which bounds the Python objects parsing it makes.
+Memory is one element plus one piece. Limits (:mod:`p2pd.conversation.json_limits`) are checked while scanning,
+before anything is parsed: the nesting depth (bracket by bracket, so 10⁵ levels stop at the first level past the
+limit; on the fast path bounded by the element's brackets and measured only when they could be too many), the
+bytes of one element and of the skeleton, and the number of values in one element (bounded by its length, or a
+cheap comma count made exact only when it says too many), which bounds the Python objects parsing it makes.
 """
 
 from __future__ import annotations
@@ -21,12 +21,16 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 
+import orjson
+
+from p2pd.conversation.json_limits import DEFAULT_LIMITS, Limits, count_values, value_depth
 from p2pd.errors import InvalidInputError, TooLargeError
 
-ElementSink = Callable[[str, int | None, bytes], None]  # (array key, subagent index or None, the element's bytes)
+# (array key, subagent index or None, the element's bytes, its value when the scanner parsed it, else UNPARSED)
+ElementSink = Callable[[str, int | None, bytes, object], None]
 SubagentSink = Callable[[int, bytes], None]  # (subagent index, its object without its element arrays)
+UNPARSED = object()  # an element handed out as bytes only (the caller parses it)
 
 # Everything up to the next bracket, strings included (possessive: no backtracking, linear time).
 _COARSE = re.compile(rb'(?:[^"\[\]{}]++|"[^"\\]*+(?:\\.[^"\\]*+)*+")*+', re.DOTALL)
@@ -34,7 +38,6 @@ _COARSE = re.compile(rb'(?:[^"\[\]{}]++|"[^"\\]*+(?:\\.[^"\\]*+)*+")*+', re.DOTA
 _PLAIN = re.compile(rb'[^"\[\]{},]*+')
 # A string's body up to its closing quote (or the end of what has come).
 _BODY = re.compile(rb'[^"\\]*+(?:\\.[^"\\]*+)*+', re.DOTALL)
-_STRING = re.compile(rb'"[^"\\]*+(?:\\.[^"\\]*+)*+"', re.DOTALL)
 _WS = re.compile(rb"[ \t\n\r]*+")
 
 
@@ -51,6 +54,8 @@ def _nested(levels: int) -> re.Pattern[bytes]:
 _FAST_LEVELS = 12
 _ELEMENT = _nested(_FAST_LEVELS)  # most elements are found in one call; the rest bracket by bracket
 
+_LINE_WAIT = 8 << 20  # how far the line layout's fast path looks for an element's line end
+_LINE_TAIL = frozenset(b" \t\r,")  # what may follow an element on its line (the scan checks the comma)
 _OPEN = frozenset(b"[{")
 _SCALAR_START = frozenset(b'"-0123456789tfnNI')
 _QUOTE, _COMMA = ord('"'), ord(",")
@@ -58,24 +63,6 @@ _LBRACE, _RBRACE, _LBRACKET, _RBRACKET = (ord(c) for c in "{}[]")
 
 TOP_ARRAYS = (b"messages", b"records", b"toolResults")  # element arrays of the document object
 SUB_ARRAYS = (b"messages", b"records")  # element arrays of each subagent object
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What one document may hold. The defaults sit above real sessions (a 200 MB session has ~110,000 lines,
-    ~45,000 messages; its largest line, a few screenshots, a few MB) and keep a hostile one within 512 MiB even
-    where a whole document is held (a tiny message is ~1.3 KB as a model)."""
-
-    depth: int = 256  # JSON nesting, counted from the document's outermost bracket
-    messages: int = 250_000  # main and subagent messages together
-    elements: int = 1_000_000  # messages, records and tool results together
-    element_bytes: int = 64 << 20  # one element's JSON (so every part and string in it)
-    element_values: int = 2_000_000  # JSON values in one element
-    skeleton_bytes: int = 8 << 20  # everything outside the element arrays
-
-
-DEFAULT_LIMITS = Limits()
-
 
 # Frame roles: what an open container is, for what its children mean.
 _TOP, _SUBAGENTS, _SUBAGENT, _OTHER = range(4)
@@ -100,8 +87,10 @@ class Scanner:
     or nests too deep, TooLargeError for what is over a limit."""
 
     def __init__(self, on_element: ElementSink, on_subagent: SubagentSink | None = None, *,
-                 limits: Limits = DEFAULT_LIMITS, source: str = "input") -> None:
+                 limits: Limits = DEFAULT_LIMITS, source: str = "input", keep_raw: bool = False) -> None:
+        """``keep_raw``: hand out the bytes of parsed elements too (else ``b""``)."""
         self.limits = limits
+        self.keep_raw = keep_raw
         self.source = source
         self._on_element = on_element
         self._on_subagent = on_subagent
@@ -112,6 +101,8 @@ class Scanner:
         self._skel_from = 0  # start of the skeleton bytes not yet copied (in _buf); -1 inside an element array
         self._done = False  # the top-level value has closed
         self._started = False
+        self._final = False  # finish(): nothing more will come
+        self._lines = False  # an element was found alone on its line: the next one waits for its line's end
         self._format_seen = False
         self._opened: set[tuple[bytes, int | None]] = set()
         # element-array state
@@ -137,6 +128,7 @@ class Scanner:
         self._compact()
 
     def finish(self) -> bytes:
+        self._final = True
         self._scan()
         if not self._done:
             raise self._not_json("the document ends before its last bracket closes" if self._started
@@ -319,6 +311,10 @@ class Scanner:
             raise InvalidInputError(f"wrong schema in {self.source}: an element of {self._where()} that is not "
                                     "an object")
         self._after_comma = False
+        if c == _LBRACE:
+            got = self._line_element(pos)
+            if got is not None:
+                return got
         if self._array_depth + _FAST_LEVELS <= self.limits.depth:
             m = _ELEMENT.match(buf, pos)
             if m is not None:
@@ -361,6 +357,48 @@ class Scanner:
                     self._element_done(self._elem_start, pos + 1, self._elem_containers)
                     return True
 
+    def _line_element(self, pos: int) -> bool | None:
+        """The line layout's fast path: an element alone on its line (after a comma, before a comma or the line's
+        end) is found with one ``find`` and parsed at once by orjson, which says whether those bytes are exactly one
+        object (they then are the element, whatever the rest). Limits are checked before parsing: its bytes, the
+        values (bounded by its length, counted when longer than the cap), the depth (bounded by its brackets, and
+        measured on the parsed value only when they are more than the depth left: orjson stops at 1024 levels).
+        It goes on with the next line while the layout holds. True: elements were handed out; False: wait for the
+        line's end; None: the bracket-by-bracket scan takes this element."""
+        buf, limits, got = self._buf, self.limits, False
+        depth_left = limits.depth - self._array_depth
+        while True:
+            nl = buf.find(b"\n", pos, pos + _LINE_WAIT)
+            if nl < 0:
+                wait = self._lines and not self._final and len(buf) - pos < min(_LINE_WAIT, limits.element_bytes)
+                return got or (False if wait else None)
+            end = nl
+            while buf[end - 1] in _LINE_TAIL and end - 1 > pos:
+                end -= 1
+            if buf[end - 1] != _RBRACE or end - pos > limits.element_bytes:
+                return got or None
+            if end - pos > limits.element_values and buf.count(b",", pos, end) + buf.count(b"{", pos, end) + \
+                    buf.count(b"[", pos, end) > limits.element_values:
+                return got or None  # counted exactly by the scan
+            line = buf[pos:end]
+            try:
+                value = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                return got or None  # not one object (several, a lone surrogate, not JSON): the scan says
+            if len(line) > 2 * depth_left and line.count(b"{") + line.count(b"[") > depth_left and \
+                    value_depth(value) > depth_left:  # (d levels take 2d bytes and d brackets)
+                raise self._too_deep()
+            self._lines = got = True
+            self._pos = end
+            self._handed(pos, bytes(line) if self.keep_raw else b"", value)
+            if end == nl and buf[nl + 1:nl + 3] == b",{":  # the next element, its comma leading its line
+                pos = nl + 2
+            elif buf[end:nl + 2] == b",\n{":  # or ending this one
+                pos = nl + 1
+            else:
+                return True
+            self._pos, self._after_element = pos, False
+
     def _element_done(self, start: int, end: int, containers: int) -> None:
         """``containers``: how many arrays and objects the element holds (-1: not counted yet)."""
         if end - start > self.limits.element_bytes:
@@ -368,8 +406,11 @@ class Scanner:
         raw = bytes(self._buf[start:end])
         cap = self.limits.element_values
         cheap = raw.count(b",") + (raw.count(b"{") + raw.count(b"[") if containers < 0 else containers)
-        if cheap > cap and _values(raw) > cap:
+        if cheap > cap and count_values(raw) > cap:
             raise self._too_large(f"an element of more than {cap} JSON values")
+        self._handed(start, raw, UNPARSED)
+
+    def _handed(self, start: int, raw: bytes, value: object) -> None:
         self._elem_start = -1
         self._after_element = True
         self.elements += 1
@@ -378,7 +419,7 @@ class Scanner:
         assert self._array is not None
         key, sub = self._array
         self.element_at = start
-        self._on_element(key, sub, raw)
+        self._on_element(key, sub, raw, value)
 
     def _where(self) -> str:
         assert self._array is not None
@@ -406,7 +447,4 @@ class Scanner:
         return TooLargeError(f"{self.source} holds {what}, over this receiver's limit")
 
 
-def _values(raw: bytes) -> int:
-    """Commas, brackets and braces outside strings (the exact count, when the cheap one says too many)."""
-    outside = _STRING.sub(b"", raw)
-    return outside.count(b",") + outside.count(b"{") + outside.count(b"[")
+__all__ = ["DEFAULT_LIMITS", "UNPARSED", "Limits", "Scanner"]

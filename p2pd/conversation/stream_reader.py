@@ -26,7 +26,7 @@ import orjson
 from pydantic import BaseModel, ValidationError
 
 from p2pd.conversation.document_json import describe_validation_error, document_from_json, load_json
-from p2pd.conversation.json_scan import DEFAULT_LIMITS, Limits, Scanner
+from p2pd.conversation.json_scan import DEFAULT_LIMITS, UNPARSED, Limits, Scanner
 from p2pd.conversation.legacy import normalize_message
 from p2pd.conversation.model import ConversationDocument, Counts, Message, Record, SidecarFile, Subagent
 from p2pd.errors import InvalidInputError, TooLargeError
@@ -104,8 +104,9 @@ class DocumentReader:
         self.counts.subagents = len(doc.subagents)
         return DocumentSummary(document=doc, counts=self.counts)
 
-    def _element(self, key: str, subagent: int | None, raw: bytes) -> None:
-        value = _parse(raw, self.source, self._scanner)
+    def _element(self, key: str, subagent: int | None, raw: bytes, value: Any) -> None:
+        if value is UNPARSED:
+            value = _parse(raw, self.source, self._scanner)
         slot = (key, subagent)
         index = self._index.get(slot, 0)
         self._index[slot] = index + 1

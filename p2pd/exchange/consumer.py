@@ -21,13 +21,10 @@ INVALID = 3
 
 
 def _read(n: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < n:
-        got = os.read(0, n - len(buf))
-        if not got:
-            raise EOFError("the receiver closed the stream early")
-        buf += got
-    return bytes(buf)
+    got = sys.stdin.buffer.read(n)  # (a buffered read of n bytes reads until it has them, or the end)
+    if len(got) < n:
+        raise EOFError("the receiver closed the stream early")
+    return got
 
 
 def main(argv: list[str]) -> int:

@@ -273,9 +273,8 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
     (default: the configured ones). Raises WrongCodeError, DeclinedError, TransferFailedError."""
     from p2pd.agents.sources import safe_file_stem
     from p2pd.config import receive_limits
-    from p2pd.conversation.document_io import read_document, write_document
     from p2pd.exchange import consuming
-    from p2pd.exchange.packing import STAGING_PREFIX, place, unpack
+    from p2pd.exchange.packing import STAGING_PREFIX, indent_staged, place, unpack
     from p2pd.pairing.client import Rendezvous
     from p2pd.transfer.channel import receive_blob
 
@@ -308,6 +307,7 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
     try:
         spare.append(consuming.spawn())
         ui.code_ready(str(rv.code), peer_present=rv.peer is not None)
+        _preload("p2pd.transfer.peer")  # aiortc: 0.1-0.2 s, imported while the peer comes, not after it paired
         verification = await rv.pair(timeout=peer_timeout)
         ui.paired(verification)
         link = await _connect_or_hear_fallback(rv, connect_timeout, ui)
@@ -328,15 +328,27 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
     if streamed:
         ui.status("streamed: checked while it arrived")
     ui.stage("writing the conversation document")  # staged while checked; now given its name
-    path = await asyncio.to_thread(place, got.staged, out_dir, safe_file_stem(got.context_id))
+    staged = await asyncio.to_thread(indent_staged, got.staged, out_dir) if pretty else got.staged
+    path = await asyncio.to_thread(place, staged, out_dir, safe_file_stem(got.context_id))
     if not streamed:
         with contextlib.suppress(OSError):
             os.unlink(received.path)
-    if pretty:
-        await asyncio.to_thread(lambda: write_document(read_document(path), path, pretty=True))
     return ReceiveOutcome(summary=got, path=path, verification=verification,
                           bytes_received=received.bytes_received, resumed_bytes=received.resumed_bytes,
                           ice_path=link_path)
+
+
+def _preload(module: str) -> None:
+    """Import ``module`` in a thread while the process waits on the network; a later import of it waits for that
+    one (the import lock) instead of starting over."""
+    import importlib
+    import threading
+
+    def load() -> None:
+        with contextlib.suppress(Exception):  # the real import says what is wrong
+            importlib.import_module(module)
+
+    threading.Thread(target=load, name=f"import {module}", daemon=True).start()
 
 
 async def _connect_or_hear_fallback(rv: Any, connect_timeout: float, ui: UI) -> Any:

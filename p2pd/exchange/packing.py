@@ -19,7 +19,7 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from p2pd.blob.container import DEFAULT_MAX_RAW_SIZE
 from p2pd.blob.stream import BlobWriter, iter_raw
@@ -124,6 +124,22 @@ def place(staged: Path, folder: Path, base: str) -> Path:
     raise ConflictError(f"could not find a free file name for {base}.a2a.json in {folder}")
 
 
+def indent_staged(staged: Path, folder: Path) -> Path:
+    """The staged (checked) document rewritten indented as a stream into a new staging file in ``folder``, which
+    is returned; ``staged`` is removed (``receive --pretty``: the document is never whole in memory)."""
+    from p2pd.conversation.indented import write_indented
+
+    out = staging_file(folder)
+    try:
+        with _open_made(out) as fh:
+            write_indented(staged, fh.write)
+    except BaseException:
+        out.unlink(missing_ok=True)
+        raise
+    staged.unlink()
+    return out
+
+
 def blob_to_file(blob_path: Path, folder: Path, base: str) -> Path:
     """The document inside a blob written as ``<base>.a2a.json`` in ``folder`` (the sender's fallback file)."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -147,6 +163,12 @@ def staging_file(folder: Path) -> Path:
     return Path(name)
 
 
+def _open_made(path: Path) -> BinaryIO:
+    """The new, empty file ``path`` (:func:`staging_file`) opened to write, without truncating it: on ext4 a file
+    truncated and then written is flushed when closed (``auto_da_alloc``), 60-90 ms at 200 MB on the way out."""
+    return path.open("r+b")
+
+
 class StreamUnpacker:
     """The receiver's :class:`~p2pd.transfer.streamstore.StreamSink`: a streamed payload decompressed as it
     arrives into a staging file beside the output, each element checked by the DocumentReader on the way.
@@ -158,7 +180,7 @@ class StreamUnpacker:
         from p2pd.blob.stream import Inflater
 
         self.staged = staged or staging_file(folder)
-        self._out = self.staged.open("wb")
+        self._out = _open_made(self.staged)
         self._source = source
         self._max = max_raw_size
         self._reader = DocumentReader(source=source)

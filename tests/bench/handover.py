@@ -159,6 +159,7 @@ def run_p2pd(session: Path, servers: Servers, work: Path, n: int) -> Run:
     out = work / f"p2pd-out-{n}"
     out.mkdir(parents=True)
     env = dict(os.environ, HOME=str(home), P2PD_HOME=str(home / "p2pd"), P2PD_CONFIG=str(home / "none.toml"),
+               PYTHONPATH=str(ROOT),  # the tree this script is in, not the one the venv was installed from
                P2PD_SIGNAL=f"ws://127.0.0.1:{servers.signal_port}", P2PD_ICE_HOST_ADDRESSES="127.0.0.1",
                TERM="dumb")
     receiver = Proc([str(BIN / "p2pd"), "receive", "--make-code", "--yes", "-o", str(out)], env, work,
@@ -232,7 +233,8 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3, help="runs of each tool per size (default 3)")
     args = ap.parse_args()
     wormhole_bin = ensure_wormhole()
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores; p2pd {BIN / 'p2pd'}; wormhole {wormhole_bin}")
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores; p2pd {BIN / 'p2pd'} on {ROOT}; "
+          f"wormhole {wormhole_bin}; load {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory(prefix="p2pd-bench-") as tmp:
         work = Path(tmp)
         servers = Servers(work, wormhole_bin)

@@ -106,6 +106,25 @@ def many_values() -> Iterator[bytes]:  # 60 MB of numbers in one element
     yield b"]}]}]}"
 
 
+def tiny_messages_lines() -> Iterator[bytes]:  # the line layout p2pd writes: each element found by its line's end
+    yield HEAD + b'"messages":[\n'
+    yield from _repeat(TINY, 100 * MB, b"\n,")
+    yield b"\n]}"
+
+
+def huge_line() -> Iterator[bytes]:  # the line layout, then a line that never ends (a 900 MB text)
+    yield HEAD + b'"messages":[\n' + TINY + b'\n,{"messageId":"m","role":"ROLE_USER","parts":[{"text":"'
+    for _ in range(900):
+        yield b"x" * MB
+    yield b'"}]}\n]}'
+
+
+def deep_line() -> Iterator[bytes]:  # 300 levels on one line of the line layout (a parser takes it; the limit not)
+    yield HEAD + b'"messages":[\n' + TINY + b'\n,{"messageId":"m","role":"ROLE_USER","parts":[{"data":'
+    yield b"[" * 300 + b"]" * 300
+    yield b"}]}\n]}"
+
+
 def many_subagents() -> Iterator[bytes]:
     yield HEAD + b'"messages":[' + TINY + b'],"subagents":['
     yield from _repeat(b'{"messages":[],"agentId":"a","fileName":"agent-a.jsonl"}', 100 * MB)
@@ -117,7 +136,8 @@ CASES: dict[str, Callable[[], Iterator[bytes]]] = {
     "tiny-messages-pretty": tiny_messages_pretty, "tiny-records": tiny_records,
     "huge-string": huge_string, "string-under-cap": string_under_cap, "huge-title": huge_title,
     "deep-message": deep_message, "deep-envelope": deep_envelope, "many-values": many_values,
-    "many-subagents": many_subagents,
+    "many-subagents": many_subagents, "tiny-messages-lines": tiny_messages_lines, "huge-line": huge_line,
+    "deep-line": deep_line,
 }
 
 

@@ -27,11 +27,12 @@ def everything_in(folder: Path) -> list[str]:
     return sorted(str(p.relative_to(folder)) for p in folder.rglob("*")) if folder.exists() else []
 
 
-def handover(url: str, tmp_path: Path, code: str, receiver_mode: str | None = None) -> tuple[str, bytes]:
+def handover(url: str, tmp_path: Path, code: str, receiver_mode: str | None = None,
+             *more: str) -> tuple[str, bytes]:
     out = tmp_path / f"inbox-{code}"
     sender = p2pd("send", str(SESSION), "--code", code, "--timeout", "60", env=_env(url), cwd=tmp_path)
     wait_for_code(sender)
-    args = ("receive", code, "--yes", "-o", str(out))
+    args = ("receive", code, "--yes", "-o", str(out), *more)
     receiver = double(receiver_mode, *args, env=_env(url)) if receiver_mode else p2pd(*args, env=_env(url))
     rc, _, rerr = finish(receiver)
     src, _, serr = finish(sender)
@@ -56,6 +57,17 @@ def test_streamed_and_classic_receivers_get_the_same_document(server, tmp_path):
     from p2pd.conversation.document_io import parse_document
 
     assert parse_document(streamed, source="test").context_id == SESSION.stem
+
+
+def test_pretty_receive_writes_the_same_document_indented(server, tmp_path):
+    """``--pretty``: the streamed document, rewritten indented as a stream before it gets its name."""
+    import json
+
+    _, url = server
+    _, compact = handover(url, tmp_path, "4304-amber-river")
+    _, pretty = handover(url, tmp_path, "4305-amber-river", None, "--pretty")
+    assert json.loads(pretty) == json.loads(compact)
+    assert b'\n  "messages": [\n    {\n' in pretty and b"\n" not in compact.split(b'"messages":[')[0]
 
 
 def test_a_damaged_stream_is_a_checksum_mismatch_and_leaves_nothing(server, tmp_path):

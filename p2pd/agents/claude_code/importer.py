@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import json
 import os
 import re
 import shlex
@@ -218,7 +219,17 @@ def _rewrite_sidecar(lines: Iterable[Any], session_id: str, cwd: str, keep_think
 
 def _jsonl(values: Iterable[Any]) -> Iterator[bytes]:
     for v in values:
-        yield ((v if isinstance(v, str) else dumps_line(v)) + "\n").encode("utf-8", errors="surrogateescape")
+        yield (v + "\n").encode("utf-8", errors="surrogateescape") if isinstance(v, str) else jsonl_line(v)
+
+
+def jsonl_line(value: Any) -> bytes:
+    """``dumps_line(value)`` and a newline, in UTF-8: a line with no lone surrogate (all but a few) skips the
+    escaping pass."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return text.encode("utf-8") + b"\n"
+    except UnicodeEncodeError:
+        return (dumps_line(value) + "\n").encode("utf-8", errors="surrogateescape")
 
 
 def _inside(base: Path, rel: str) -> Path:
@@ -312,7 +323,7 @@ def _chain(src: DocumentSource) -> Iterator[dict[str, Any]]:
 def _main_file(lines: Iterable[dict[str, Any]], result: ImportResult) -> Iterator[bytes]:
     for line in lines:
         result.lines += 1
-        yield (dumps_line(line) + "\n").encode("utf-8", errors="surrogateescape")
+        yield jsonl_line(line)
     if not result.lines:
         raise InvalidInputError("the conversation has no messages to import")
 

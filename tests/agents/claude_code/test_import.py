@@ -247,3 +247,17 @@ def test_an_import_cut_off_midway_leaves_no_half_session(tmp_path, monkeypatch):
     assert result.path.exists() and all(p.exists() for p in result.subagent_files)
     assert len(result.subagent_files) == len(doc.subagents)
     assert not [p for p in result.path.parent.iterdir() if p.name.startswith(".p2pd-import")]
+
+
+@pytest.mark.parametrize("value", [
+    {"type": "user", "message": {"content": "é日 \u2028 \x00 \"q\" 🙂"}},
+    {"type": "user", "message": {"content": "cut emoji \ud83d", "n": [1.5, 10**30, None]}},
+    ["\udfff", {"k\ud800": "v"}],
+])
+def test_written_lines_are_dumps_line_in_utf8(value):
+    """The importer's lines (a fast path for lines without lone surrogates) are exactly ``dumps_line``'s."""
+    from p2pd.agents.claude_code.importer import jsonl_line
+    from p2pd.agents.jsonl import dumps_line
+
+    assert jsonl_line(value) == (dumps_line(value) + "\n").encode("utf-8", errors="surrogateescape")
+    assert json.loads(jsonl_line(value)) == value
