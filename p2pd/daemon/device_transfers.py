@@ -27,14 +27,16 @@ from p2pd.daemon.offer_desk import OfferDesk
 from p2pd.daemon.outbox import outbox_info
 from p2pd.daemon.peer_protocol import HandoffOffer, TransferStart
 from p2pd.daemon.pending import PendingOffers
+from p2pd.daemon.ready_blob import opened_for_send
 from p2pd.daemon.running import ProgressWriter, RunningTransfers
 from p2pd.daemon.store import Store, TransferRow
 from p2pd.daemon.transfers import Ending, TransferState, incoming_ending, outgoing_ending
 from p2pd.errors import BusyError, Cause, ConflictError, DeclinedError, P2pdError, TooLargeError, cause_of
 from p2pd.support.memory import BIG_JOB, release
-from p2pd.transfer.channel import Refusal, TransferControl, receive_blob, send_blob
+from p2pd.transfer.channel import Refusal, TransferControl, receive_blob
 from p2pd.transfer.frames import Offer
 from p2pd.transfer.partial import final_name
+from p2pd.transfer.streaming import send_stream
 
 log = logging.getLogger("p2pd.network")
 
@@ -104,14 +106,16 @@ class DeviceTransfers:
             await self._update(tid, state=TransferState.RUNNING)
             await session.send(TransferStart(tid=tid, handoff=row.handoff_id, link=row.link_id))
             link = await session.open_link(tid, "offer")
-            try:
-                result = await send_blob(link.channel, blob_path, info, on_progress=ProgressWriter(self.store, tid),
-                                         idle_timeout=self.idle_timeout, max_message_size=MESSAGE_SIZE,
-                                         control=control)
+            try:  # zstd when the receiver's HELLO lists it, else an lz4 copy (ready_blob.py; DAEMON.md "Codecs")
+                async with opened_for_send(blob_path, info) as ready:
+                    result = await send_stream(link.channel, ready, idle_timeout=self.idle_timeout,
+                                               on_progress=ProgressWriter(self.store, tid, with_size=True),
+                                               max_message_size=MESSAGE_SIZE, control=control)
             finally:
                 await link.close()
             await self._update(tid, state=TransferState.DONE, bytes_done=result.compressed_size,
                                detail={"resumed_bytes": result.resumed_bytes, "elapsed": round(result.elapsed, 3),
+                                       "codec": ready.sent_codec,
                                        "path": link.path.to_dict() if link.path is not None else None})
         except (P2pdError, OSError) as exc:
             ending = outgoing_ending(exc, cancelled=control.reason, device_online=session.online,

@@ -5,16 +5,27 @@ row gets its size and SHA-256 from it); the exchange (:func:`p2pd.exchange.hando
 the finished blob as it would read a payload still being produced — complete from the start, so the offer has
 the real sizes. A receiver that does not stream or speak the blob's codec (the page: lz4) gets a blob made from
 it in the send's work folder, when asked.
+
+Sends to paired devices go the same way (:func:`opened_for_send`): the outbox holds the zstd blob only, and the
+lz4 copy for a receiver without zstd is made after its HELLO, in a work folder beside the outbox that lives as
+long as the send (SPEC.md §1 codecs; DAEMON.md "Codecs between daemons").
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
+import shutil
+import tempfile
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from p2pd.blob.codecs import CODECS
 from p2pd.blob.container import HEADER_SIZE, BlobHeader
+from p2pd.daemon.outbox import PACKING_PREFIX
+from p2pd.support import staging
 from p2pd.transfer.frames import OfferInfo
 
 if TYPE_CHECKING:
@@ -71,6 +82,11 @@ class ReadyBlob:
             self._other = other
         return [self._other]
 
+    @property
+    def sent_codec(self) -> str:
+        """The codec of the blob offered: the file's own, or lz4 once a copy was made for the receiver."""
+        return "lz4" if self._other is not None else self.header.codec
+
     def stop(self) -> None:
         pass  # nothing waits: every byte is there
 
@@ -80,4 +96,22 @@ class ReadyBlob:
             self._fd = None
 
 
-__all__ = ["ReadyBlob"]
+@contextlib.asynccontextmanager
+async def opened_for_send(blob_path: Path, info: OfferInfo) -> AsyncIterator[ReadyBlob]:
+    """An outbox blob opened for one send to a paired device (:func:`p2pd.transfer.streaming.send_stream`: the
+    receiver's HELLO picks the codec), with a work folder in the outbox, held while the send lasts (a killed
+    daemon's is swept by age with the packings' folders), for the lz4 copy made when the receiver lacks the
+    blob's codec. The copy is made again at every attempt, byte for byte the same, so an interrupted lz4
+    transfer resumes by the ranges its receiver holds."""
+    ready = await asyncio.to_thread(ReadyBlob, blob_path, info)
+    work = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix=PACKING_PREFIX, dir=blob_path.parent))
+    held = staging.hold(work)
+    try:
+        yield ready.production(work)
+    finally:
+        ready.close()
+        os.close(held)
+        await asyncio.to_thread(shutil.rmtree, work, True)
+
+
+__all__ = ["ReadyBlob", "opened_for_send"]

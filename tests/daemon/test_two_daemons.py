@@ -1,6 +1,6 @@
 """Two real daemons (``p2pd serve`` processes) and one real signaling server on loopback, paired with the real
 ``p2pd pair`` command: a handoff made through the MCP tool is claimed once, imported and completed on the sender's
-side; a transfer cut by SIGKILL of the sending daemon resumes when it comes back."""
+side; a transfer cut by SIGKILL of the sending daemon resumes when it comes back; both go in zstd."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from p2pd.agents.sources import load_file
+from p2pd.blob.stream import check_file
 from p2pd.conversation.document_io import write_document
 from p2pd.conversation.model import Message, Part
 from tests.daemon.conftest import SESSION_ID, Daemon, corpus_session, device_id, online, wait_for
@@ -56,6 +57,7 @@ async def test_handoff_through_mcp_is_claimed_imported_and_completed(two: tuple[
         assert stats["handoffs"]["completed"] == 1 and stats["handoffs"]["pending"] == 0
         out = [t for t in c.get("/transfers").json() if t["handoff_id"] == hid]
         assert [t["state"] for t in out] == ["done"]
+        assert out[0]["detail"]["codec"] == "zstd"  # b speaks zstd: the outbox's blob went as it is
 
 
 def test_a_transfer_cut_by_sigkill_resumes_after_restart(two: tuple[Daemon, Daemon], tmp_path: Path) -> None:
@@ -83,9 +85,13 @@ def test_a_transfer_cut_by_sigkill_resumes_after_restart(two: tuple[Daemon, Daem
                          timeout=120, what="the transfer finished")
     assert final["state"] == "done", final["error"]
     assert final["detail"]["resumed_bytes"] > 0
+    assert final["detail"]["codec"] == "zstd"  # both daemons speak it: the zstd blob resumed, no lz4 copy
+    [packed] = a.base.rglob(f"outbox/{row['sha256']}.a2a.p2pd")
+    assert check_file(packed).codec == "zstd"
     assert final["error"] is None and final["cause"] is None  # what interrupted it no longer holds
     with b.client() as c:
         inbox = wait_for(lambda: c.get("/inbox").json(), timeout=60, what="the conversation in b's inbox")
+        # the blob received is the outbox's zstd blob itself (an lz4 copy has another digest)
         assert len(inbox) == 1 and inbox[0]["sha256"] == row["sha256"]
         assert inbox[0]["messages"] == len(doc.messages)  # the filler included (doc.counts predates it)
         # one row for the transfer at the receiver too, done (chaos seed 1: the cut-off attempt stayed behind)
