@@ -43,10 +43,13 @@ class SourceLine:
             self.type = t if isinstance(t, str) else None
 
 
-def open_lines(path: Path) -> BinaryIO:
+READ_BUFFER = 1 << 20  # a transcript is read in large reads (its lines are ~2 KB, a tool result's up to MBs)
+
+
+def open_lines(path: Path, *, buffering: int = -1) -> BinaryIO:
     """The transcript opened for reading, or the error a person understands."""
     try:
-        return path.open("rb")
+        return path.open("rb", buffering=buffering)
     except FileNotFoundError:
         raise NotFoundError(f"transcript not found: {path}") from None
     except IsADirectoryError:
@@ -120,7 +123,7 @@ def iter_lines(path: Path, *, keep_text: bool = True, only: Container[int] | Non
 
 def iter_raw(path: Path, *, only: Container[int] | None = None) -> Iterator[tuple[int, bytes]]:
     """Each line's number and bytes (its newline included, when it has one); ``only``: the numbers wanted."""
-    with open_lines(path) as fh:
+    with open_lines(path, buffering=READ_BUFFER) as fh:
         for n, raw in enumerate(fh, start=1):
             if only is None or n in only:
                 yield n, raw
