@@ -32,7 +32,6 @@ _BLOCKS: dict[Any, dict[str, Any]] = {}  # one shared object for every id-less b
 _TEAM_TEXT = "<teammate-message"
 _TEAM_BYTES = _TEAM_TEXT.encode()
 _KEEP_REPEATED = tuple(k in _REPEATED for k in KEEP)
-_BLOCK_IDS = ("type", "id", "tool_use_id")
 
 
 def read_index(path: Path) -> list[SourceLine] | None:
@@ -135,6 +134,7 @@ if msgspec is not None:
     _Line = msgspec.defstruct("_Line", [(k, Any, _UNSET) for k in KEEP]
                               + [("message", _Message | msgspec.UnsetType, _UNSET)])
     _LINE = msgspec.json.Decoder(_Line)
+    _BUILTINS = msgspec.to_builtins  # (a struct as a dict of its set fields: UNSET ones are left out)
 
 
 class _Odd(Exception):
@@ -161,28 +161,31 @@ def _fast_lines(path: Path) -> Iterator[tuple[SourceLine, bool]]:
 def _fast_line(n: int, raw: bytes) -> tuple[SourceLine, bool]:
     if not raw.startswith(b"{"):
         raise _Odd
-    *kept, msg = msgspec.structs.astuple(_LINE.decode(raw))
-    light: dict[str, Any] = {}
-    for key, value, repeated in zip(KEEP, kept, _KEEP_REPEATED, strict=True):
-        if value is not _UNSET:
-            light[key] = sys.intern(value) if repeated and value.__class__ is str else _plain(value)
+    light: dict[str, Any] = _BUILTINS(_LINE.decode(raw))  # (the keys present, in KEEP's order, message last)
+    msg = light.get("message")
+    for key, value in light.items():
+        if value.__class__ is str:
+            if key in _REPEATED:
+                light[key] = sys.intern(value)
+        elif value is not None and value.__class__ is not bool and value is not msg:
+            raise _Odd  # (numbers, lists, objects: the exact way)
     team = _TEAM_BYTES in raw
-    if msg is not _UNSET:
-        light_msg: dict[str, Any] = {}
-        if msg.id is not _UNSET:
-            light_msg["id"] = _plain(msg.id)
-        content = msg.content
+    if msg is not None:
+        if "id" in msg:
+            _plain(msg["id"])
+        content = msg.get("content")
         if content.__class__ is str:
-            light_msg["content"] = ""
-        elif content is not _UNSET:
+            msg["content"] = ""
+        elif content is not None:
             blocks: list[Any] = []
             for block in content:
-                kept_ids = {k: _plain(v) for k in _BLOCK_IDS if (v := getattr(block, k)) is not _UNSET}
-                blocks.append(_light_block(kept_ids))
-                if block.type == "tool_use" and block.name.__class__ is str and block.name in TEAM_TOOLS:
+                name = block.pop("name", None)
+                if name.__class__ is str and name in TEAM_TOOLS and block.get("type") == "tool_use":
                     team = True
-            light_msg["content"] = blocks
-        light["message"] = light_msg
+                for value in block.values():
+                    _plain(value)
+                blocks.append(_light_block(block))
+            msg["content"] = blocks
     return SourceLine(n, "", value=light), team
 
 
