@@ -93,15 +93,17 @@ class SummaryBuilder:
         self.last_words = ""
 
     def add(self, m: MessageLike) -> None:
-        request = is_request(m)
-        text = _text(m) if request or m.role is Role.USER or m.role is Role.AGENT else ""
+        items = message_items(m)  # (read once: a message's parts are read for its text and its tool calls)
+        text = "\n".join(i.text for i in items if isinstance(i, Text)).strip()
+        request = (m.role is Role.USER and m.p2pd.get("kind", "prompt") == "prompt" and bool(text)
+                   and not text.startswith(_NOT_A_REQUEST))
         if request and self.first_request is None:
             self.first_request = text
         if self.first_prompt is None and m.role is Role.USER and m.p2pd.get("kind", "prompt") == "prompt":
             tagless = _TAG.sub(" ", text).strip()
             if tagless:
                 self.first_prompt = tagless
-        for item in message_items(m):
+        for item in items:
             if isinstance(item, ToolCall):
                 self.n_calls += 1
                 self.tools[item.name] += 1
