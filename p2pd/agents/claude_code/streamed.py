@@ -16,6 +16,10 @@ session in memory, and starting to write before the transcript is fully read:
    the subagents, the spilled tool results, and ``title``, ``summary`` and ``counts`` — known only now — last
    (JSON objects are unordered: SPEC.md says readers take any key order).
 
+Messages and records are made straight into their JSON, without the pydantic models (the same bytes: a test holds
+it, :mod:`~p2pd.agents.claude_code.message_json`): a record is the line's parsed value under its number, a message
+is built from its lines' dicts, and the counts, summary and title read it through a view.
+
 So the payload is produced, sent and checked while the transcript is still read, with nothing left for the end
 but the last messages. Memory holds the index, one message, one subagent and one tool result at a time.
 """
