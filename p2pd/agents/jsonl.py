@@ -43,10 +43,13 @@ class SourceLine:
             self.type = t if isinstance(t, str) else None
 
 
-def open_lines(path: Path) -> BinaryIO:
+READ_BUFFER = 1 << 20  # a transcript is read in large reads (its lines are ~2 KB, a tool result's up to MBs)
+
+
+def open_lines(path: Path, *, buffering: int = -1) -> BinaryIO:
     """The transcript opened for reading, or the error a person understands."""
     try:
-        return path.open("rb")
+        return path.open("rb", buffering=buffering)
     except FileNotFoundError:
         raise NotFoundError(f"transcript not found: {path}") from None
     except IsADirectoryError:
@@ -106,24 +109,34 @@ def iter_lines(path: Path, *, keep_text: bool = True, only: Container[int] | Non
     reasons), reading the file as a stream: memory holds one line, not the file. ``keep_text=False``: a line
     that is a JSON object is parsed from its bytes and carries no ``text`` (for readers of its JSON only).
     ``only``: the numbers of the lines wanted (the others are skipped unparsed)."""
-    with open_lines(path) as fh:
-        for n, raw in enumerate(fh, start=1):
-            if only is not None and n not in only:
+    for n, raw in iter_raw(path, only=only):
+        if not keep_text and orjson is not None:
+            try:
+                value = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                value = None  # (the exact way says why)
+            if value.__class__ is dict:
+                yield SourceLine(n, "", value=value)
                 continue
-            if not keep_text and orjson is not None:
-                try:
-                    value = orjson.loads(raw)
-                except orjson.JSONDecodeError:
-                    value = None  # (the exact way says why)
-                if value.__class__ is dict:
-                    yield SourceLine(n, "", value=value)
-                    continue
-            ends = raw.endswith(b"\n")
-            body = raw[:-1] if ends else raw
-            try:  # strict first: a line that decodes holds no escaped bytes, so it needs no search for them
-                yield parse_line(n, body.decode("utf-8"), last_without_newline=not ends, maybe_undecodable=False)
-            except UnicodeDecodeError:
-                yield parse_line(n, body.decode("utf-8", errors="surrogateescape"), last_without_newline=not ends)
+        yield exact_line(n, raw)
+
+
+def iter_raw(path: Path, *, only: Container[int] | None = None) -> Iterator[tuple[int, bytes]]:
+    """Each line's number and bytes (its newline included, when it has one); ``only``: the numbers wanted."""
+    with open_lines(path, buffering=READ_BUFFER) as fh:
+        for n, raw in enumerate(fh, start=1):
+            if only is None or n in only:
+                yield n, raw
+
+
+def exact_line(n: int, raw: bytes) -> SourceLine:
+    """Line ``n`` parsed from its bytes (newline included, when it has one) as :func:`parse_lines` parses it."""
+    ends = raw.endswith(b"\n")
+    body = raw[:-1] if ends else raw
+    try:  # strict first: a line that decodes holds no escaped bytes, so it needs no search for them
+        return parse_line(n, body.decode("utf-8"), last_without_newline=not ends, maybe_undecodable=False)
+    except UnicodeDecodeError:
+        return parse_line(n, body.decode("utf-8", errors="surrogateescape"), last_without_newline=not ends)
 
 
 def lines_to_text(values: Iterable[str]) -> str:

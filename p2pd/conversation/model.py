@@ -6,8 +6,9 @@ pydantic models, serialized in A2A 1.0 ProtoJSON style (camelCase, ``ROLE_USER``
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
@@ -143,6 +144,32 @@ class Message(_Model):
         return meta if isinstance(meta, dict) else {}
 
 
+class PartLike(Protocol):
+    """What readers of parts use: a :class:`Part`, or a part's JSON read as one (a streamed writer's view)."""
+
+    @property
+    def text(self) -> str | None: ...
+    @property
+    def raw(self) -> str | None: ...
+    @property
+    def url(self) -> str | None: ...
+    @property
+    def media_type(self) -> str | None: ...
+    @property
+    def data_value(self) -> Any: ...
+
+
+class MessageLike(Protocol):
+    """What the summary, the counts and the title read of a message: a :class:`Message`, or a view of its JSON."""
+
+    @property
+    def role(self) -> Role: ...
+    @property
+    def p2pd(self) -> JsonObject: ...
+    @property
+    def parts(self) -> Sequence[PartLike]: ...
+
+
 class Origin(_Model):
     platform: str  # "claude-code", "codex", "gemini", "a2a"
     session_id: str | None = None
@@ -166,7 +193,7 @@ class Counts(_Model):
     malformed_lines: int = 0
     subagents: int = 0
 
-    def add(self, message: Message) -> None:
+    def add(self, message: MessageLike) -> None:
         """Count one main-transcript message (its role, branch, tool calls and results)."""
         self.messages += 1
         if message.role is Role.USER:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from p2pd.conversation import media_types as mt
-from p2pd.conversation.model import Message, Part
+from p2pd.conversation.model import MessageLike, PartLike
 
 
 @dataclass
@@ -185,7 +185,7 @@ def reasoning(data: Any) -> Reasoning:
     return Reasoning(_json_text(data))
 
 
-def part_items(part: Part) -> list[Item]:
+def part_items(part: PartLike) -> list[Item]:
     media = part.media_type or ""
     if part.text is not None:
         return [Text(part.text)]
@@ -209,9 +209,9 @@ def part_items(part: Part) -> list[Item]:
     return [Other(media, data)]
 
 
-def message_items(message: Message) -> list[Item]:
+def message_items(message: MessageLike) -> list[Item]:
     return [item for p in message.parts for item in part_items(p)]
 
 
-def message_text(message: Message) -> str:
+def message_text(message: MessageLike) -> str:
     return "\n".join(i.text for i in message_items(message) if isinstance(i, Text)).strip()

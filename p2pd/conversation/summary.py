@@ -17,7 +17,7 @@ import re
 from collections import Counter
 from typing import Any
 
-from p2pd.conversation.model import ConversationDocument, Message, Role
+from p2pd.conversation.model import ConversationDocument, MessageLike, Role
 from p2pd.conversation.neutral import Text, ToolCall, ToolResult, message_items
 
 TITLE_MAX = 80
@@ -34,14 +34,14 @@ def clip(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
-def is_request(m: Message) -> bool:
+def is_request(m: MessageLike) -> bool:
     if m.role is not Role.USER or m.p2pd.get("kind", "prompt") != "prompt":
         return False
     text = _text(m)
     return bool(text) and not text.startswith(_NOT_A_REQUEST)
 
 
-def _text(m: Message) -> str:
+def _text(m: MessageLike) -> str:
     return "\n".join(i.text for i in message_items(m) if isinstance(i, Text)).strip()
 
 
@@ -92,16 +92,18 @@ class SummaryBuilder:
         self.ending: str | None = None  # the sentence the last message ends on, when it is a request/notice
         self.last_words = ""
 
-    def add(self, m: Message) -> None:
-        request = is_request(m)
-        text = _text(m) if request or m.role is Role.USER or m.role is Role.AGENT else ""
+    def add(self, m: MessageLike) -> None:
+        items = message_items(m)  # (read once: a message's parts are read for its text and its tool calls)
+        text = "\n".join(i.text for i in items if isinstance(i, Text)).strip()
+        request = (m.role is Role.USER and m.p2pd.get("kind", "prompt") == "prompt" and bool(text)
+                   and not text.startswith(_NOT_A_REQUEST))
         if request and self.first_request is None:
             self.first_request = text
         if self.first_prompt is None and m.role is Role.USER and m.p2pd.get("kind", "prompt") == "prompt":
             tagless = _TAG.sub(" ", text).strip()
             if tagless:
                 self.first_prompt = tagless
-        for item in message_items(m):
+        for item in items:
             if isinstance(item, ToolCall):
                 self.n_calls += 1
                 self.tools[item.name] += 1

@@ -142,3 +142,26 @@ def test_a_title_settled_late_is_offered_by_the_writing_pass(tmp_path, monkeypat
 def test_only_claude_code_sessions_are_streamable():
     assert streamable_session(str(claude_code_files(include_subagents=False)[0])) is not None
     assert streamable_session(str(codex_files()[0])) is None
+
+
+def test_odd_lines_stream_the_same(tmp_path):
+    """Records made straight from their bytes (and the exact way for what orjson refuses) are the loaded ones:
+    lines of every odd shape, untyped objects, user/assistant lines that are no messages, between real ones."""
+    from tests.agents.claude_code.test_line_index import ODD_LINES
+    from tests.transfer.gen import generate_conversation
+
+    # Not the line with a null block (the in-memory writer cannot dump a JSON-null data part; the streamed one
+    # can), nor NaN/infinity (written null by orjson, but NaN by json, which writes the whole in-memory document
+    # when a number past 64 bits is in it).
+    odd = [line for line in ODD_LINES if b"team" not in line and b'"uuid":"blocks"' not in line
+           and b"NaN" not in line and b"1e999" not in line]
+    extra = [b'{"no":"type"}', b'{"type":7,"uuid":"t7"}', b'{"type":"system","content":"\\u00e9 \\/ 1.50e2"}',
+             b'{"type":"progress","data":{"a":[1,2.5,-0.0,true,null]}} ']
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(generate_conversation(300_000, seed=3) + b"\n".join(odd[:-1] + extra) + b"\n" + odd[-1])
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    data, _, _ = stream(path, spool)
+    doc = load_file(path)
+    assert doc.issues and doc.records
+    assert data.replace(b"\n", b"") == counts_last(doc)

@@ -67,7 +67,9 @@ def test_pretty_receive_writes_the_same_document_indented(server, tmp_path):
     _, compact = handover(url, tmp_path, "4304-amber-river")
     _, pretty = handover(url, tmp_path, "4305-amber-river", None, "--pretty")
     assert json.loads(pretty) == json.loads(compact)
-    assert b'\n  "messages": [\n    {\n' in pretty and b"\n" not in compact.split(b'"messages":[')[0]
+    # compact: the line layout (the head on its first line, up to the first array: records, in the streamed order)
+    head = compact.split(b"\n", 1)[0]
+    assert b'\n  "messages": [\n    {\n' in pretty and head.startswith(b'{"format":') and head.endswith(b'":[')
 
 
 def test_a_damaged_stream_is_a_checksum_mismatch_and_leaves_nothing(server, tmp_path):

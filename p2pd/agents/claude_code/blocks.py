@@ -34,7 +34,7 @@ MEDIA_TO_BLOCK_TYPE = {v: k for k, v in DATA_BLOCK_TYPES.items()}
 _CC = "claudeCode"
 
 
-def _is_base64(value: str) -> bool:
+def is_base64(value: str) -> bool:
     try:
         base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError):
@@ -53,7 +53,7 @@ def block_to_part(block: Any) -> Part:
             source = block.get("source")
             if (isinstance(source, dict) and source.get("type") == "base64"
                     and isinstance(source.get("data"), str) and isinstance(source.get("media_type"), str)
-                    and _is_base64(source["data"])):
+                    and is_base64(source["data"])):
                 rest = copy.copy(block)
                 rest["source"] = {k: v for k, v in source.items() if k != "data"}
                 return Part(raw=source["data"], media_type=source["media_type"], metadata={_CC: {"block": rest}})

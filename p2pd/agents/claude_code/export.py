@@ -37,6 +37,7 @@ from p2pd.conversation.model import (
     ConversationDocument,
     LineIssue,
     Message,
+    MessageLike,
     Origin,
     Record,
     Role,
@@ -51,7 +52,7 @@ TITLE_MAX = 80
 
 
 @dataclass
-class _Group:
+class Group:
     role: Role
     lines: list[tuple[SourceLine, dict[str, Any]]] = field(default_factory=list)
     message_id: str | None = None
@@ -75,8 +76,8 @@ def iter_transcript(lines: Iterable[SourceLine], context_id: str,
     """The messages, records and issues of one file, in file order, as the lines go by (a message is given
     once its last line is read). ``active``: the line numbers of the active chain (:func:`active_chain`)."""
     used_ids: set[str] = set()
-    for unit in _units(lines):
-        if isinstance(unit, _Group):
+    for unit in units(lines):
+        if isinstance(unit, Group):
             yield _group_to_message(unit, context_id, active, used_ids)
             continue
         line, reason = unit
@@ -92,13 +93,13 @@ def iter_transcript(lines: Iterable[SourceLine], context_id: str,
 def message_count(lines: Iterable[SourceLine]) -> int:
     """How many messages :func:`iter_transcript` makes of these lines; the grouping reads only what the line
     index keeps (type, ``message.id``, whether ``message.content`` is text or blocks, ``isSidechain``)."""
-    return sum(1 for unit in _units(lines) if isinstance(unit, _Group))
+    return sum(1 for unit in units(lines) if isinstance(unit, Group))
 
 
-def _units(lines: Iterable[SourceLine]) -> Iterator[_Group | tuple[SourceLine, str | None]]:
-    """The lines grouped, in file order: a message's lines as a :class:`_Group` (given once its last line is
+def units(lines: Iterable[SourceLine]) -> Iterator[Group | tuple[SourceLine, str | None]]:
+    """The lines grouped, in file order: a message's lines as a :class:`Group` (given once its last line is
     read), any other line with the reason it is an issue (None: an ordinary record)."""
-    group: _Group | None = None
+    group: Group | None = None
     for line in lines:
         obj = line.obj
         if obj is None:
@@ -121,7 +122,7 @@ def _units(lines: Iterable[SourceLine]) -> Iterator[_Group | tuple[SourceLine, s
             if not same_response:
                 if group is not None:
                     yield group
-                group = _Group(role=role, message_id=msg_id if isinstance(msg_id, str) else None)
+                group = Group(role=role, message_id=msg_id if isinstance(msg_id, str) else None)
             assert group is not None
             group.lines.append((line, obj))
             continue
@@ -131,7 +132,7 @@ def _units(lines: Iterable[SourceLine]) -> Iterator[_Group | tuple[SourceLine, s
         yield group
 
 
-def _group_to_message(group: _Group, context_id: str, active: set[int], used_ids: set[str]) -> Message:
+def _group_to_message(group: Group, context_id: str, active: set[int], used_ids: set[str]) -> Message:
     parts = []
     sources = []
     for line, obj in group.lines:
@@ -164,7 +165,7 @@ def _group_to_message(group: _Group, context_id: str, active: set[int], used_ids
                    metadata={"p2pd": neutral, CC_KEY: {"lines": sources}}, extensions=[mt.EXT_CLAUDE_CODE])
 
 
-def _kind(group: _Group, parts: list[Any]) -> str:
+def _kind(group: Group, parts: list[Any]) -> str:
     first = group.lines[0][1]
     if group.role is Role.AGENT:
         return "response"
@@ -278,7 +279,7 @@ def line_title(lines: list[SourceLine]) -> str | None:
     return None
 
 
-def prompt_title(m: Message) -> str | None:
+def prompt_title(m: MessageLike) -> str | None:
     """A title from a message when it is a real prompt (not a command or caveat line)."""
     if m.role is Role.USER and m.p2pd.get("kind") == "prompt":
         text = " ".join(p.text for p in m.parts if p.text is not None).strip()

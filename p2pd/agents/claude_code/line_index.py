@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from p2pd.agents.claude_code.transcript import MESSAGE_TYPES, TITLE_TYPES, message_problem
-from p2pd.agents.jsonl import SourceLine, iter_lines, open_lines, parse_line
+from p2pd.agents.jsonl import READ_BUFFER, SourceLine, iter_lines, open_lines, parse_line
 from p2pd.conversation.teams import TEAM_TOOLS
 
 try:
@@ -116,17 +116,25 @@ def light_line(line: SourceLine) -> SourceLine:
 # --- the fast way (msgspec) ----------------------------------------------------------------------------------
 
 if msgspec is not None:
+    # One decode per line: the kept keys, and of ``message`` only its id and its content's shape (text, or
+    # blocks with their type, ids and tool name); everything else is skipped unbuilt. A line of another shape
+    # (a message that is no object, a block that is no object…) fails to decode and goes the exact way.
     _UNSET: Any = msgspec.UNSET
+
+    class _Block(msgspec.Struct):
+        type: Any = _UNSET
+        id: Any = _UNSET
+        tool_use_id: Any = _UNSET
+        name: Any = _UNSET
+
+    class _Message(msgspec.Struct):
+        id: Any = _UNSET
+        content: str | list[_Block] | msgspec.UnsetType = _UNSET
+
     _Line = msgspec.defstruct("_Line", [(k, Any, _UNSET) for k in KEEP]
-                              + [("message", msgspec.Raw | msgspec.UnsetType, _UNSET)])
-    _Message = msgspec.defstruct("_Message", [("id", Any, _UNSET),
-                                              ("content", msgspec.Raw | msgspec.UnsetType, _UNSET)])
-    _Block = msgspec.defstruct("_Block", [(k, Any, _UNSET) for k in ("type", "id", "tool_use_id", "name")])
+                              + [("message", _Message | msgspec.UnsetType, _UNSET)])
     _LINE = msgspec.json.Decoder(_Line)
-    _MESSAGE = msgspec.json.Decoder(_Message)
-    _RAWS = msgspec.json.Decoder(list[msgspec.Raw])
-    _BLOCK = msgspec.json.Decoder(_Block)
-    _ANY = msgspec.json.Decoder()
+    _BUILTINS = msgspec.to_builtins  # (a struct as a dict of its set fields: UNSET ones are left out)
 
 
 class _Odd(Exception):
@@ -134,15 +142,15 @@ class _Odd(Exception):
 
 
 def _fast_lines(path: Path) -> Iterator[tuple[SourceLine, bool]]:
-    with open_lines(path) as fh:
+    with open_lines(path, buffering=READ_BUFFER) as fh:
         for n, raw in enumerate(fh, start=1):
-            body = raw[:-1] if raw.endswith(b"\n") else raw
-            try:
-                if not body.isascii():
-                    body.decode("utf-8")  # (the decoder checks only the strings it keeps)
-                yield _fast_line(n, body)
+            try:  # (the newline is JSON whitespace: the line is decoded with it, not copied without it)
+                if not raw.isascii():
+                    raw.decode("utf-8")  # (the decoder checks only the strings it keeps)
+                yield _fast_line(n, raw)
             except (_Odd, UnicodeDecodeError, RecursionError, msgspec.MsgspecError):
                 ends = raw.endswith(b"\n")
+                body = raw[:-1] if ends else raw
                 try:
                     line = parse_line(n, body.decode("utf-8"), last_without_newline=not ends, maybe_undecodable=False)
                 except UnicodeDecodeError:
@@ -150,29 +158,34 @@ def _fast_lines(path: Path) -> Iterator[tuple[SourceLine, bool]]:
                 yield light_line(line), team_marker(line)
 
 
-def _fast_line(n: int, body: bytes) -> tuple[SourceLine, bool]:
-    if not body.startswith(b"{"):
+def _fast_line(n: int, raw: bytes) -> tuple[SourceLine, bool]:
+    if not raw.startswith(b"{"):
         raise _Odd
-    *kept, raw_msg = msgspec.structs.astuple(_LINE.decode(body))
-    light: dict[str, Any] = {}
-    for key, value, repeated in zip(KEEP, kept, _KEEP_REPEATED, strict=True):
-        if value is not _UNSET:
-            light[key] = sys.intern(value) if repeated and value.__class__ is str else _plain(value)
-    team = _TEAM_BYTES in body
-    if raw_msg is not _UNSET:
-        text = bytes(raw_msg)
-        if text.startswith(b"{"):
-            msg: Any = _MESSAGE.decode(text)
-            light_msg: dict[str, Any] = {}
-            if msg.id is not _UNSET:
-                light_msg["id"] = _plain(msg.id)
-            if msg.content is not _UNSET:
-                content, team_call = _light_content(bytes(msg.content))
-                light_msg["content"] = content
-                team = team or team_call
-            light["message"] = light_msg
-        else:
-            light["message"] = _plain(_ANY.decode(text))
+    light: dict[str, Any] = _BUILTINS(_LINE.decode(raw))  # (the keys present, in KEEP's order, message last)
+    msg = light.get("message")
+    for key, value in light.items():
+        if value.__class__ is str:
+            if key in _REPEATED:
+                light[key] = sys.intern(value)
+        elif value is not None and value.__class__ is not bool and value is not msg:
+            raise _Odd  # (numbers, lists, objects: the exact way)
+    team = _TEAM_BYTES in raw
+    if msg is not None:
+        if "id" in msg:
+            _plain(msg["id"])
+        content = msg.get("content")
+        if content.__class__ is str:
+            msg["content"] = ""
+        elif content is not None:
+            blocks: list[Any] = []
+            for block in content:
+                name = block.pop("name", None)
+                if name.__class__ is str and name in TEAM_TOOLS and block.get("type") == "tool_use":
+                    team = True
+                for value in block.values():
+                    _plain(value)
+                blocks.append(_light_block(block))
+            msg["content"] = blocks
     return SourceLine(n, "", value=light), team
 
 
@@ -182,25 +195,3 @@ def _plain(value: Any) -> Any:
     if value.__class__ is str or value is None or value.__class__ is bool:
         return value
     raise _Odd
-
-
-def _light_content(text: bytes) -> tuple[Any, bool]:
-    """``message.content`` as the index keeps it (text: ``""``; blocks: their type and ids), and whether it
-    calls a team tool."""
-    if text.startswith(b'"'):  # (the decoder checked the whole line's syntax; strings in it stay bytes)
-        return "", False
-    if not text.startswith(b"["):
-        raise _Odd
-    out: list[Any] = []
-    team = False
-    for item in _RAWS.decode(text):
-        element = bytes(item)
-        if not element.startswith(b"{"):
-            out.append(None)
-            continue
-        block: Any = _BLOCK.decode(element)
-        kept = {k: _plain(v) for k in ("type", "id", "tool_use_id") if (v := getattr(block, k)) is not _UNSET}
-        out.append(_light_block(kept))
-        if block.type == "tool_use" and isinstance(block.name, str) and block.name in TEAM_TOOLS:
-            team = True
-    return out, team

@@ -16,6 +16,10 @@ session in memory, and starting to write before the transcript is fully read:
    the subagents, the spilled tool results, and ``title``, ``summary`` and ``counts`` — known only now — last
    (JSON objects are unordered: SPEC.md says readers take any key order).
 
+Messages and records are made straight into their JSON, without the pydantic models (the same bytes: a test holds
+it, :mod:`~p2pd.agents.claude_code.message_json`): a record is the line's parsed value under its number, a message
+is built from its lines' dicts, and the counts, summary and title read it through a view.
+
 So the payload is produced, sent and checked while the transcript is still read, with nothing left for the end
 but the last messages. Memory holds the index, one message, one subagent and one tool result at a time.
 """
@@ -28,6 +32,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
+
+import orjson
 
 from p2pd.agents.claude_code.export import (
     PLATFORM,
@@ -42,11 +48,12 @@ from p2pd.agents.claude_code.export import (
 )
 from p2pd.agents.claude_code.line_index import light_line as light_line  # (the importer reads it here)
 from p2pd.agents.claude_code.line_index import message_line, read_index
-from p2pd.agents.claude_code.transcript import active_chain
-from p2pd.agents.jsonl import iter_lines, line_stamps, require_lines, session_time
+from p2pd.agents.claude_code.message_json import MessageView, iter_messages_json
+from p2pd.agents.claude_code.transcript import MESSAGE_TYPES, active_chain, message_problem
+from p2pd.agents.jsonl import exact_line, iter_lines, iter_raw, line_stamps, require_lines, session_time
 from p2pd.conversation.document_io import compact_json
 from p2pd.conversation.layout import SubagentLines, Write, write_document
-from p2pd.conversation.model import ConversationDocument, Counts, LineIssue, Message, Origin, Record
+from p2pd.conversation.model import ConversationDocument, Counts, LineIssue, Origin, Record
 from p2pd.conversation.summary import SummaryBuilder
 from p2pd.conversation.teams import events_from_messages
 from p2pd.support.gcpause import bulk_work
@@ -133,23 +140,37 @@ def write_session(path: Path, write: Write, *, spool_dir: Path, on_head: Head | 
         on_head({"title": early, **offer})
 
     def records() -> Iterator[bytes]:  # (records never join a message: they are read on their own)
-        for item in iter_transcript(iter_lines(path, keep_text=False, only=record_lines), session_id, active):
-            if isinstance(item, LineIssue):
-                issues.append(item.to_json_dict())
-            elif isinstance(item, Record):
-                counts.records += 1
-                yield compact_json(_record_json(item))
+        for n, raw in iter_raw(path, only=record_lines):
+            counts.records += 1
+            try:
+                value = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                value = None
+            if value.__class__ is not dict:  # malformed, or odd (NaN, huge numbers…): the exact way
+                for item in iter_transcript([exact_line(n, raw)], session_id, active):
+                    if isinstance(item, LineIssue):
+                        issues.append(item.to_json_dict())
+                    elif isinstance(item, Record):
+                        yield compact_json(_record_json(item))
+                continue
+            kind = value.get("type")
+            if kind.__class__ is not str:
+                issues.append({"line": n, "reason": "JSON object without a 'type' field"})
+            elif kind in MESSAGE_TYPES:  # (a user/assistant line that is no message line has a problem)
+                issues.append({"line": n, "reason": message_problem(value)})
+            yield b'{"line":%d,"value":%b}' % (n, compact_json(value))
 
     def messages() -> Iterator[bytes]:
         nonlocal title, heard
-        for item in iter_transcript(iter_lines(path, keep_text=False, only=message_lines), session_id, active):
-            assert isinstance(item, Message)
+        for message in iter_messages_json(iter_lines(path, keep_text=False, only=message_lines), session_id,
+                                          active):
+            item = MessageView(message)
             counts.add(item)
             if title is None:
                 title = prompt_title(item)
             if item.p2pd.get("active", True):
                 summary.add(item)
-            yield compact_json(item.to_json_dict())
+            yield compact_json(message)
             if not heard and (settled := summary.settled_title(title)) is not None:
                 heard = True
                 assert on_head is not None
@@ -197,10 +218,10 @@ def _peek_title(path: Path, message_lines: set[int], session_id: str, active: se
         return settled
     with bulk_work():
         lines = iter_lines(path, keep_text=False, only=message_lines)
-        for n, item in enumerate(iter_transcript(lines, session_id, active)):
+        for n, message in enumerate(iter_messages_json(lines, session_id, active)):
             if n >= PEEK:
                 break
-            assert isinstance(item, Message)
+            item = MessageView(message)
             if title is None:
                 title = prompt_title(item)
             if item.p2pd.get("active", True):
