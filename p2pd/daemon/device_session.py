@@ -69,6 +69,7 @@ class DeviceSession:
     tasks: set[asyncio.Task[Any]] = field(default_factory=set)
     runner: asyncio.Task[None] | None = None
     worker: asyncio.Task[None] | None = None
+    features: frozenset[str] | None = None  # what the device announced on this contact (None: not yet heard)
 
     @property
     def online(self) -> bool:
@@ -157,6 +158,7 @@ class DeviceSession:
 
     async def _serve(self, rv: Rendezvous) -> None:
         self.reports.clear()  # what they said is in the store, and greet tells it again (notices.py)
+        self.features = None  # it announces them again, before its hello (an older daemon never does)
         await self.net.greet(self)
         self.kick.set()  # transfers after the greeting: a claim granted again is heard before its conversation
         while True:

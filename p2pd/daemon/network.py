@@ -20,6 +20,7 @@ from typing import Any
 from p2pd.config import ReceiveLimits, receive_limits
 from p2pd.conversation.model import ConversationDocument
 from p2pd.daemon.accept_policy import AcceptPolicy, PolicySource
+from p2pd.daemon.cancels import CancelDesk
 from p2pd.daemon.device_session import DeviceSession
 from p2pd.daemon.device_state import DeviceState
 from p2pd.daemon.device_transfers import DeviceTransfers, NetworkHost
@@ -31,6 +32,7 @@ from p2pd.daemon.notices import notices_for, transfer_closed
 from p2pd.daemon.offer_desk import OfferDesk
 from p2pd.daemon.outbox import pack_outbox
 from p2pd.daemon.peer_protocol import (
+    FEATURES_TID,
     Control,
     HandoffClaim,
     HandoffClaimResult,
@@ -45,8 +47,12 @@ from p2pd.daemon.peer_protocol import (
     SessionLinkUpdate,
     SessionRefusal,
     SessionTurn,
+    TransferCancel,
     TransferClosed,
+    TransferOutcome,
     TransferStart,
+    features_message,
+    features_of,
 )
 from p2pd.daemon.session_desk import SessionDesk
 from p2pd.daemon.session_relay import SessionRelay
@@ -93,6 +99,7 @@ class DeviceNetwork:
         self.transfers = DeviceTransfers(host, self.links, self.partial, self.offers, idle_timeout=idle_timeout,
                                          policy=PolicySource(policy),
                                          limits=limits if limits is not None else receive_limits())
+        self.cancels = CancelDesk(self)  # cancels of device transfers: asked by the sender, decided by the receiver
         self._watcher: asyncio.Task[None] | None = None
         self._stopping: set[asyncio.Task[None]] = set()
         self._name_mtime = 0
@@ -300,6 +307,7 @@ class DeviceNetwork:
         in, and — from the store, so nothing waits in memory for a device that is away — how transfers and
         handoffs between the two ended while it was away (:mod:`p2pd.daemon.notices`)."""
         device_id = session.device.device_id
+        await session.send(features_message())  # before the hello: an older daemon ignores it (DEVICES.md)
         await session.send(Hello(name=self.identity.name))
         for row in await asyncio.to_thread(self.store.pending_handoffs_for, device_id):
             await session.send(self._handoff_offer(row))
@@ -326,6 +334,7 @@ class DeviceNetwork:
     @property
     def _handlers(self) -> dict[type[Control], Callable[[DeviceSession, Any], Awaitable[None]]]:
         return {Hello: self._on_hello, TransferClosed: self._on_transfer_closed,
+                TransferCancel: self.cancels.on_cancel, TransferOutcome: self.cancels.outcome,
                 Rtc: self._on_rtc, TransferStart: self._on_transfer_start, HandoffOffer: self.offers.offered,
                 HandoffClaim: self._on_claim, HandoffClaimResult: self.offers.claim_result,
                 HandoffClosed: self.offers.closed, HandoffState: self._on_handoff_state,
@@ -338,6 +347,9 @@ class DeviceNetwork:
             with contextlib.suppress(P2pdError):
                 session.device = await asyncio.to_thread(self.book.rename, session.device.device_id, message.name)
                 log.info("device %s is now called %s", session.device.device_id, session.device.name)
+        if session.features is None:
+            session.features = frozenset()  # it announced nothing before its hello: an older daemon
+        await self.cancels.ask_all(session)  # cancels it has not answered yet (asked again on every contact)
 
     async def _on_transfer_closed(self, session: DeviceSession, message: TransferClosed) -> None:
         state, device_id = TransferState(message.state), session.device.device_id
@@ -356,6 +368,9 @@ class DeviceNetwork:
             session.spawn(session.send(message))
 
     async def _on_rtc(self, session: DeviceSession, message: Rtc) -> None:
+        if message.tid == FEATURES_TID:
+            session.features = features_of(message)
+            return
         session.deliver_rtc(message)
 
     async def _on_transfer_start(self, session: DeviceSession, message: TransferStart) -> None:
@@ -397,6 +412,8 @@ class DeviceNetwork:
             return
         if row.claimed_by != session.device.device_id or row.state in HANDOFF_FINAL or row.state == message.state:
             return
+        if message.state == "cancelled" and row.state != "cancelling":
+            return  # only ever the answer to a cancel this side asked for
         with contextlib.suppress(P2pdError):
             await asyncio.to_thread(self.store.transition_handoff, message.hid, message.state,
                                     output=message.output or None, reason=message.reason or None,

@@ -45,7 +45,7 @@ def notices_for(store: Store, device_id: str) -> list[Control]:
     for h in store.list_handoffs(limit=RECENT):
         if h.target not in ("any", device_id) or h.state == "pending":
             continue
-        if h.state == "cancelled":
+        if h.state in ("cancelled", "cancelling"):  # cancelling: the ask, until the claimer answers (cancels.py)
             out.append(HandoffClosed(hid=h.id, state="cancelled", reason=(h.reason or "")[:MAX_TEXT]))
         elif h.claimed_by == device_id and h.state in ("claimed", "started"):
             out.append(HandoffClaimResult(hid=h.id, granted=True))  # a grant it may not have heard
