@@ -389,18 +389,11 @@ class DeviceTransfers:
         """A person's answer to a pending incoming transfer (ConflictError when none waits)."""
         self.pending.answer(tid, accept)
 
-    def stop_link_transfers(self, stopped: Any, reason: str) -> list[str]:
-        """Cancel queued outgoing transfers ``stopped(row)`` selects (in the store; call in a thread); returns the
-        running ones it selects, for the caller to cancel on the event loop."""
-        for row in self.store.list_transfers(limit=1000):
-            if stopped(row) and row.state in (TransferState.QUEUED, TransferState.INTERRUPTED):
-                self.store.end_transfer(row.id, TransferState.CANCELLED, error=reason, cause=Cause.CANCELLED)
-        running = []
-        for tid in self.running.ids():
-            with contextlib.suppress(P2pdError):
-                if stopped(self.store.get_transfer(tid)):
-                    running.append(tid)
-        return running
+    def stop_link_transfers(self, stopped: Any) -> list[TransferRow]:
+        """The unfinished outgoing transfers ``stopped(row)`` selects (call in a thread), for the caller to cancel
+        (a request to their receiver, cancels.py, unless never offered)."""
+        return [row for row in self.store.list_transfers(limit=1000) if stopped(row) and row.state in (
+            TransferState.QUEUED, TransferState.RUNNING, TransferState.INTERRUPTED)]
 
 
 def readable_blob(path: Path, max_size: int | None = None) -> None:

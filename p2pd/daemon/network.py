@@ -288,17 +288,16 @@ class DeviceNetwork:
 
     async def _stop_link_transfers(self, view: LinkView, reason: str) -> None:
         """Outgoing transfers the link no longer allows — all of them once it is closed or this device left,
-        else those to members that left — are cancelled: queued ones in the store, running ones through their
-        control (on the event loop, where the transfer runs)."""
+        else those to members that left — are cancelled: queued ones at once, the others asked of their
+        receiver (cancels.py)."""
         everyone = view.closed or self.identity.device_id in view.left
 
         def stopped(row: TransferRow) -> bool:
             return row.link_id == view.id and row.direction == "out" and (everyone or row.peer in view.left)
 
-        for tid in await asyncio.to_thread(self.transfers.stop_link_transfers, stopped, reason):
-            control = self.running.control(tid)
-            if control is not None:
-                control.cancel(reason)
+        for row in await asyncio.to_thread(self.transfers.stop_link_transfers, stopped):
+            with contextlib.suppress(ConflictError, NotFoundError):
+                await self.cancels.request(row, reason)
 
     # ---- control messages -----------------------------------------------------------------------------------
 
