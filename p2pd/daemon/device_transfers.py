@@ -55,6 +55,11 @@ class NetworkHost(Protocol):
         report for a handoff (the resume command)."""
         ...
 
+    async def resume_import(self, device: Device, entry_id: str) -> str:
+        """Start-up: import a granted handoff's conversation filed before a stop cut its import off; returns the
+        output to report (the resume command) when that completes it."""
+        ...
+
     def should_claim(self, device: Device, offer: HandoffOffer) -> bool:
         """Whether this daemon claims a handoff a paired device offers."""
         ...
@@ -321,16 +326,17 @@ class DeviceTransfers:
         DONE, and a cancel it asks for later gets ``done`` for an answer."""
         rows = [*await asyncio.to_thread(self.store.list_transfers, TransferState.VERIFIED, 1000),
                 *await asyncio.to_thread(self.store.list_transfers, TransferState.INTERRUPTED, 1000)]
-        filed = {e.transfer_id for e in await asyncio.to_thread(self.store.list_inbox, 1000)}
+        filed = {e.transfer_id: e.id for e in await asyncio.to_thread(self.store.list_inbox, 1000)}
         for row in rows:
             device = devices.get(row.peer)
             if row.direction != "in" or device is None or len(row.sha256) != 64:
                 continue
             path = self.partial / final_name(bytes.fromhex(row.sha256))
-            if row.id in filed:  # stopped after its inbox entry was stored (chaos seed 332): only the row is left
+            if row.id in filed:  # stopped after its inbox entry was stored (chaos seed 332): the rest is done now
                 await asyncio.to_thread(path.unlink, missing_ok=True)
                 if row.state == TransferState.INTERRUPTED:
                     await self._update(row.id, state=TransferState.VERIFIED)
+                await self._resume_import(device, filed[row.id], row.handoff_id)
                 await self._update(row.id, state=TransferState.DONE, bytes_done=row.size)
                 continue
             if not path.is_file():
@@ -350,6 +356,22 @@ class DeviceTransfers:
                                             cause=cause_of(exc))
             finally:
                 await asyncio.to_thread(release)
+
+    async def _resume_import(self, device: Device, entry_id: str, hid: str | None) -> None:
+        """A handoff whose conversation was filed but whose import a stop cut off: imported (and completed) now,
+        if this daemon still holds it."""
+        hid = await self.offers.import_begins(hid, device.device_id)
+        try:
+            if hid is None:
+                return
+            output = await self.host.resume_import(device, entry_id)
+            if output:
+                with contextlib.suppress(ConflictError):
+                    await self.offers.complete(hid, "imported by the receiving daemon", output=output)
+        except (P2pdError, OSError) as exc:
+            log.warning("could not import the conversation of handoff %s: %s", hid, exc)
+        finally:
+            await self.offers.import_ended(hid)
 
     async def _judge(self, device: Device, tid: str, offer: Offer, *, claimed_handoff: bool) -> bool | Refusal:
         """The accept policy's verdict on an offer (its row is ``tid``): refused with a typed code, accepted, or

@@ -283,6 +283,12 @@ class DaemonService:
             return ""
         return await self.work.received(device, entry.id, handoff_id, package, daemon_settings().handoff_agent)
 
+    async def resume_import(self, device: Device, entry_id: str) -> str:
+        """Start-up: finish the import of a granted handoff filed in the inbox before a stop (handoff_work.py)."""
+        from p2pd.config import daemon_settings
+
+        return await self.work.resume(device, entry_id, daemon_settings().handoff_agent)
+
     def should_claim(self, device: Device, offer: HandoffOffer) -> bool:
         from p2pd.config import daemon_settings
 
