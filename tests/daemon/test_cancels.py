@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from p2pd.daemon.cancels import CancelDesk
-from p2pd.daemon.peer_protocol import TransferOutcome
+from p2pd.daemon.offer_desk import OfferDesk
+from p2pd.daemon.peer_protocol import CANCEL_ASK, HandoffClosed, TransferOutcome
 from p2pd.daemon.running import RunningTransfers
 from p2pd.daemon.store import Store
 from p2pd.daemon.transfers import TransferState as S
@@ -105,3 +106,55 @@ def test_the_receivers_answer_ends_the_senders_row(tmp_path: Path, answer: str) 
         assert "laptop had already received it" in ended.detail["cancel_too_late"]
     asyncio.run(desk.outcome(session, TransferOutcome(tid=row.id, state="cancelled")))  # a late repeat: ignored
     assert store.get_transfer(row.id).state == answer
+
+
+class _Peer:
+    """A device session that records the handoff reports sent to it."""
+
+    def __init__(self, device_id: str, features: frozenset[str]) -> None:
+        self.device = SimpleNamespace(device_id=device_id, name="desk")
+        self.features = features
+        self.reports: list[Any] = []
+
+    def report(self, message: Any) -> None:
+        self.reports.append(message)
+
+
+def _claimed_offer(tmp_path: Path) -> tuple[OfferDesk, Store, _Peer]:
+    store = Store(tmp_path / "state.sqlite3")
+    peer = _Peer(SENDER, frozenset({CANCEL_ASK}))
+    owner: Any = SimpleNamespace(store=store, sessions={SENDER: peer})
+    store.offer_received("ho_1", SENDER, title="t", summary="", messages=1)
+    for state in ("claiming", "claimed"):
+        store.move_offer("ho_1", SENDER, state)
+    return OfferDesk(owner), store, peer
+
+
+def test_the_claimer_cancels_a_handoff_it_has_not_begun_importing_and_says_so(tmp_path: Path) -> None:
+    desk, store, peer = _claimed_offer(tmp_path)
+    asyncio.run(desk.closed(peer, HandoffClosed(hid="ho_1", state="cancelled", reason="never mind")))  # type: ignore
+    assert store.get_offer("ho_1").state == "cancelled"
+    assert [(r.hid, r.state) for r in peer.reports] == [("ho_1", "cancelled")]
+    assert asyncio.run(desk.import_begins("ho_1", SENDER)) is None  # never imported afterwards
+
+
+def test_a_cancel_during_the_import_waits_for_it_and_the_import_wins(tmp_path: Path) -> None:
+    desk, store, peer = _claimed_offer(tmp_path)
+
+    async def scenario() -> None:
+        assert await desk.import_begins("ho_1", SENDER) == "ho_1"  # the claimer's commit point
+        await desk.closed(peer, HandoffClosed(hid="ho_1", state="cancelled"))  # type: ignore[arg-type]
+        assert store.get_offer("ho_1").state == "claimed" and peer.reports == []  # not cancelled under the import
+        await desk.complete("ho_1", "imported", output="claude --resume x")
+        await desk.import_ended("ho_1")  # the cancel waiting is answered from the offer now
+
+    asyncio.run(scenario())
+    assert store.get_offer("ho_1").state == "completed"
+    assert [r.state for r in peer.reports] == ["started", "completed", "completed"]
+
+
+def test_an_older_sender_is_obeyed_and_never_sent_the_new_answer(tmp_path: Path) -> None:
+    desk, store, peer = _claimed_offer(tmp_path)
+    peer.features = frozenset()
+    asyncio.run(desk.closed(peer, HandoffClosed(hid="ho_1", state="cancelled")))  # type: ignore[arg-type]
+    assert store.get_offer("ho_1").state == "cancelled" and peer.reports == []
