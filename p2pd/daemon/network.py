@@ -28,7 +28,7 @@ from p2pd.daemon.devices import Device, DeviceBook
 from p2pd.daemon.handoffs import FINAL as HANDOFF_FINAL
 from p2pd.daemon.identity import NAME_FILE, Identity, load_identity
 from p2pd.daemon.links import LinkBook
-from p2pd.daemon.notices import notices_for, transfer_closed
+from p2pd.daemon.notices import granted_unsent, notices_for, transfer_closed
 from p2pd.daemon.offer_desk import OfferDesk
 from p2pd.daemon.outbox import pack_outbox
 from p2pd.daemon.peer_protocol import (
@@ -314,6 +314,10 @@ class DeviceNetwork:
             if device_id in {m.id for m in view.members}:
                 await session.send(LinkUpdate(link=view))
         await self.session_relay.greet(session)
+        for h in await asyncio.to_thread(granted_unsent, self.store, device_id):  # a stop cut grant from queue
+            with contextlib.suppress(P2pdError):
+                await self.queue_blob(device_id, Path(h.document_path), title=h.title,
+                                      sha256=str(h.source.get("sha256") or ""), handoff_id=h.id)
         for message in await asyncio.to_thread(notices_for, self.store, device_id):
             await session.send(message)
 
@@ -391,6 +395,10 @@ class DeviceNetwork:
         except NotFoundError:
             row = None
         if row is None:
+            with contextlib.suppress(NotFoundError):  # cancelled: its offer there ends cancelled, not taken
+                gone = await asyncio.to_thread(self.store.get_handoff, hid)
+                if gone.state == "cancelled" and gone.target in ("any", device_id):
+                    await session.send(HandoffClosed(hid=hid, state="cancelled", reason=(gone.reason or "")[:4000]))
             await session.send(HandoffClaimResult(hid=hid, granted=False,
                                                   reason="already claimed, cancelled or not for this device"))
             return
