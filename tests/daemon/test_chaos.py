@@ -5,10 +5,12 @@ imported after a cancel or twice, every non-cancelled one completed.
 
 Each CI run checks the fixed seeds — 400, 401 and 986654361 are regressions (a sender's cancel racing a receiver
 that had verified or was importing the transfer: the sender said cancelled, the receiver had filed it; fixed by
-the receiver's single commit point, DAEMON.md "One commit point"), 402 and 403 the first ones kept — and two fresh
-random seeds, shown in the test id and printed. ``P2PD_CHAOS_SEED`` (a number, or ``random``) and
-``P2PD_CHAOS_RUNS`` (default 1) run those seeds instead: ``P2PD_CHAOS_SEED=1234 pytest tests/daemon/test_chaos.py``
-reproduces one. ``tests/bench/chaos.py`` runs many fresh seeds and prints the pass rate."""
+the receiver's single commit point, DAEMON.md "One commit point"), 3996369669 (a claim refused for a cancelled
+handoff left the claimer's offer 'taken') and 3996369679 (a sender stopped between a grant and queueing the
+conversation), 402 and 403 the first ones kept — and two fresh random seeds, shown in the test id and printed.
+``P2PD_CHAOS_SEED`` (a number, or ``random``) and ``P2PD_CHAOS_RUNS`` (default 1) run those seeds instead:
+``P2PD_CHAOS_SEED=1234 pytest tests/daemon/test_chaos.py`` reproduces one. ``tests/bench/chaos.py`` runs many
+fresh seeds and prints the pass rate."""
 
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from tests.daemon.chaos import make_template, run_once
 
 pytestmark = pytest.mark.slow
 
-REGRESSIONS = (400, 401, 986654361, 402, 403)
+REGRESSIONS = (400, 401, 986654361, 3996369669, 3996369679, 402, 403)
 
 
 def _seeds() -> list[int]:
