@@ -28,14 +28,24 @@ from p2pd.daemon.offer_desk import OfferDesk
 from p2pd.daemon.outbox import outbox_info
 from p2pd.daemon.peer_protocol import HandoffOffer, TransferStart
 from p2pd.daemon.pending import PendingOffers
+from p2pd.daemon.refiling import file_verified
 from p2pd.daemon.running import ProgressWriter, RunningTransfers
 from p2pd.daemon.store import Store, TransferRow
 from p2pd.daemon.transfers import Ending, TransferState, incoming_ending, outgoing_ending
-from p2pd.errors import BusyError, Cause, ConflictError, DeclinedError, P2pdError, TooLargeError, cause_of
+from p2pd.errors import (
+    BusyError,
+    Cause,
+    ConflictError,
+    DeclinedError,
+    P2pdError,
+    PeerGoneError,
+    TooLargeError,
+    cause_of,
+)
 from p2pd.support.memory import BIG_JOB, release
 from p2pd.transfer.channel import Refusal, TransferControl, receive_blob, send_blob
 from p2pd.transfer.frames import Code, Offer
-from p2pd.transfer.partial import final_name
+from p2pd.transfer.peer import PeerLink
 
 log = logging.getLogger("p2pd.network")
 
@@ -79,6 +89,7 @@ class DeviceTransfers:
         self.limits = limits  # the receive caps (config.py)
         self.pending = PendingOffers()  # incoming transfers waiting for a person's decision
         self._superseded: set[int] = set()  # controls of incoming transfers stopped because the sender began again
+        self._links: dict[int, PeerLink] = {}  # the peer connection of each incoming attempt (by its control)
         # (device, sender's id) → (state, reason): transfers the sender said it ended while they ran here
         self.closed_by_sender: dict[tuple[str, str], tuple[TransferState, str]] = {}
         # One decision at a time about an incoming transfer's fate: its row made for an offer, its commit (running →
@@ -156,8 +167,13 @@ class DeviceTransfers:
         here is dead (its sender restarted): stop those first, so their partial file is free for this one."""
         stale = list(session.incoming.values())
         for _, old in stale:
+            # Quietly: its connection is closed, never a CANCEL sent on it — it may be connected to the sender's new
+            # attempt (both signal under the same transfer id), which would take a CANCEL for the receiver's answer
+            # (chaos seed 1524154286: the sender failed a handoff "cancelled by the peer" that nobody cancelled).
             self._superseded.add(id(old))
-            old.cancel("the sender started again")
+            stale_link = self._links.get(id(old))
+            if stale_link is not None:
+                session.spawn(stale_link.close())
         session.expect_link(start.tid)
         control = TransferControl()
         work = self.run_incoming(session, start, control, [t for t, _ in stale])
@@ -210,6 +226,10 @@ class DeviceTransfers:
 
         try:
             link = await session.open_link(start.tid, "answer")
+            self._links[id(control)] = link
+            if id(control) in self._superseded:  # replaced while it connected: it goes away without a word
+                await link.close()
+                raise PeerGoneError("the sender started this transfer again")
             try:
                 received = await receive_blob(link.channel, self.partial, decide=decide,
                                               on_progress=functools.partial(_progress, progress),
@@ -260,6 +280,7 @@ class DeviceTransfers:
             log.warning("receiving from %s failed: %s", device.name, exc)
         finally:
             self._superseded.discard(id(control))
+            self._links.pop(id(control), None)
             if row_id:
                 self.running.remove(row_id[0], control)
                 if raw_sizes and raw_sizes[0] >= BIG_JOB:  # verified, parsed, filed: give the memory back
@@ -309,69 +330,9 @@ class DeviceTransfers:
         finally:
             await self.offers.import_ended(hid)
 
-    def _commit_at_start(self, row_id: str) -> bool:
-        """A blob verified and in place whose commit a stop cut off: committed now (call in a thread)."""
-        with self.decisions:
-            try:
-                self.store.update_transfer(row_id, state=TransferState.VERIFIED)
-            except ConflictError:
-                return False
-        return True
-
     async def file_verified(self, devices: dict[str, Device]) -> None:
-        """Start-up, before any device connects: every conversation committed here (``verified``: the sender was
-        or is about to be told DONE) whose filing a stop cut off is filed now, never left unfiled (chaos seeds
-        211, 400, 401); so is one verified and in place whose commit a stop cut off (its row ``interrupted``,
-        its blob in ``partial/``) — committing it now is as good as before the stop: the sender has not heard
-        DONE, and a cancel it asks for later gets ``done`` for an answer."""
-        rows = [*await asyncio.to_thread(self.store.list_transfers, TransferState.VERIFIED, 1000),
-                *await asyncio.to_thread(self.store.list_transfers, TransferState.INTERRUPTED, 1000)]
-        filed = {e.transfer_id: e.id for e in await asyncio.to_thread(self.store.list_inbox, 1000)}
-        for row in rows:
-            device = devices.get(row.peer)
-            if row.direction != "in" or device is None or len(row.sha256) != 64:
-                continue
-            path = self.partial / final_name(bytes.fromhex(row.sha256))
-            if row.id in filed:  # stopped after its inbox entry was stored (chaos seed 332): the rest is done now
-                await asyncio.to_thread(path.unlink, missing_ok=True)
-                if row.state == TransferState.INTERRUPTED:
-                    await self._update(row.id, state=TransferState.VERIFIED)
-                await self._resume_import(device, filed[row.id], row.handoff_id)
-                await self._update(row.id, state=TransferState.DONE, bytes_done=row.size)
-                continue
-            if not path.is_file():
-                if row.state == TransferState.VERIFIED:  # committed, yet its blob is gone: cannot be filed
-                    await asyncio.to_thread(self.store.end_transfer, row.id, TransferState.FAILED,
-                                            error="the verified conversation is gone from partial/",
-                                            cause=Cause.TRANSFER_FAILED)
-                continue
-            if row.state == TransferState.INTERRUPTED and not await asyncio.to_thread(self._commit_at_start, row.id):
-                continue
-            try:
-                await self.file(device, row.id, path, hid=row.handoff_id, link_id=row.link_id)
-            except (P2pdError, OSError) as exc:
-                log.warning("could not file the verified conversation of transfer %s: %s", row.id, exc)
-                with contextlib.suppress(P2pdError):
-                    await asyncio.to_thread(self.store.end_transfer, row.id, TransferState.FAILED, error=str(exc),
-                                            cause=cause_of(exc))
-            finally:
-                await asyncio.to_thread(release)
-
-    async def _resume_import(self, device: Device, entry_id: str, hid: str | None) -> None:
-        """A handoff whose conversation was filed but whose import a stop cut off: imported (and completed) now,
-        if this daemon still holds it."""
-        hid = await self.offers.import_begins(hid, device.device_id)
-        try:
-            if hid is None:
-                return
-            output = await self.host.resume_import(device, entry_id)
-            if output:
-                with contextlib.suppress(ConflictError):
-                    await self.offers.complete(hid, "imported by the receiving daemon", output=output)
-        except (P2pdError, OSError) as exc:
-            log.warning("could not import the conversation of handoff %s: %s", hid, exc)
-        finally:
-            await self.offers.import_ended(hid)
+        """Start-up, before any device connects: what was committed here and not filed is filed (refiling.py)."""
+        await file_verified(self, devices)
 
     async def _judge(self, device: Device, tid: str, offer: Offer, *, claimed_handoff: bool) -> bool | Refusal:
         """The accept policy's verdict on an offer (its row is ``tid``): refused with a typed code, accepted, or
