@@ -7,8 +7,9 @@ Each CI run checks the fixed seeds — 400, 401 and 986654361 are regressions (a
 that had verified or was importing the transfer: the sender said cancelled, the receiver had filed it; fixed by
 the receiver's single commit point, DAEMON.md "One commit point"), 3996369669 (a claim refused for a cancelled
 handoff left the claimer's offer 'taken') and 3996369679 (a sender stopped between a grant and queueing the
-conversation), 1524154286 (a superseded attempt's CANCEL reached the sender's new attempt), 402 and 403 the
-first ones kept — and two fresh random seeds, shown in the test id and printed.
+conversation), 1524154286 (a superseded attempt's CANCEL reached the sender's new attempt), 32824065 (a
+conversation sent before the grant was told again: filed as an ordinary one), 402 and 403 the first ones
+kept — and two fresh random seeds, shown in the test id and printed.
 ``P2PD_CHAOS_SEED`` (a number, or ``random``) and ``P2PD_CHAOS_RUNS`` (default 1) run those seeds instead:
 ``P2PD_CHAOS_SEED=1234 pytest tests/daemon/test_chaos.py`` reproduces one. ``tests/bench/chaos.py`` runs many
 fresh seeds and prints the pass rate."""
@@ -25,7 +26,7 @@ from tests.daemon.chaos import make_template, run_once
 
 pytestmark = pytest.mark.slow
 
-REGRESSIONS = (400, 401, 986654361, 3996369669, 3996369679, 1524154286, 402, 403)
+REGRESSIONS = (400, 401, 986654361, 3996369669, 3996369679, 1524154286, 32824065, 402, 403)
 
 
 def _seeds() -> list[int]:
