@@ -30,7 +30,8 @@ def register(sub: Any) -> None:
     s.add_argument("id", nargs="?", help="a transfer id: show it")
     s.add_argument("--cancel", action="store_true", help="cancel the transfer ID")
     s.add_argument("--wait", type=float, default=0.0, help="with ID: wait up to N seconds for it to finish")
-    s.add_argument("--state", choices=["queued", "running", "done", "failed", "cancelled", "interrupted"])
+    s.add_argument("--state", choices=["queued", "running", "done", "failed", "cancelled", "interrupted", "verified",
+                                       "cancelling"])
     s.add_argument("--json", action="store_true", help="machine-readable output")
     s.set_defaults(func=cmd_transfers)
 
@@ -140,6 +141,9 @@ def cmd_transfers(args: argparse.Namespace) -> int:
         print_json(row)
     else:
         show_record(row)
+        if row.get("state") == "cancelling":  # a transfer to a device: its receiver decides (DAEMON.md)
+            print("cancelling: waiting for the receiving device's answer (asked again whenever it is back); it "
+                  "ends cancelled, or done if the device had already received it")
     return ExitCode.OK
 
 

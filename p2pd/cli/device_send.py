@@ -49,6 +49,8 @@ def describe(row: dict[str, Any], device: dict[str, Any]) -> str:
         return f"{where}: sending {human(row['bytes_done'])} of {human(row['size'])} ({pct // 10 * 10}%)"
     if row["state"] in ("queued", "interrupted"):
         return f"{where}: {row['state']}, sent when the device is online"
+    if row["state"] == "cancelling":  # the device decides: it may have had it already (DAEMON.md)
+        return f"{where}: cancelling, waiting for the device's answer"
     return f"{where}: {row['state']}"
 
 
@@ -88,7 +90,9 @@ def _summary(rows: list[dict[str, Any]], devices: dict[str, Any]) -> int:
     code = ExitCode.OK
     for row in rows:
         name = shown(str(devices.get(row["peer"], {}).get("name") or row["detail"].get("device") or row["peer"]))
-        if row["state"] == "done":
+        if row["state"] == "done" and row["detail"].get("cancel_too_late"):
+            err.print(f"Sent to {name}: the cancel came too late ({shown(row['detail']['cancel_too_late'])}).")
+        elif row["state"] == "done":
             took = row["detail"].get("elapsed")
             err.print(f"Sent to {name}: {human(row['size'])}" + (f" in {took:.1f} s" if took else "")
                       + (f" (resumed, {human(row['detail']['resumed_bytes'])} were there)"

@@ -342,7 +342,8 @@ def _routes(service: DaemonService) -> APIRouter:
         return await service.receive(req.code, wait=req.wait, timeout=req.timeout)
 
     @r.get("/transfers", response_model=list[TransferRow], tags=["transfers"])
-    async def transfers(state: Literal["queued", "running", "done", "failed", "cancelled", "interrupted"] | None = None,
+    async def transfers(state: Literal["queued", "running", "done", "failed", "cancelled", "interrupted", "verified",
+                                       "cancelling"] | None = None,
                         limit: Limit = 100) -> list[TransferRow]:
         return await service.list_transfers(state, limit)
 
@@ -392,7 +393,8 @@ def _routes(service: DaemonService) -> APIRouter:
                                             transcript_path=req.transcript_path, redact=req.redact)
 
     @r.get("/handoffs", response_model=list[HandoffRow], tags=["handoffs"])
-    async def handoffs(state: Literal["pending", "claimed", "started", "completed", "failed", "cancelled"] | None
+    async def handoffs(state: Literal["pending", "claimed", "started", "completed", "failed", "cancelled",
+                                      "cancelling"] | None
                        = None, limit: Limit = 100) -> list[HandoffRow]:
         return await service.list_handoffs(state, limit)
 

@@ -63,12 +63,14 @@ class DeviceSession:
     rtc: dict[str, asyncio.Queue[dict[str, Any]]] = field(default_factory=dict)
     online_event: asyncio.Event = field(default_factory=asyncio.Event)
     kick: asyncio.Event = field(default_factory=asyncio.Event)
+    greeted: asyncio.Event = field(default_factory=asyncio.Event)  # this contact's greeting is sent
     reports: list[Control] = field(default_factory=list)  # handoff states being delivered now (online only)
     incoming: dict[str, tuple[asyncio.Task[None], TransferControl]] = field(default_factory=dict)
     links: list[PeerLink] = field(default_factory=list)  # the transfers' peer connections (closed at stop)
     tasks: set[asyncio.Task[Any]] = field(default_factory=set)
     runner: asyncio.Task[None] | None = None
     worker: asyncio.Task[None] | None = None
+    features: frozenset[str] | None = None  # what the device announced on this contact (None: not yet heard)
 
     @property
     def online(self) -> bool:
@@ -141,6 +143,7 @@ class DeviceSession:
                     log.warning("%s", self.presence.error)
             finally:
                 arrival.cancel()
+                self.greeted.clear()
                 self.rv = None
                 self.presence.ended()
                 self._changed()
@@ -157,8 +160,11 @@ class DeviceSession:
 
     async def _serve(self, rv: Rendezvous) -> None:
         self.reports.clear()  # what they said is in the store, and greet tells it again (notices.py)
+        self.features = None  # it announces them again, before its hello (an older daemon never does)
         await self.net.greet(self)
-        self.kick.set()  # transfers after the greeting: a claim granted again is heard before its conversation
+        self.greeted.set()  # transfers after the greeting: a claim granted again is heard before its conversation
+        self.kick.set()  # (chaos seed 32824065: one that went first was filed as an ordinary conversation, the
+        # handoff left claimed on both sides)
         while True:
             message = parse_control(await rv.recv_sealed())
             await self.net.dispatch(self, message)
@@ -239,6 +245,7 @@ class DeviceSession:
         """The single sender task of this device: sends queued transfers one at a time, while online."""
         while True:
             await self.online_event.wait()
+            await self.greeted.wait()
             self.kick.clear()
             row = await asyncio.to_thread(self.net.next_outgoing, self.device.device_id)
             if row is None:

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import threading
 import time
 from pathlib import Path
 from typing import Any, Protocol
@@ -28,14 +29,24 @@ from p2pd.daemon.outbox import outbox_info
 from p2pd.daemon.peer_protocol import HandoffOffer, TransferStart
 from p2pd.daemon.pending import PendingOffers
 from p2pd.daemon.ready_blob import opened_for_send
+from p2pd.daemon.refiling import file_verified
 from p2pd.daemon.running import ProgressWriter, RunningTransfers
 from p2pd.daemon.store import Store, TransferRow
 from p2pd.daemon.transfers import Ending, TransferState, incoming_ending, outgoing_ending
-from p2pd.errors import BusyError, Cause, ConflictError, DeclinedError, P2pdError, TooLargeError, cause_of
+from p2pd.errors import (
+    BusyError,
+    Cause,
+    ConflictError,
+    DeclinedError,
+    P2pdError,
+    PeerGoneError,
+    TooLargeError,
+    cause_of,
+)
 from p2pd.support.memory import BIG_JOB, release
 from p2pd.transfer.channel import Refusal, TransferControl, receive_blob
-from p2pd.transfer.frames import Offer
-from p2pd.transfer.partial import final_name
+from p2pd.transfer.frames import Code, Offer
+from p2pd.transfer.peer import PeerLink
 from p2pd.transfer.streaming import send_stream
 
 log = logging.getLogger("p2pd.network")
@@ -54,6 +65,11 @@ class NetworkHost(Protocol):
                                   handoff_id: str | None, link_id: str | None) -> str:
         """Put a received, verified blob in the inbox (and, for a handoff, import it). Returns the output to
         report for a handoff (the resume command)."""
+        ...
+
+    async def resume_import(self, device: Device, entry_id: str) -> str:
+        """Start-up: import a granted handoff's conversation filed before a stop cut its import off; returns the
+        output to report (the resume command) when that completes it."""
         ...
 
     def should_claim(self, device: Device, offer: HandoffOffer) -> bool:
@@ -75,8 +91,12 @@ class DeviceTransfers:
         self.limits = limits  # the receive caps (config.py)
         self.pending = PendingOffers()  # incoming transfers waiting for a person's decision
         self._superseded: set[int] = set()  # controls of incoming transfers stopped because the sender began again
+        self._links: dict[int, PeerLink] = {}  # the peer connection of each incoming attempt (by its control)
         # (device, sender's id) → (state, reason): transfers the sender said it ended while they ran here
         self.closed_by_sender: dict[tuple[str, str], tuple[TransferState, str]] = {}
+        # One decision at a time about an incoming transfer's fate: its row made for an offer, its commit (running →
+        # verified, before DONE), a cancel the sender asks for (cancels.py). Taken in worker threads.
+        self.decisions = threading.Lock()
 
     @property
     def policy(self) -> AcceptPolicy:
@@ -130,8 +150,15 @@ class DeviceTransfers:
             await asyncio.sleep(backoff(pause))
 
     async def _end(self, tid: str, ending: Ending, handoff_id: str | None) -> None:
-        # (a row that reached a final state meanwhile — cancelled through the API — keeps it and its reason)
-        await asyncio.to_thread(self.store.end_transfer, tid, ending.state, error=ending.reason, cause=ending.cause)
+        # (a row that reached a final state meanwhile keeps it and its reason; one being cancelled waits for the
+        # receiver's answer: it may have committed the transfer before the cancel reached it)
+        if (await asyncio.to_thread(self.store.get_transfer, tid)).state == TransferState.CANCELLING:
+            return
+        try:
+            await asyncio.to_thread(self.store.end_transfer, tid, ending.state, error=ending.reason,
+                                    cause=ending.cause)
+        except ConflictError:  # asked to cancel meanwhile
+            return
         if handoff_id is not None and ending.handoff is not None:
             with contextlib.suppress(P2pdError):
                 await asyncio.to_thread(self.store.transition_handoff, handoff_id, ending.handoff,
@@ -144,8 +171,13 @@ class DeviceTransfers:
         here is dead (its sender restarted): stop those first, so their partial file is free for this one."""
         stale = list(session.incoming.values())
         for _, old in stale:
+            # Quietly: its connection is closed, never a CANCEL sent on it — it may be connected to the sender's new
+            # attempt (both signal under the same transfer id), which would take a CANCEL for the receiver's answer
+            # (chaos seed 1524154286: the sender failed a handoff "cancelled by the peer" that nobody cancelled).
             self._superseded.add(id(old))
-            old.cancel("the sender started again")
+            stale_link = self._links.get(id(old))
+            if stale_link is not None:
+                session.spawn(stale_link.close())
         session.expect_link(start.tid)
         control = TransferControl()
         work = self.run_incoming(session, start, control, [t for t, _ in stale])
@@ -160,6 +192,7 @@ class DeviceTransfers:
         progress: list[ProgressWriter] = []
         again: list[str] = []  # the done row of a transfer already filed here, when the sender sends it again
         raw_sizes: list[int] = []
+        committed: list[Path] = []  # the verified blob, once this side committed to filing it (before DONE)
         if stale:
             await asyncio.wait(stale, timeout=STALE_WAIT)
         # A handoff tag counts only for a handoff this daemon was granted by this device; any other is ignored.
@@ -170,6 +203,11 @@ class DeviceTransfers:
                 return False
             raw_sizes.append(offer.raw_size)
             row = await asyncio.to_thread(self._incoming_row, device, start, offer, hid)
+            while row.state == TransferState.VERIFIED:  # an earlier attempt is filing it: let it finish
+                await asyncio.sleep(0.2)
+                row = await asyncio.to_thread(self.store.get_transfer, row.id)
+            if row.state == TransferState.CANCELLED:  # its sender asked to cancel it and this side agreed
+                return Refusal(Code.DECLINED, "cancelled by the sender")
             if row.state == TransferState.DONE:  # filed already; the sender missed the DONE (chaos seed 346): it
                 again.append(row.id)  # gets it again, and nothing is filed twice
                 return True
@@ -178,8 +216,24 @@ class DeviceTransfers:
             self.running.add(row.id, control, asyncio.current_task())
             return await self._judge(device, row.id, offer, claimed_handoff=start.handoff is not None)
 
+        def commit(path: Path) -> bool:  # in a worker thread, before DONE: the one commit point (SPEC.md §6)
+            if again or not row_id:
+                return True
+            with self.decisions:
+                try:
+                    self.store.update_transfer(row_id[0], state=TransferState.VERIFIED)
+                except ConflictError:  # cancelled first (cancels.py): never filed
+                    path.unlink(missing_ok=True)
+                    return False
+            committed.append(path)
+            return True
+
         try:
             link = await session.open_link(start.tid, "answer")
+            self._links[id(control)] = link
+            if id(control) in self._superseded:  # replaced while it connected: it goes away without a word
+                await link.close()
+                raise PeerGoneError("the sender started this transfer again")
             try:
                 received = await receive_blob(link.channel, self.partial, decide=decide,
                                               on_progress=functools.partial(_progress, progress),
@@ -187,23 +241,24 @@ class DeviceTransfers:
                                               control=control, max_raw_size=self.limits.max_size,
                                               min_rate=self.limits.min_rate, rate_window=self.limits.rate_window,
                                               validate=functools.partial(readable_blob,
-                                                                         max_size=self.limits.max_size))
+                                                                         max_size=self.limits.max_size),
+                                              commit=commit)
+            except (P2pdError, OSError):
+                if not committed:
+                    raise
+                received = None  # committed, then cut off (a CANCEL crossed the DONE): it is filed all the same
             finally:
                 await link.close()
             if again:
                 log.info("transfer %s from %s came again; it was filed as %s", start.tid, device.name, again[0])
-                await asyncio.to_thread(received.path.unlink, missing_ok=True)
+                if received is not None:
+                    await asyncio.to_thread(received.path.unlink, missing_ok=True)
                 return
-            if hid is not None and await asyncio.to_thread(self.offers.honoured, hid, device.device_id) is None:
-                hid = None  # withdrawn while it came: an ordinary conversation, not imported
-            output = await self.host.accept_conversation(device, received.path, transfer_id=row_id[0],
-                                                         handoff_id=hid, link_id=start.link)
-            await self._update(row_id[0], state=TransferState.DONE, bytes_done=received.offer.compressed_size,
-                               detail={"resumed_bytes": received.resumed_bytes, "elapsed": round(received.elapsed, 3),
-                                       "path": link.path.to_dict() if link.path is not None else None})
-            if hid is not None and output:  # imported by this daemon (accept_handoffs): the handoff is done
-                with contextlib.suppress(ConflictError):  # unless the sender withdrew it meanwhile
-                    await self.offers.complete(hid, "imported by the receiving daemon", output=output)
+            detail: dict[str, Any] = {}
+            if received is not None:
+                detail = {"resumed_bytes": received.resumed_bytes, "elapsed": round(received.elapsed, 3),
+                          "path": link.path.to_dict() if link.path is not None else None}
+            await self.file(device, row_id[0], committed[0], hid=hid, link_id=start.link, detail=detail)
         except BusyError as exc:  # an older attempt still holds the partial: this one is cut off, tried again
             if row_id:
                 await asyncio.to_thread(self.store.end_transfer, row_id[0], TransferState.INTERRUPTED,
@@ -213,6 +268,9 @@ class DeviceTransfers:
             # the transfer protocol (the row, if any, already ended with the cause)
         except (P2pdError, OSError) as exc:
             ending = incoming_ending(exc, cancelled=control.cancelled, superseded=id(control) in self._superseded)
+            if committed:  # filing failed for good (the disk): the sender has it done; say so here
+                ending = Ending(TransferState.FAILED, f"could not file the verified conversation: {exc}",
+                                cause_of(exc), handoff="failed", handoff_reason=str(exc))
             if row_id:
                 await asyncio.to_thread(self.store.end_transfer, row_id[0], ending.state, error=ending.reason,
                                         cause=ending.cause)
@@ -226,6 +284,7 @@ class DeviceTransfers:
             log.warning("receiving from %s failed: %s", device.name, exc)
         finally:
             self._superseded.discard(id(control))
+            self._links.pop(id(control), None)
             if row_id:
                 self.running.remove(row_id[0], control)
                 if raw_sizes and raw_sizes[0] >= BIG_JOB:  # verified, parsed, filed: give the memory back
@@ -236,17 +295,20 @@ class DeviceTransfers:
         sender's id is kept in ``detail.sender_tid``), so both sides keep one row per transfer; else a new one.
         A done row of it means it was filed here already and the sender missed the DONE: it is returned as is."""
         detail = {"raw_size": offer.raw_size, "device": device.name, "sender_tid": start.tid}
-        for row in self.store.list_transfers(limit=1000):
-            if row.direction != "in" or row.peer != device.device_id or row.detail.get("sender_tid") != start.tid:
-                continue
-            if row.state == TransferState.DONE and row.sha256 == offer.sha256.hex():
-                return row  # filed already: the caller only lets the sender finish
-            if row.state == TransferState.INTERRUPTED:
-                return self.store.update_transfer(row.id, title=offer.info.title, size=offer.compressed_size,
-                                                  sha256=offer.sha256.hex(), detail=detail)
-        return self.store.create_transfer("in", device.device_id, title=offer.info.title,
-                                          size=offer.compressed_size, sha256=offer.sha256.hex(), blob_path=None,
-                                          handoff_id=hid, link_id=start.link, detail=detail)
+        with self.decisions:
+            for row in self.store.list_transfers(limit=1000):
+                if row.direction != "in" or row.peer != device.device_id or row.detail.get("sender_tid") != start.tid:
+                    continue
+                if row.state in (TransferState.DONE, TransferState.VERIFIED) and row.sha256 == offer.sha256.hex():
+                    return row  # filed already (or being filed): the caller only lets the sender finish
+                if row.state == TransferState.CANCELLED and row.detail.get("cancel_asked"):
+                    return row  # its sender asked to cancel it (cancels.py): refused
+                if row.state == TransferState.INTERRUPTED:
+                    return self.store.update_transfer(row.id, title=offer.info.title, size=offer.compressed_size,
+                                                      sha256=offer.sha256.hex(), detail=detail)
+            return self.store.create_transfer("in", device.device_id, title=offer.info.title,
+                                              size=offer.compressed_size, sha256=offer.sha256.hex(),
+                                              blob_path=None, handoff_id=hid, link_id=start.link, detail=detail)
 
     def close_incoming(self, device_id: str, sender_tid: str, state: TransferState, reason: str) -> None:
         """The sender ended transfer ``sender_tid`` while it was not under way here (cancelled, or failed): an
@@ -256,40 +318,25 @@ class DeviceTransfers:
                 cause = Cause.CANCELLED if state is TransferState.CANCELLED else Cause.TRANSFER_FAILED
                 self.store.end_transfer(row.id, state, error=reason, cause=cause)
 
+    async def file(self, device: Device, row_id: str, path: Path, *, hid: str | None, link_id: str | None,
+                   detail: dict[str, Any] | None = None) -> None:
+        """File a committed (``verified``) conversation: into the inbox, imported for a handoff this daemon still
+        holds, its row done."""
+        hid = await self.offers.import_begins(hid, device.device_id)  # None: withdrawn while it came (not imported)
+        try:
+            output = await self.host.accept_conversation(device, path, transfer_id=row_id, handoff_id=hid,
+                                                         link_id=link_id)
+            row = await asyncio.to_thread(self.store.get_transfer, row_id)
+            await self._update(row_id, state=TransferState.DONE, bytes_done=row.size, detail=detail or None)
+            if hid is not None and output:  # imported by this daemon (accept_handoffs): the handoff is done
+                with contextlib.suppress(ConflictError):
+                    await self.offers.complete(hid, "imported by the receiving daemon", output=output)
+        finally:
+            await self.offers.import_ended(hid)
+
     async def file_verified(self, devices: dict[str, Device]) -> None:
-        """Start-up: a conversation received and verified here — the sender was told DONE — whose filing in the
-        inbox a stop cut off (its row interrupted, its blob in ``partial/``) is filed now (chaos seed 211: the
-        sender had it done, the receiver never filed it)."""
-        rows = await asyncio.to_thread(self.store.list_transfers, TransferState.INTERRUPTED, 1000)
-        filed = {e.transfer_id for e in await asyncio.to_thread(self.store.list_inbox, 1000)}
-        for row in rows:
-            device = devices.get(row.peer)
-            if row.direction != "in" or device is None or len(row.sha256) != 64:
-                continue
-            path = self.partial / final_name(bytes.fromhex(row.sha256))
-            if row.id in filed:  # stopped after its inbox entry was stored (chaos seed 332): only the row is left
-                await asyncio.to_thread(path.unlink, missing_ok=True)
-                await self._update(row.id, state=TransferState.RUNNING)
-                await self._update(row.id, state=TransferState.DONE, bytes_done=row.size)
-                continue
-            if not path.is_file():
-                continue
-            hid = await asyncio.to_thread(self.offers.honoured, row.handoff_id, device.device_id)
-            try:
-                await self._update(row.id, state=TransferState.RUNNING)
-                output = await self.host.accept_conversation(device, path, transfer_id=row.id, handoff_id=hid,
-                                                             link_id=row.link_id)
-                await self._update(row.id, state=TransferState.DONE, bytes_done=row.size)
-                if hid is not None and output:
-                    with contextlib.suppress(ConflictError):
-                        await self.offers.complete(hid, "imported by the receiving daemon", output=output)
-            except (P2pdError, OSError) as exc:
-                log.warning("could not file the verified conversation of transfer %s: %s", row.id, exc)
-                with contextlib.suppress(P2pdError):
-                    await asyncio.to_thread(self.store.end_transfer, row.id, TransferState.FAILED, error=str(exc),
-                                            cause=cause_of(exc))
-            finally:
-                await asyncio.to_thread(release)
+        """Start-up, before any device connects: what was committed here and not filed is filed (refiling.py)."""
+        await file_verified(self, devices)
 
     async def _judge(self, device: Device, tid: str, offer: Offer, *, claimed_handoff: bool) -> bool | Refusal:
         """The accept policy's verdict on an offer (its row is ``tid``): refused with a typed code, accepted, or
@@ -329,18 +376,11 @@ class DeviceTransfers:
         """A person's answer to a pending incoming transfer (ConflictError when none waits)."""
         self.pending.answer(tid, accept)
 
-    def stop_link_transfers(self, stopped: Any, reason: str) -> list[str]:
-        """Cancel queued outgoing transfers ``stopped(row)`` selects (in the store; call in a thread); returns the
-        running ones it selects, for the caller to cancel on the event loop."""
-        for row in self.store.list_transfers(limit=1000):
-            if stopped(row) and row.state in (TransferState.QUEUED, TransferState.INTERRUPTED):
-                self.store.end_transfer(row.id, TransferState.CANCELLED, error=reason, cause=Cause.CANCELLED)
-        running = []
-        for tid in self.running.ids():
-            with contextlib.suppress(P2pdError):
-                if stopped(self.store.get_transfer(tid)):
-                    running.append(tid)
-        return running
+    def stop_link_transfers(self, stopped: Any) -> list[TransferRow]:
+        """The unfinished outgoing transfers ``stopped(row)`` selects (call in a thread), for the caller to cancel
+        (a request to their receiver, cancels.py, unless never offered)."""
+        return [row for row in self.store.list_transfers(limit=1000) if stopped(row) and row.state in (
+            TransferState.QUEUED, TransferState.RUNNING, TransferState.INTERRUPTED)]
 
 
 def readable_blob(path: Path, max_size: int | None = None) -> None:

@@ -3,11 +3,17 @@
     pending ──claim──▶ claimed ──▶ started ──▶ completed
        │                  │           │
        └──────────────────┴───────────┴──▶ failed | cancelled
+                          ╰───────────┴──▶ cancelling ──▶ cancelled | completed | failed
 
 - pending: created, waiting for a device (a named one, or ``any``);
 - claimed: exactly one device claimed it (an atomic compare-and-set in the store);
 - started: the conversation is on its way to the claimer;
 - completed: the claimer received it, verified the SHA-256 and imported it (``output`` = the resume command);
+- cancelling: the sender cancelled a handoff a paired device holds (claimed or started). The claimer imports it,
+  so it decides: ``cancelled`` if it had not begun importing (it never will), else it completes (or fails) it and
+  the cancel came too late. Asked with ``handoff-closed`` (cancelled) on every contact until it answers
+  (``p2pd/daemon/cancels.py``); a claimer that cannot answer (an older daemon) is told as before and the handoff
+  ends ``cancelled`` here;
 - failed (``reason``), cancelled (by the sender, before completion). The last three are final.
 
 A claimed or started handoff whose claimer gives up may go back to pending (``release``), so another device can
@@ -26,14 +32,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from p2pd.conversation.model import ConversationDocument
 from p2pd.errors import ConflictError, InvalidInputError
 
-State = Literal["pending", "claimed", "started", "completed", "failed", "cancelled"]
-STATES: tuple[State, ...] = ("pending", "claimed", "started", "completed", "failed", "cancelled")
+State = Literal["pending", "claimed", "started", "completed", "failed", "cancelled", "cancelling"]
+STATES: tuple[State, ...] = ("pending", "claimed", "started", "completed", "failed", "cancelled", "cancelling")
 FINAL: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
 
 TRANSITIONS: dict[str, frozenset[str]] = {
     "pending": frozenset({"claimed", "failed", "cancelled"}),
-    "claimed": frozenset({"started", "pending", "failed", "cancelled"}),
-    "started": frozenset({"completed", "pending", "failed", "cancelled"}),
+    "claimed": frozenset({"started", "pending", "failed", "cancelled", "cancelling"}),
+    "started": frozenset({"completed", "pending", "failed", "cancelled", "cancelling"}),
+    "cancelling": frozenset({"cancelled", "completed", "failed"}),  # the claimer's answer
     "completed": frozenset(),
     "failed": frozenset(),
     "cancelled": frozenset(),

@@ -84,7 +84,7 @@ def build_mcp(service: DaemonService) -> MCPServer:
 
     @mcp.tool()
     async def list_transfers(state: Literal["queued", "running", "done", "failed", "cancelled",
-                                            "interrupted"] | None = None,
+                                            "interrupted", "verified", "cancelling"] | None = None,
                              limit: Annotated[int, Field(ge=1, le=500)] = 50) -> dict[str, Any]:
         """Transfers in and out, newest first, optionally only those in one state."""
         rows = await _call(service.list_transfers(state, limit))

@@ -19,6 +19,7 @@ from typing import Any
 
 from p2pd.config import ReceiveLimits, receive_limits
 from p2pd.daemon.accept_policy import AcceptPolicy, PolicySource
+from p2pd.daemon.cancels import CancelDesk
 from p2pd.daemon.device_session import DeviceSession
 from p2pd.daemon.device_state import DeviceState
 from p2pd.daemon.device_transfers import DeviceTransfers, NetworkHost
@@ -26,10 +27,11 @@ from p2pd.daemon.devices import Device, DeviceBook
 from p2pd.daemon.handoffs import FINAL as HANDOFF_FINAL
 from p2pd.daemon.identity import NAME_FILE, Identity, load_identity
 from p2pd.daemon.links import LinkBook
-from p2pd.daemon.notices import notices_for, transfer_closed
+from p2pd.daemon.notices import granted_unsent, notices_for, transfer_closed
 from p2pd.daemon.offer_desk import OfferDesk
 from p2pd.daemon.outbox import Source, pack_outbox
 from p2pd.daemon.peer_protocol import (
+    FEATURES_TID,
     Control,
     HandoffClaim,
     HandoffClaimResult,
@@ -44,8 +46,12 @@ from p2pd.daemon.peer_protocol import (
     SessionLinkUpdate,
     SessionRefusal,
     SessionTurn,
+    TransferCancel,
     TransferClosed,
+    TransferOutcome,
     TransferStart,
+    features_message,
+    features_of,
 )
 from p2pd.daemon.session_desk import SessionDesk
 from p2pd.daemon.session_relay import SessionRelay
@@ -92,6 +98,7 @@ class DeviceNetwork:
         self.transfers = DeviceTransfers(host, self.links, self.partial, self.offers, idle_timeout=idle_timeout,
                                          policy=PolicySource(policy),
                                          limits=limits if limits is not None else receive_limits())
+        self.cancels = CancelDesk(self)  # cancels of device transfers: asked by the sender, decided by the receiver
         self._watcher: asyncio.Task[None] | None = None
         self._stopping: set[asyncio.Task[None]] = set()
         self._name_mtime = 0
@@ -281,17 +288,16 @@ class DeviceNetwork:
 
     async def _stop_link_transfers(self, view: LinkView, reason: str) -> None:
         """Outgoing transfers the link no longer allows — all of them once it is closed or this device left,
-        else those to members that left — are cancelled: queued ones in the store, running ones through their
-        control (on the event loop, where the transfer runs)."""
+        else those to members that left — are cancelled: queued ones at once, the others asked of their
+        receiver (cancels.py)."""
         everyone = view.closed or self.identity.device_id in view.left
 
         def stopped(row: TransferRow) -> bool:
             return row.link_id == view.id and row.direction == "out" and (everyone or row.peer in view.left)
 
-        for tid in await asyncio.to_thread(self.transfers.stop_link_transfers, stopped, reason):
-            control = self.running.control(tid)
-            if control is not None:
-                control.cancel(reason)
+        for row in await asyncio.to_thread(self.transfers.stop_link_transfers, stopped):
+            with contextlib.suppress(ConflictError, NotFoundError):
+                await self.cancels.request(row, reason)
 
     # ---- control messages -----------------------------------------------------------------------------------
 
@@ -300,6 +306,7 @@ class DeviceNetwork:
         in, and — from the store, so nothing waits in memory for a device that is away — how transfers and
         handoffs between the two ended while it was away (:mod:`p2pd.daemon.notices`)."""
         device_id = session.device.device_id
+        await session.send(features_message())  # before the hello: an older daemon ignores it (DEVICES.md)
         await session.send(Hello(name=self.identity.name))
         for row in await asyncio.to_thread(self.store.pending_handoffs_for, device_id):
             await session.send(self._handoff_offer(row))
@@ -307,6 +314,10 @@ class DeviceNetwork:
             if device_id in {m.id for m in view.members}:
                 await session.send(LinkUpdate(link=view))
         await self.session_relay.greet(session)
+        for h in await asyncio.to_thread(granted_unsent, self.store, device_id):  # a stop cut grant from queue
+            with contextlib.suppress(P2pdError):
+                await self.queue_blob(device_id, Path(h.document_path), title=h.title,
+                                      sha256=str(h.source.get("sha256") or ""), handoff_id=h.id)
         for message in await asyncio.to_thread(notices_for, self.store, device_id):
             await session.send(message)
 
@@ -326,6 +337,7 @@ class DeviceNetwork:
     @property
     def _handlers(self) -> dict[type[Control], Callable[[DeviceSession, Any], Awaitable[None]]]:
         return {Hello: self._on_hello, TransferClosed: self._on_transfer_closed,
+                TransferCancel: self.cancels.on_cancel, TransferOutcome: self.cancels.outcome,
                 Rtc: self._on_rtc, TransferStart: self._on_transfer_start, HandoffOffer: self.offers.offered,
                 HandoffClaim: self._on_claim, HandoffClaimResult: self.offers.claim_result,
                 HandoffClosed: self.offers.closed, HandoffState: self._on_handoff_state,
@@ -338,6 +350,9 @@ class DeviceNetwork:
             with contextlib.suppress(P2pdError):
                 session.device = await asyncio.to_thread(self.book.rename, session.device.device_id, message.name)
                 log.info("device %s is now called %s", session.device.device_id, session.device.name)
+        if session.features is None:
+            session.features = frozenset()  # it announced nothing before its hello: an older daemon
+        await self.cancels.ask_all(session)  # cancels it has not answered yet (asked again on every contact)
 
     async def _on_transfer_closed(self, session: DeviceSession, message: TransferClosed) -> None:
         state, device_id = TransferState(message.state), session.device.device_id
@@ -356,6 +371,9 @@ class DeviceNetwork:
             session.spawn(session.send(message))
 
     async def _on_rtc(self, session: DeviceSession, message: Rtc) -> None:
+        if message.tid == FEATURES_TID:
+            session.features = features_of(message)
+            return
         session.deliver_rtc(message)
 
     async def _on_transfer_start(self, session: DeviceSession, message: TransferStart) -> None:
@@ -377,6 +395,10 @@ class DeviceNetwork:
         except NotFoundError:
             row = None
         if row is None:
+            with contextlib.suppress(NotFoundError):  # cancelled: its offer there ends cancelled, not taken
+                gone = await asyncio.to_thread(self.store.get_handoff, hid)
+                if gone.state == "cancelled" and gone.target in ("any", device_id):
+                    await session.send(HandoffClosed(hid=hid, state="cancelled", reason=(gone.reason or "")[:4000]))
             await session.send(HandoffClaimResult(hid=hid, granted=False,
                                                   reason="already claimed, cancelled or not for this device"))
             return
@@ -397,6 +419,8 @@ class DeviceNetwork:
             return
         if row.claimed_by != session.device.device_id or row.state in HANDOFF_FINAL or row.state == message.state:
             return
+        if message.state == "cancelled" and row.state != "cancelling":
+            return  # only ever the answer to a cancel this side asked for
         with contextlib.suppress(P2pdError):
             await asyncio.to_thread(self.store.transition_handoff, message.hid, message.state,
                                     output=message.output or None, reason=message.reason or None,

@@ -17,7 +17,7 @@ Each message is idempotent on the other side (a state already reached, or an unk
 from __future__ import annotations
 
 from p2pd.daemon.peer_protocol import Control, HandoffClaimResult, HandoffClosed, HandoffState, TransferClosed
-from p2pd.daemon.store import Store, TransferRow
+from p2pd.daemon.store import HandoffRow, Store, TransferRow
 from p2pd.daemon.transfers import TransferState
 
 RECENT = 1000  # rows of each kind looked at per contact (newest first)
@@ -45,7 +45,7 @@ def notices_for(store: Store, device_id: str) -> list[Control]:
     for h in store.list_handoffs(limit=RECENT):
         if h.target not in ("any", device_id) or h.state == "pending":
             continue
-        if h.state == "cancelled":
+        if h.state in ("cancelled", "cancelling"):  # cancelling: the ask, until the claimer answers (cancels.py)
             out.append(HandoffClosed(hid=h.id, state="cancelled", reason=(h.reason or "")[:MAX_TEXT]))
         elif h.claimed_by == device_id and h.state in ("claimed", "started"):
             out.append(HandoffClaimResult(hid=h.id, granted=True))  # a grant it may not have heard
@@ -64,4 +64,13 @@ def notices_for(store: Store, device_id: str) -> list[Control]:
     return out
 
 
-__all__ = ["RECENT", "notices_for", "transfer_closed"]
+def granted_unsent(store: Store, device_id: str) -> list[HandoffRow]:
+    """Handoffs granted to ``device_id`` (claimed or started) whose conversation was never queued for it: the
+    daemon stopped between the grant and the queue (chaos seed 3996369679). Queued at its next contact (call in a
+    thread)."""
+    queued = {t.handoff_id for t in store.list_transfers(limit=RECENT) if t.direction == "out"}
+    return [h for h in store.list_handoffs(limit=RECENT)
+            if h.claimed_by == device_id and h.state in ("claimed", "started") and h.id not in queued]
+
+
+__all__ = ["RECENT", "granted_unsent", "notices_for", "transfer_closed"]

@@ -12,7 +12,14 @@ import logging
 from typing import TYPE_CHECKING, Protocol
 
 from p2pd.daemon.offers import FINAL, HELD
-from p2pd.daemon.peer_protocol import HandoffClaim, HandoffClaimResult, HandoffClosed, HandoffOffer, HandoffState
+from p2pd.daemon.peer_protocol import (
+    CANCEL_ASK,
+    HandoffClaim,
+    HandoffClaimResult,
+    HandoffClosed,
+    HandoffOffer,
+    HandoffState,
+)
 from p2pd.daemon.store import OfferRow, Store
 from p2pd.errors import ConflictError, DeviceOfflineError, P2pdError, PeerTimeoutError
 from p2pd.support.text import visible
@@ -39,6 +46,11 @@ class OfferDesk:
         self.owner = owner
         self.store = owner.store
         self._answers: dict[tuple[str, str], asyncio.Future[HandoffClaimResult]] = {}
+        # The claimer's commit point for a handoff: its import. One decision at a time between "import it" and
+        # the sender's cancel; a cancel that comes while an import runs waits for it (``deferred``).
+        self.lock = asyncio.Lock()
+        self.importing: set[str] = set()
+        self.deferred: dict[str, tuple[DeviceSession, HandoffClosed]] = {}
 
     async def _move(self, row: OfferRow, state: str, **fields: object) -> OfferRow:
         return await asyncio.to_thread(self.store.move_offer, row.id, row.from_device, state, **fields)
@@ -69,9 +81,46 @@ class OfferDesk:
             answer.set_result(message)
 
     async def closed(self, session: DeviceSession, message: HandoffClosed) -> None:
-        row = await asyncio.to_thread(self.store.find_offer, message.hid, session.device.device_id)
-        if row is not None and row.state not in FINAL:
-            await self._move(row, message.state, reason=message.reason or None)
+        """Another device took it, or the sender cancelled it. A sender that speaks ``cancel-ask`` only asks: once
+        this daemon began importing it, it completes (the cancel came too late); else it is cancelled here and
+        the sender is told so (``handoff-state`` cancelled) — asked again, answered again."""
+        async with self.lock:
+            row = await asyncio.to_thread(self.store.find_offer, message.hid, session.device.device_id)
+            if row is not None and row.state not in FINAL:
+                if message.state == "cancelled" and row.id in self.importing:
+                    self.deferred[row.id] = (session, message)  # answered when the import has ended
+                    return
+                row = await self._move(row, message.state, reason=message.reason or None)
+        if message.state != "cancelled" or CANCEL_ASK not in (session.features or ()):
+            return
+        if row is None or row.state in ("cancelled", "taken"):
+            self.report(session.device.device_id, HandoffState(hid=message.hid, state="cancelled"))
+        elif row.state == "completed":
+            self.report(row.from_device, HandoffState(hid=row.id, state="completed", result=(row.result or "")[
+                :MAX_REPORT], output=(row.resume_command or "")[:MAX_REPORT]))
+        elif row.state == "failed":
+            self.report(row.from_device, HandoffState(hid=row.id, state="failed", reason=(row.reason or "")[
+                :MAX_REPORT]))
+
+    async def import_begins(self, hid: str | None, device_id: str) -> str | None:
+        """The commit point of a handoff's import: ``hid`` if it is still this daemon's to import (then marked
+        importing until :meth:`import_ended`), else None (an ordinary conversation)."""
+        if hid is None:
+            return None
+        async with self.lock:
+            if await asyncio.to_thread(self.honoured, hid, device_id) is None:
+                return None
+            self.importing.add(hid)
+        return hid
+
+    async def import_ended(self, hid: str | None) -> None:
+        """A cancel that came during the import is answered now (from the offer's state)."""
+        if hid is None:
+            return
+        self.importing.discard(hid)
+        waiting = self.deferred.pop(hid, None)
+        if waiting is not None:
+            await self.closed(*waiting)
 
     def honoured(self, hid: str | None, device_id: str) -> str | None:
         """``hid`` when it names a handoff this daemon was granted by ``device_id`` and has not finished, else

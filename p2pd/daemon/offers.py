@@ -16,6 +16,11 @@
 - taken (another device got it, or the sender refused), cancelled (the sender withdrew it), completed, failed:
   final.
 
+The import is this side's commit point (``OfferDesk.import_begins``): a sender's cancel that comes while an import
+runs waits for it — in mode ``auto`` the handoff then completes, and the cancel came too late (in mode ``worker``
+it is cancelled once the import ended: the worker had not begun) — and one that comes before cancels it here for
+good; a sender that speaks ``cancel-ask`` is answered either way (DAEMON.md, "One commit point").
+
 Only a conversation tagged with a handoff this daemon holds as claimed or started, sent by the device that offered
 it, is treated as that handoff (imported, reported); any other tag is ignored and the conversation is an ordinary
 one in the inbox.

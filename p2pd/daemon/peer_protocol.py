@@ -69,6 +69,44 @@ class TransferClosed(_Msg):
     reason: Text = ""
 
 
+class TransferCancel(_Msg):
+    """The sender asks the receiver to cancel transfer ``tid`` (feature ``cancel-ask``). The receiver decides
+    from its store and answers with :class:`TransferOutcome`; asked again on every contact until answered."""
+
+    kind: Literal["transfer-cancel"] = "transfer-cancel"
+    tid: Id
+    reason: Text = ""
+
+
+class TransferOutcome(_Msg):
+    """The receiver's answer to :class:`TransferCancel`: ``cancelled`` (it had not committed the transfer, and
+    never will) or ``done`` (it had: the cancel came too late). Idempotent; answered again to every ask."""
+
+    kind: Literal["transfer-outcome"] = "transfer-outcome"
+    tid: Id
+    state: Literal["cancelled", "done"]
+
+
+# What this daemon speaks beyond device protocol 1, told first on every contact in an ``rtc`` message with the
+# reserved ``tid`` FEATURES_TID: a daemon that does not know it drops an ``rtc`` for a transfer it does not run,
+# so older peers keep working (they are never sent the new messages; DEVICES.md, "Features").
+FEATURES_TID = "p2pd-features"
+CANCEL_ASK = "cancel-ask"  # transfer-cancel / transfer-outcome: the receiver decides a cancel
+FEATURES: tuple[str, ...] = (CANCEL_ASK,)
+
+
+def features_message() -> Rtc:
+    return Rtc(tid=FEATURES_TID, m={"features": list(FEATURES)})
+
+
+def features_of(message: Rtc) -> frozenset[str]:
+    """The features a peer announced (unknown ones are kept: only names this side knows are ever looked up)."""
+    listed = message.m.get("features")
+    if not isinstance(listed, list):
+        return frozenset()
+    return frozenset(f for f in listed[:64] if isinstance(f, str) and len(f) <= 64)
+
+
 class Hello(_Msg):
     """Sent first on every contact: the name this device gives itself (a rename reaches its peers this way)."""
 
@@ -102,7 +140,8 @@ class HandoffState(_Msg):
 
     kind: Literal["handoff-state"] = "handoff-state"
     hid: Id
-    state: Literal["started", "completed", "failed"]
+    # "cancelled" (feature cancel-ask only): the answer to the sender's cancel when the claimer had not imported it
+    state: Literal["started", "completed", "failed", "cancelled"]
     output: Text = ""
     reason: Text = ""
     result: Text = ""
@@ -190,8 +229,9 @@ class SessionRefusal(_Msg):
     refused: Annotated[int, Field(ge=0)] = 1
 
 
-Control = Annotated[Hello | Rtc | TransferStart | TransferClosed | HandoffOffer | HandoffClaim | HandoffClaimResult
-                    | HandoffState | HandoffClosed | LinkUpdate | SessionLinkUpdate | SessionTurn | SessionRefusal,
+Control = Annotated[Hello | Rtc | TransferStart | TransferClosed | TransferCancel | TransferOutcome | HandoffOffer
+                    | HandoffClaim | HandoffClaimResult | HandoffState | HandoffClosed | LinkUpdate | SessionLinkUpdate
+                    | SessionTurn | SessionRefusal,
                     Field(discriminator="kind")]
 _CONTROL: TypeAdapter[Control] = TypeAdapter(Control)
 

@@ -13,7 +13,6 @@ without a network they fail with :class:`NoNetworkError` (HTTP 409, cause ``no_n
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from pathlib import Path
@@ -32,7 +31,7 @@ from p2pd.daemon.running import RunningTransfers
 from p2pd.daemon.store import TRANSFER_FINAL, HandoffRow, InboxRow, Store, TransferRow, new_id
 from p2pd.daemon.targets import NoNetworkError, SendTo
 from p2pd.daemon.transfers import TransferState
-from p2pd.errors import Cause, ConflictError, InvalidInputError, NotFoundError
+from p2pd.errors import Cause, ConflictError, InvalidInputError
 
 if TYPE_CHECKING:
     from p2pd.daemon.devices import Device
@@ -223,6 +222,8 @@ class DaemonService:
         row = await asyncio.to_thread(self.store.get_transfer, transfer_id)
         if row.state in TRANSFER_FINAL:
             raise ConflictError(f"transfer {transfer_id} is already {row.state}")
+        if self.network is not None and row.direction == "out" and row.code is None:
+            return await self.network.cancels.cancel_transfer(row, reason)  # its receiver decides
         await self.running.cancel(transfer_id, reason, grace=CANCEL_GRACE)  # tells the peer when under way
         await asyncio.to_thread(self.store.end_transfer, transfer_id, TransferState.CANCELLED, error=reason,
                                 cause=Cause.CANCELLED)
@@ -266,6 +267,12 @@ class DaemonService:
         if handoff_id is None:
             return ""
         return await self.work.received(device, entry.id, handoff_id, package, daemon_settings().handoff_agent)
+
+    async def resume_import(self, device: Device, entry_id: str) -> str:
+        """Start-up: finish the import of a granted handoff filed in the inbox before a stop (handoff_work.py)."""
+        from p2pd.config import daemon_settings
+
+        return await self.work.resume(device, entry_id, daemon_settings().handoff_agent)
 
     def should_claim(self, device: Device, offer: HandoffOffer) -> bool:
         from p2pd.config import daemon_settings
@@ -369,23 +376,10 @@ class DaemonService:
                                        reason=reason)
 
     async def cancel_handoff(self, handoff_id: str, reason: str = "cancelled by the sender") -> HandoffRow:
-        row = await self.transition_handoff(handoff_id, "cancelled", reason=reason)
-        if self.network is not None:
-            await self.network.handoff_closed(row, "cancelled", reason)
-
-        def drop_queued() -> None:  # not yet under way (the device is away): never sent
-            for tr in self.store.list_transfers(limit=100_000):
-                if tr.handoff_id == handoff_id and tr.state in (TransferState.QUEUED, TransferState.INTERRUPTED):
-                    self.store.end_transfer(tr.id, TransferState.CANCELLED, error=reason, cause=Cause.CANCELLED)
-
-        await asyncio.to_thread(drop_queued)
-        for tid in self.running.ids():
-            with contextlib.suppress(NotFoundError):
-                tr = await asyncio.to_thread(self.store.get_transfer, tid)
-                if tr.handoff_id == handoff_id:
-                    with contextlib.suppress(ConflictError):
-                        await self.cancel_transfer(tid, reason)
-        return row
+        """Cancel a handoff: at once, unless a paired device holds it — then it decides (cancels.py)."""
+        if self.network is None:
+            return await self.transition_handoff(handoff_id, "cancelled", reason=reason)
+        return await self.network.cancels.cancel_handoff(handoff_id, reason)
 
     # ------------------------------------------------------------ stats, devices, hook
     async def stats(self) -> dict[str, Any]:

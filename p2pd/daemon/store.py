@@ -114,9 +114,11 @@ class Store:
     def update_transfer(self, id: str, *, state: str | None = None, bytes_done: int | None = None,
                         error: str | None = None, cause: Cause | None = None, size: int | None = None,
                         sha256: str | None = None, code: str | None = None, title: str | None = None,
-                        detail: dict[str, Any] | None = None, unless_final: bool = False) -> TransferRow:
+                        detail: dict[str, Any] | None = None, unless_final: bool = False,
+                        only_from: frozenset[str] | None = None) -> TransferRow:
         """Change some fields; ``detail`` is merged into the stored one. The state moves only as the lifecycle
-        allows (:mod:`p2pd.daemon.transfers`; ConflictError otherwise)."""
+        allows (:mod:`p2pd.daemon.transfers`; ConflictError otherwise) and, with ``only_from``, only from one of
+        those states (ConflictError otherwise: checked and written in one transaction)."""
         if state is not None:
             transfers.check_state(state)
         with self._write() as db:
@@ -127,6 +129,8 @@ class Store:
                 raise _AlreadyFinal
             if state is not None:
                 transfers.check_transition(row["state"], state, what=f"transfer {id}")
+            if only_from is not None and row["state"] not in only_from:
+                raise ConflictError(f"transfer {id} is {row['state']}")
             sets: dict[str, Any] = {"updated_at": now()}
             if state in transfers.CLEARS_ERROR and state != row["state"] and error is None and cause is None:
                 sets.update(error=None, cause=None)  # running again, or done: an earlier failure no longer holds

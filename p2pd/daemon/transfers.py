@@ -1,9 +1,9 @@
 """Transfer lifecycle (pure: no I/O): the states a transfer row goes through, which moves are allowed, and what a
 failure means for it.
 
-    queued ──▶ running ──▶ done
-      │   ╲       │  ╲
-      │    ╲      │   ╰──▶ failed | cancelled
+    queued ──▶ running ──▶ done                     (in)  running ──▶ verified ──▶ done | failed
+      │   ╲       │  ╲                             (out) queued | running | interrupted ──▶ cancelling
+      │    ╲      │   ╰──▶ failed | cancelled                   cancelling ──▶ cancelled | done
       │     ▼     ▼
       │    interrupted ──▶ running (sent again; the receiver keeps what it had, so it resumes)
       │          │
@@ -14,6 +14,13 @@ failure means for it.
 - interrupted: cut off — the peer went away, the connection could not be made, the peer stopped answering, the
   receiver was still busy with an older attempt, or the daemon stopped. A device transfer in this state is sent
   again when its device is back;
+- verified (receiving side only): the commit point. The payload is verified and in place and the receiver has
+  decided to file it — written *before* it tells the sender DONE, and refused by the store once the row is
+  cancelled. A verified row is always filed (at once, or at the next start), never cancelled;
+- cancelling (sending side only): a cancel of a device transfer that may have reached its receiver is a request.
+  The receiver decides (``transfer-cancel`` → ``transfer-outcome``, DEVICES.md): ``cancelled`` when it had not
+  committed (it then never files it), ``done`` when it had (the cancel came too late: the row says so in
+  ``detail.cancel_too_late``). The request is asked again on every contact until the answer arrives;
 - done, failed (``error`` and ``cause`` say why), cancelled: final, never left.
 
 The store enforces :data:`TRANSITIONS` (:func:`check_transition`); writing the state a row already has is always
@@ -39,6 +46,8 @@ class TransferState(StrEnum):
     FAILED = "failed"
     CANCELLED = "cancelled"
     INTERRUPTED = "interrupted"
+    VERIFIED = "verified"
+    CANCELLING = "cancelling"
 
 
 S = TransferState
@@ -48,9 +57,12 @@ FINAL: frozenset[TransferState] = frozenset({S.DONE, S.FAILED, S.CANCELLED})
 UNFINISHED: frozenset[TransferState] = frozenset({S.QUEUED, S.RUNNING})
 
 TRANSITIONS: dict[TransferState, frozenset[TransferState]] = {
-    S.QUEUED: frozenset({S.RUNNING, S.INTERRUPTED, S.FAILED, S.CANCELLED}),
-    S.RUNNING: frozenset({S.DONE, S.INTERRUPTED, S.FAILED, S.CANCELLED}),
-    S.INTERRUPTED: frozenset({S.RUNNING, S.FAILED, S.CANCELLED}),
+    S.QUEUED: frozenset({S.RUNNING, S.INTERRUPTED, S.FAILED, S.CANCELLED, S.CANCELLING}),
+    S.RUNNING: frozenset({S.DONE, S.INTERRUPTED, S.FAILED, S.CANCELLED, S.VERIFIED, S.CANCELLING}),
+    # (interrupted → verified: a blob verified and in place whose commit a stop cut off is filed at the next start)
+    S.INTERRUPTED: frozenset({S.RUNNING, S.FAILED, S.CANCELLED, S.VERIFIED, S.CANCELLING}),
+    S.VERIFIED: frozenset({S.DONE, S.FAILED}),  # filed, or filing failed for good (disk): never cancelled
+    S.CANCELLING: frozenset({S.CANCELLED, S.DONE}),  # the receiver's answer
     S.DONE: frozenset(),
     S.FAILED: frozenset(),
     S.CANCELLED: frozenset(),
@@ -135,10 +147,13 @@ def incoming_ending(exc: BaseException, *, cancelled: bool, superseded: bool = F
     if superseded:
         return Ending(S.INTERRUPTED, "the sender started it again", Cause.INTERRUPTED)
     cause = Cause.CANCELLED if cancelled else cause_of(exc)
+    cancelled = cancelled or cause is Cause.CANCELLED  # the sender's CANCEL frame: the cancel won here
     worth_retry = not cancelled and cause in RETRYABLE
     # cut off: interrupted, and the sender's next attempt takes the row over (or its transfer-closed ends it)
     state = S.CANCELLED if cancelled else S.INTERRUPTED if worth_retry else S.FAILED
-    return Ending(state, str(exc), cause, handoff=None if worth_retry else "failed", handoff_reason=str(exc))
+    # (a cancelled one leaves its handoff to the sender, whose handoff-closed says how it ended)
+    return Ending(state, str(exc), cause, handoff=None if worth_retry or cancelled else "failed",
+                  handoff_reason=str(exc))
 
 
 __all__ = ["CLEARS_ERROR", "FINAL", "RETRYABLE", "STATES", "TRANSITIONS", "UNFINISHED", "Ending", "TransferState",

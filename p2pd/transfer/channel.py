@@ -20,7 +20,7 @@ from p2pd.transfer.datachannel import DataChannel
 from p2pd.transfer.frames import BASE_MESSAGE_SIZE, MAX_MESSAGE_SIZE, OfferInfo
 from p2pd.transfer.jobs import open_blob
 from p2pd.transfer.partial import Validate
-from p2pd.transfer.receiving import MIN_RATE, RATE_WINDOW, Decide, ReceiveSide, Refusal
+from p2pd.transfer.receiving import MIN_RATE, RATE_WINDOW, Commit, Decide, ReceiveSide, Refusal
 from p2pd.transfer.sending import HIGH_WATER, LOW_WATER, SendSide
 from p2pd.transfer.streamstore import SinkFactory
 from p2pd.transfer.tap import ChannelTap, attach
@@ -64,7 +64,8 @@ async def receive_blob(channel: DataChannel, dest_dir: Path, *, decide: Decide,
                        max_raw_size: int = DEFAULT_MAX_RAW_SIZE, max_message_size: int = MAX_MESSAGE_SIZE,
                        control: TransferControl | None = None, linger: float = 2.0,
                        validate: Validate | None = None, min_rate: float = MIN_RATE,
-                       rate_window: float = RATE_WINDOW, stream_sink: SinkFactory | None = None) -> ReceivedBlob:
+                       rate_window: float = RATE_WINDOW, stream_sink: SinkFactory | None = None,
+                       commit: Commit | None = None) -> ReceivedBlob:
     """Receive one blob over ``channel`` into ``dest_dir``; return once it is verified and in place.
 
     ``validate(path)`` (in a worker thread) checks the verified blob before it is moved into place; if it raises,
@@ -75,6 +76,9 @@ async def receive_blob(channel: DataChannel, dest_dir: Path, *, decide: Decide,
     :class:`Refusal` sends REJECT with its code and reason (the error for that code here).
     ``stream_sink``: take streamed transfers too (SPEC.md §12): the payload goes to a sink made for the offer as
     it arrives, and the ReceivedBlob's ``path`` is what the sink's ``finish`` returned.
+    ``commit(path)`` (in a worker thread) is the caller's commit point, once the blob is verified and in place and
+    before DONE: True keeps it (it must have recorded that durably), False — cancelled meanwhile — sends CANCEL
+    instead and this raises TransferCancelledError (``commit`` removes the blob).
     Offers over ``max_raw_size`` are refused without asking (TooLargeError). A broken transfer leaves its
     partial file under ``dest_dir/.p2pd-partial/`` and a later transfer of the same blob resumes from it.
     Raises TransferCancelledError (cancelled, either side), BusyError, PeerGoneError, PeerTimeoutError,
@@ -83,7 +87,7 @@ async def receive_blob(channel: DataChannel, dest_dir: Path, *, decide: Decide,
     side = ReceiveSide(channel, Path(dest_dir), decide, max_message_size=max_message_size,
                        max_raw_size=max_raw_size, idle_timeout=idle_timeout, on_progress=on_progress,
                        control=control, linger=linger, validate=validate, min_rate=min_rate,
-                       rate_window=rate_window, stream_sink=stream_sink)
+                       rate_window=rate_window, stream_sink=stream_sink, commit=commit)
     try:
         return await side.run()
     except P2pdError:

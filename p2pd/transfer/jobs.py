@@ -27,6 +27,7 @@ class JobKind(Enum):
     WRITE = "write"  # receiver: queued chunks written and committed (None)
     DIGEST = "digest"  # receiver: SHA-256 of the stored payload (bytes)
     FINALIZE = "finalize"  # receiver: the blob moved into place (Path)
+    COMMIT = "commit"  # receiver: the caller's decision to keep the verified blob (bool), before DONE
     SUMMARY = "summary"  # streaming sender: what the offer says of a conversation still being packed
     BLOB = "blob"  # streaming sender: the whole blob files, for a receiver that does not stream
 

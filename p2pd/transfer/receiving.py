@@ -48,6 +48,10 @@ class Refusal:
 
 
 Decide = Callable[[Offer], Awaitable[bool | Refusal]]
+# The receiver's commit point (SPEC.md §8): called in a worker thread with the verified blob in place, before DONE
+# is sent; it records the decision to keep it durably and returns True, or returns False when the transfer was
+# cancelled meanwhile (it then removes the blob, and the sender gets CANCEL instead of DONE).
+Commit = Callable[[Path], bool]
 
 
 class ReceiveSide(Runner):
@@ -59,7 +63,7 @@ class ReceiveSide(Runner):
                  max_raw_size: int, idle_timeout: float, on_progress: ProgressCallback | None,
                  control: TransferControl | None, linger: float, validate: Validate | None = None,
                  min_rate: float = MIN_RATE, rate_window: float = RATE_WINDOW,
-                 stream_sink: SinkFactory | None = None) -> None:
+                 stream_sink: SinkFactory | None = None, commit: Commit | None = None) -> None:
         """``stream_sink``: this side takes streamed transfers (SPEC.md §12), each payload fed to a sink made
         for its offer."""
         super().__init__(channel, idle_timeout=idle_timeout, on_progress=on_progress, control=control)
@@ -67,6 +71,7 @@ class ReceiveSide(Runner):
         self.decide = decide
         self.linger = linger
         self.validate = validate
+        self.commit = commit
         self.min_rate = min_rate
         self.rate_window = rate_window
         self.rate_mark: tuple[float, int] | None = None  # (time, bytes received) at the current window's start
@@ -250,7 +255,15 @@ class ReceiveSide(Runner):
         elif done.kind is JobKind.FINALIZE:
             assert isinstance(done.result, Path)
             self.path = done.result
-            self.perform(m.finalized())
+            if self.commit is not None:
+                self.start_job(JobKind.COMMIT, self.commit, done.result)
+            else:
+                self.perform(m.finalized())
+        elif done.kind is JobKind.COMMIT:
+            if done.result:
+                self.perform(m.finalized())
+            else:  # cancelled before it was committed here: never DONE (the commit removed the blob)
+                self.perform(m.cancel("the sender cancelled it before it was committed here"))
 
     async def cleanup(self) -> None:
         if self.decision is not None and not self.decision.done():

@@ -119,6 +119,7 @@ class Sent:
     id: str  # transfer id or handoff id at the desk
     sha256: str
     cancelled: bool = False  # a cancel was accepted for it (the API answered with a cancelled row)
+    asked: bool = False  # a cancel was asked and the receiver had not answered yet (the API said cancelling)
 
 
 @dataclass
@@ -221,7 +222,11 @@ class World:
         if r.status_code == 200 and r.json()["state"] == "cancelled":
             item.cancelled = True
             return True
-        assert r.status_code == 409, r.text  # already final: the cancel came too late, and says so
+        if r.status_code == 200 and r.json()["state"] == "cancelling":  # the receiver decides: cancelled or done
+            item.asked = True
+            return True
+        # already final, or the receiver had it before the cancel reached it: the cancel came too late, and says so
+        assert r.status_code == 409, r.text
         return False
 
     def process(self, who: str) -> Daemon | SignalServer:
@@ -280,12 +285,13 @@ def run_once(seed: int, template: Path, root: Path, *, settle: float = SETTLE) -
                 out.kills += 1
                 out.steps.append(f"{signal.Signals(sig).name} {who} ({down} s down)")
             elif kind == "cancel":
-                open_ = [s for s in out.sent if not s.cancelled]
+                open_ = [s for s in out.sent if not s.cancelled and not s.asked]
                 if open_:
                     item = open_[int(arg * len(open_))]
                     took = world.cancel(item)
                     out.cancels += took
-                    out.steps.append(f"cancel {item.id}{'' if took else ' (too late)'}")
+                    out.steps.append(f"cancel {item.id}{'' if took else ' (too late)'}"
+                                     f"{' (asked)' if item.asked else ''}")
             else:
                 time.sleep(arg)
         started = time.monotonic()
@@ -329,7 +335,8 @@ def states(world: World, out: Outcome) -> str:
             desk = f"{h['state']} {h.get('reason')} | offer {o['state'] if o else None}"
             desk += " | " + ", ".join(f"{t['id']} {t['state']}" for t in v["transfers"].values()
                                       if t["handoff_id"] == item.id)
-        lines.append(f"    {item.id}{' (cancelled)' if item.cancelled else ''}: desk {desk}; laptop {rows} "
+        mark = " (cancelled)" if item.cancelled else " (asked)" if item.asked else ""
+        lines.append(f"    {item.id}{mark}: desk {desk}; laptop {rows} "
                      f"inbox {got}")
     return "\n".join(lines)
 
@@ -386,7 +393,7 @@ def check(world: World, out: Outcome) -> None:
                     bad.append(f"{item.id}: done at the desk, nothing in the laptop's inbox")
                 if last != "done":
                     bad.append(f"{item.id}: done at the desk, {last} at the laptop")
-            else:
+            else:  # (a cancel asked ends cancelled, or done when the receiver had it first: both checked above)
                 bad.append(f"{item.id}: not cancelled, yet {state} at the desk ({desk['cause']}: {desk['error']}); "
                            f"laptop {last}")
         else:

@@ -38,6 +38,9 @@ class Host:
     async def accept_conversation(self, device: Device, blob_path: Path, **_: Any) -> str:
         raise AssertionError("nothing is received in these tests")
 
+    async def resume_import(self, device: Device, entry_id: str) -> str:
+        raise AssertionError("nothing is received in these tests")
+
     def should_claim(self, device: Device, offer: HandoffOffer) -> bool:
         return self.claim
 

@@ -63,6 +63,9 @@ class InboxHost:
         self.received.append(doc)
         return f"claude --resume {doc.origin.session_id}"
 
+    async def resume_import(self, device: Device, entry_id: str) -> str:
+        return ""  # (these tests never stop a daemon while it imports)
+
     def should_claim(self, device: Device, offer: HandoffOffer) -> bool:
         return self.claim
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from p2pd.daemon.notices import notices_for
+from p2pd.daemon.notices import granted_unsent, notices_for
 from p2pd.daemon.peer_protocol import HandoffClaimResult, HandoffClosed, HandoffState, TransferClosed
 from p2pd.daemon.store import Store
 from p2pd.errors import Cause
@@ -63,3 +63,20 @@ def test_a_worker_reports_again_what_it_did(tmp_path: Path) -> None:
         HandoffState(hid="ho_done", state="started"),
         HandoffState(hid="ho_done", state="completed", result="all green", output="claude --resume x")]
     assert notices_for(store, OTHER) == []
+
+
+def test_a_handoff_being_cancelled_is_asked_again_and_a_grant_never_queued_is_found(tmp_path: Path) -> None:
+    """Chaos seed 3996369679: the sender stopped between a grant and queueing its conversation; the handoff stayed
+    claimed on both sides with nothing on its way."""
+    store = Store(tmp_path / "s.db")
+    asking = _handoff(store, DEV)
+    assert store.claim_handoff(asking, DEV) is not None
+    store.transition_handoff(asking, "cancelling", reason="not needed")
+    assert HandoffClosed(hid=asking, state="cancelled", reason="not needed") in notices_for(store, DEV)
+    unsent = _handoff(store, DEV)
+    assert store.claim_handoff(unsent, DEV) is not None
+    sent = _handoff(store, DEV)
+    assert store.claim_handoff(sent, DEV) is not None
+    store.create_transfer("out", DEV, handoff_id=sent)
+    assert [h.id for h in granted_unsent(store, DEV)] == [unsent]
+    assert granted_unsent(store, OTHER) == []

@@ -4,9 +4,9 @@
 - a rename (``p2pd devices name NEW`` on a running daemon) reaches the peer's device table;
 - a handoff completed by the worker while its sender is away — and the worker's daemon killed and restarted
   meanwhile — reaches the sender when it is back (the report is in the store, not in memory);
-- a transfer cancelled by its sender while the receiver is down ends as cancelled on the receiver too once it
-  is back (found by the chaos test, seed 1: the receiver kept its cut-off row 'interrupted' for ever), and
-  nothing of it is imported."""
+- a transfer cancelled by its sender while the receiver is down is ``cancelling`` until the receiver, back,
+  answers; it ends cancelled on both sides (found by the chaos test, seed 1: the receiver kept its cut-off row
+  'interrupted' for ever), and nothing of it is imported."""
 
 from __future__ import annotations
 
@@ -80,12 +80,51 @@ def test_a_send_cancelled_while_the_receiver_is_down_is_cancelled_there_too(pair
         b.stop(signal.SIGKILL)
         wait_for(lambda: c.get(f"/transfers/{tid}").json()["state"] == "interrupted", timeout=90,
                  what="interrupted at the desk")
-        cancelled = c.post(f"/transfers/{tid}/cancel").json()
-        assert cancelled["state"] == "cancelled", cancelled
+        asked = c.post(f"/transfers/{tid}/cancel").json()
+        # the laptop may hold it: it decides when it is back (it never got it whole: cancelled)
+        assert asked["state"] == "cancelling" and asked["cause"] == "cancelled", asked
     b.start()
     wait_for(lambda: online(a, b_id), what="the laptop back")
+    with a.client() as c:
+        wait_for(lambda: c.get(f"/transfers/{tid}").json()["state"] == "cancelled", timeout=60,
+                 what="cancelled at the desk once the laptop answered")
     with b.client() as c:
         incoming = wait_for(lambda: (rows := c.get("/transfers").json()) and rows[0]["state"] == "cancelled"
                             and rows, timeout=60, what="cancelled at the laptop")
         assert len(incoming) == 1 and incoming[0]["detail"]["sender_tid"] == tid
         assert c.get("/inbox").json() == []
+
+
+def test_a_cancel_that_reaches_a_receiver_which_had_the_transfer_ends_done_on_both_sides(paired: PairMaker,
+                                                                                        tmp_path: Path) -> None:
+    """The receiver's commit point decides (DAEMON.md "One commit point"; chaos seeds 400, 401, 986654361): a sender
+    that never heard DONE (its row set back to interrupted while it was stopped: a stop between the receiver's DONE
+    and its own record) asks to cancel; the laptop had filed it, so it answers done — asked again at the hello after
+    the desk's restart, the answer stored at the laptop — and the desk's row ends done, saying the cancel was late."""
+    import sqlite3
+
+    a, b = paired(names=("desk", "laptop"), wait_online=True)
+    b_id = device_id(b)
+    small = tmp_path / "small.a2a.json"
+    write_document(load_file(corpus_session()), small)
+    with a.client() as c:
+        tid = c.post("/send", json={"transcript_path": str(small), "to": {"device": "laptop"}}).json()["id"]
+        wait_for(lambda: c.get(f"/transfers/{tid}").json()["state"] == "done", timeout=90, what="sent")
+    with b.client() as c:
+        wait_for(lambda: len(c.get("/inbox").json()) == 1, timeout=60, what="filed at the laptop")
+    a.stop(signal.SIGKILL)
+    with sqlite3.connect(a.home / "state.sqlite3") as db:  # as if the desk had died before it recorded DONE
+        db.execute("UPDATE transfers SET state='interrupted' WHERE id=?", (tid,))
+    b.stop(signal.SIGKILL)  # away while the desk asks: the desk waits, 'cancelling'
+    a.start()
+    with a.client() as c:
+        asked = c.post(f"/transfers/{tid}/cancel", json={"reason": "changed my mind"})
+        assert asked.status_code == 200 and asked.json()["state"] == "cancelling", asked.text
+        b.start()
+        wait_for(lambda: online(a, b_id), what="the laptop back")
+        ended = wait_for(lambda: (r := c.get(f"/transfers/{tid}").json())["state"] != "cancelling" and r,
+                         timeout=60, what="the laptop's answer")
+    assert ended["state"] == "done" and "already received it" in ended["detail"]["cancel_too_late"], ended
+    with b.client() as c:
+        assert [(t["state"], t["detail"]["sender_tid"]) for t in c.get("/transfers").json()] == [("done", tid)]
+        assert len(c.get("/inbox").json()) == 1  # filed once, kept

@@ -114,7 +114,7 @@ def test_a_receiver_stopped_mid_transfer_is_resumed_not_failed(paired: PairMaker
     assert final["state"] == "done", final
     assert final["detail"]["resumed_bytes"] > 0
     with b.client() as c:
-        rows = wait_for(lambda: (r := c.get("/transfers").json())[0]["state"] != "running" and r, timeout=60,
-                        what="filed at the laptop")
+        rows = wait_for(lambda: (r := c.get("/transfers").json())[0]["state"] not in ("running", "verified") and r,
+                        timeout=60, what="filed at the laptop")
         assert [(t["state"], t["detail"]["sender_tid"]) for t in rows] == [("done", tid)]
         assert len(c.get("/inbox").json()) == 1

@@ -63,6 +63,17 @@ def test_the_table_is_closed_and_final_states_are_never_left() -> None:
 TEXT = "connection went away: being received by another transfer; no peer joined"
 
 
+def test_one_commit_point_a_verified_row_is_never_cancelled_and_a_cancel_asked_waits_for_the_answer() -> None:
+    assert TRANSITIONS[S.VERIFIED] == {S.DONE, S.FAILED}  # filed, or the disk failed it: never cancelled
+    with pytest.raises(ConflictError):
+        check_transition("verified", "cancelled")
+    assert TRANSITIONS[S.CANCELLING] == {S.CANCELLED, S.DONE}  # the receiver's answer, nothing else
+    for state in (S.QUEUED, S.RUNNING, S.INTERRUPTED):
+        assert allowed(state, "cancelling")
+    assert not allowed("cancelling", "running") and not allowed("cancelling", "failed")
+    assert not allowed("cancelled", "verified") and allowed("running", "verified")
+
+
 @pytest.mark.parametrize("error", [PeerGoneError("the data channel was closed"), PeerTimeoutError("silence"),
                                    ConnectionFailedError("ICE failed"), DeviceOfflineError("not connected"),
                                    SignalingError("lost", cause=Cause.SIGNALING_LOST), NoPeerError("nobody")])
@@ -109,5 +120,7 @@ def test_the_receiving_side_reports_a_handoff_failed_only_when_no_retry_will_com
     assert (superseded.state, superseded.handoff) == (S.INTERRUPTED, None)  # chaos seed 1
     broken = incoming_ending(ProtocolError("bad frame"), cancelled=False)
     assert (broken.state, broken.handoff) == (S.FAILED, "failed")
-    stopped = incoming_ending(PeerGoneError("x"), cancelled=True)
-    assert (stopped.state, stopped.cause, stopped.handoff) == (S.CANCELLED, Cause.CANCELLED, "failed")
+    stopped = incoming_ending(PeerGoneError("x"), cancelled=True)  # its handoff: as the sender's handoff-closed says
+    assert (stopped.state, stopped.cause, stopped.handoff) == (S.CANCELLED, Cause.CANCELLED, None)
+    by_sender = incoming_ending(TransferCancelledError("the transfer was cancelled by the peer"), cancelled=False)
+    assert (by_sender.state, by_sender.cause, by_sender.handoff) == (S.CANCELLED, Cause.CANCELLED, None)
