@@ -13,11 +13,13 @@ from collections.abc import Container, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
-from p2pd.conversation.document_io import escape_lone_surrogates
-from p2pd.conversation.model import Record
+from p2pd.conversation.json_text import escape_lone_surrogates
 from p2pd.errors import InvalidInputError, NotFoundError
+
+if TYPE_CHECKING:
+    from p2pd.conversation.model import Record
 
 try:
     import orjson
@@ -145,10 +147,17 @@ def lines_to_text(values: Iterable[str]) -> str:
 
 def verbatim_record(line: SourceLine) -> Record:
     """A malformed line kept byte for byte: as text, or as base64 when it is not valid UTF-8."""
+    from p2pd.conversation.model import Record
+
+    return Record.model_validate(verbatim_json(line))
+
+
+def verbatim_json(line: SourceLine) -> dict[str, Any]:
+    """:func:`verbatim_record`'s JSON (``to_json_dict()``), without the model."""
     if _HAS_SURROGATE.search(line.text):
         raw = line.text.encode("utf-8", errors="surrogateescape")
-        return Record(line=line.n, raw=base64.b64encode(raw).decode("ascii"))
-    return Record(line=line.n, text=line.text)
+        return {"line": line.n, "raw": base64.b64encode(raw).decode("ascii")}
+    return {"line": line.n, "text": line.text}
 
 
 def verbatim_text(record: Record) -> str | None:

@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from p2pd.blob import container as blob
 from p2pd.conversation.document_json import (
@@ -30,29 +28,16 @@ from p2pd.conversation.document_json import (
     message_from_json,
     too_deep,
 )
+from p2pd.conversation.json_text import compact_json, escape_lone_surrogates
 from p2pd.conversation.model import ConversationDocument
 from p2pd.errors import InvalidInputError, NotFoundError, TooLargeError
 from p2pd.support.atomic import atomic_write_bytes
 from p2pd.support.gcpause import bulk_work
 
-try:
-    import orjson
-except ImportError:  # pragma: no cover - a dependency; ``json`` alone gives the same documents, slower
-    orjson = None  # type: ignore[assignment, unused-ignore]
-
 DEFAULT_MAX_SIZE = blob.DEFAULT_MAX_RAW_SIZE
 __all__ = ["DEFAULT_MAX_SIZE", "MAX_DEPTH", "check_depth", "compact_json", "describe_validation_error",
            "document_from_json", "dumps", "escape_lone_surrogates", "json_path", "load_json", "message_from_json",
            "parse_document", "read_document", "to_blob", "too_deep", "write_document"]
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def escape_lone_surrogates(json_text: str) -> str:
-    """JSON text with each lone UTF-16 surrogate (a string cut inside an emoji, as JavaScript writes it: ``\\ud83d``)
-    written as its escape, so the text encodes as UTF-8 and reads back to the same string."""
-    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", json_text)
-
-
 def dumps(doc: ConversationDocument, *, pretty: bool = True) -> bytes:
     """Serialize a document. ``pretty`` (the .a2a.json default) indents; the wire form is compact."""
     with bulk_work():
@@ -60,16 +45,6 @@ def dumps(doc: ConversationDocument, *, pretty: bool = True) -> bytes:
         if pretty:
             return escape_lone_surrogates(json.dumps(data, ensure_ascii=False, indent=1)).encode("utf-8") + b"\n"
         return compact_json(data)
-
-
-def compact_json(data: Any) -> bytes:
-    """``data`` as compact UTF-8 JSON: what ``json.dumps(ensure_ascii=False, separators=(",", ":"))`` writes."""
-    if orjson is not None:
-        try:
-            return orjson.dumps(data)
-        except orjson.JSONEncodeError:
-            pass  # a lone surrogate, a huge integer, a non-string key: json writes those
-    return escape_lone_surrogates(json.dumps(data, ensure_ascii=False, separators=(",", ":"))).encode("utf-8")
 
 
 def write_document(doc: ConversationDocument, path: str | os.PathLike[str], *, compressed: bool = False,

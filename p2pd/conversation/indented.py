@@ -19,8 +19,8 @@ from typing import Any
 
 import orjson
 
-from p2pd.conversation.document_io import escape_lone_surrogates
 from p2pd.conversation.json_scan import UNPARSED, Scanner
+from p2pd.conversation.json_text import escape_lone_surrogates
 from p2pd.errors import InvalidInputError
 
 Write = Callable[[bytes], object]

@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from p2pd.conversation.document_io import compact_json
+from p2pd.conversation.json_text import compact_json
 
 ELEMENT_ARRAYS = ("messages", "records", "toolResults")
 Write = Callable[[bytes], object]

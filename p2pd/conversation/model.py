@@ -6,20 +6,19 @@ pydantic models, serialized in A2A 1.0 ProtoJSON style (camelCase, ``ROLE_USER``
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
-from p2pd.conversation import media_types as mt
-
-FORMAT_NAME = "p2pd.conversation"
-FORMAT_VERSION = 1
-A2A_PROTOCOL_VERSION = "1.0"
-
-JsonObject = dict[str, Any]
+from p2pd.conversation.shapes import A2A_PROTOCOL_VERSION as A2A_PROTOCOL_VERSION
+from p2pd.conversation.shapes import FORMAT_NAME as FORMAT_NAME
+from p2pd.conversation.shapes import FORMAT_VERSION as FORMAT_VERSION
+from p2pd.conversation.shapes import JsonObject as JsonObject
+from p2pd.conversation.shapes import MessageLike as MessageLike
+from p2pd.conversation.shapes import PartLike as PartLike
+from p2pd.conversation.shapes import Role as Role
+from p2pd.conversation.shapes import count_message
 
 
 class _Model(BaseModel):
@@ -28,11 +27,6 @@ class _Model(BaseModel):
     def to_json_dict(self) -> JsonObject:
         """The ProtoJSON-style dict: camelCase keys, unset optional fields left out."""
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
-
-
-class Role(StrEnum):
-    USER = "ROLE_USER"
-    AGENT = "ROLE_AGENT"
 
 
 class Part(_Model):
@@ -144,32 +138,6 @@ class Message(_Model):
         return meta if isinstance(meta, dict) else {}
 
 
-class PartLike(Protocol):
-    """What readers of parts use: a :class:`Part`, or a part's JSON read as one (a streamed writer's view)."""
-
-    @property
-    def text(self) -> str | None: ...
-    @property
-    def raw(self) -> str | None: ...
-    @property
-    def url(self) -> str | None: ...
-    @property
-    def media_type(self) -> str | None: ...
-    @property
-    def data_value(self) -> Any: ...
-
-
-class MessageLike(Protocol):
-    """What the summary, the counts and the title read of a message: a :class:`Message`, or a view of its JSON."""
-
-    @property
-    def role(self) -> Role: ...
-    @property
-    def p2pd(self) -> JsonObject: ...
-    @property
-    def parts(self) -> Sequence[PartLike]: ...
-
-
 class Origin(_Model):
     platform: str  # "claude-code", "codex", "gemini", "a2a"
     session_id: str | None = None
@@ -195,20 +163,7 @@ class Counts(_Model):
 
     def add(self, message: MessageLike) -> None:
         """Count one main-transcript message (its role, branch, tool calls and results)."""
-        self.messages += 1
-        if message.role is Role.USER:
-            self.user_messages += 1
-        else:
-            self.agent_messages += 1
-        if message.p2pd.get("active", True):
-            self.active_messages += 1
-        else:
-            self.side_branch_messages += 1
-        for p in message.parts:
-            if p.media_type == mt.TOOL_USE:
-                self.tool_calls += 1
-            elif p.media_type == mt.TOOL_RESULT:
-                self.tool_results += 1
+        count_message(self, message)
 
 
 class LineIssue(_Model):

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from p2pd.conversation import media_types as mt
-from p2pd.conversation.model import MessageLike, PartLike
+from p2pd.conversation.shapes import MessageLike, PartLike
 
 
 @dataclass

@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from p2pd.conversation.model import ConversationDocument, MessageLike, Role
 from p2pd.conversation.neutral import Text, ToolCall, ToolResult, message_items
+from p2pd.conversation.shapes import MessageLike, Role
+
+if TYPE_CHECKING:
+    from p2pd.conversation.model import ConversationDocument
 
 TITLE_MAX = 80
 SUMMARY_MAX = 600

@@ -25,9 +25,12 @@ import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from p2pd.conversation.model import ConversationDocument, Message, Role
+from p2pd.conversation.shapes import MessageLike, Role
+
+if TYPE_CHECKING:
+    from p2pd.conversation.model import ConversationDocument
 from p2pd.conversation.neutral import Text, ToolCall, ToolResult, message_items
 
 TEAM_TOOLS = {"TeamCreate", "TeamDelete", "TaskCreate", "TaskUpdate", "TaskList", "TaskGet", "SendMessage"}
@@ -62,7 +65,14 @@ def is_team_call(call: ToolCall) -> bool:
     return False
 
 
-def events_from_messages(messages: Iterable[Message], actor: str = LEAD) -> list[TeamEvent]:
+class TeamMessage(MessageLike, Protocol):
+    """What the team events read of a message: a model's ``Message``, or a view of its JSON."""
+
+    @property
+    def message_id(self) -> str: ...
+
+
+def events_from_messages(messages: Iterable[TeamMessage], actor: str = LEAD) -> list[TeamEvent]:
     msgs = list(messages)
     results: dict[str, ToolResult] = {}
     for m in msgs:

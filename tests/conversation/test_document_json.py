@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from p2pd.agents.sources import load_file
-from p2pd.conversation import document_io
+from p2pd.conversation import json_text
 from p2pd.conversation.document_io import compact_json, dumps, escape_lone_surrogates, parse_document
 from p2pd.support.gcpause import bulk_work
 from tests.corpus import claude_code_files, codex_files, file_id, gemini_files
@@ -62,7 +62,7 @@ def test_parse_reads_what_only_json_reads() -> None:
 
 def test_orjson_is_used_when_installed() -> None:
     pytest.importorskip("orjson")
-    assert document_io.orjson is not None
+    assert json_text.orjson is not None
 
 
 def test_bulk_work_pauses_collection_and_nests() -> None:

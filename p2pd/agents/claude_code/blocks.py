@@ -19,10 +19,12 @@ from __future__ import annotations
 import base64
 import binascii
 import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from p2pd.conversation import media_types as mt
-from p2pd.conversation.model import Part
+
+if TYPE_CHECKING:
+    from p2pd.conversation.model import Part
 
 DATA_BLOCK_TYPES = {
     "tool_use": mt.TOOL_USE,
@@ -43,6 +45,8 @@ def is_base64(value: str) -> bool:
 
 
 def block_to_part(block: Any) -> Part:
+    from p2pd.conversation.model import Part
+
     if isinstance(block, dict):
         btype = block.get("type")
         if btype == "text" and isinstance(block.get("text"), str):

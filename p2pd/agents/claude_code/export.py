@@ -17,12 +17,11 @@ import socket
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from p2pd.agents.claude_code import NAME
 from p2pd.agents.claude_code.blocks import block_to_part
 from p2pd.agents.claude_code.transcript import MESSAGE_TYPES, TITLE_TYPES, active_chain, message_problem
-from p2pd.agents.counting import count
 from p2pd.agents.jsonl import (
     SourceLine,
     line_stamps,
@@ -33,18 +32,18 @@ from p2pd.agents.jsonl import (
     verbatim_record,
 )
 from p2pd.conversation import media_types as mt
-from p2pd.conversation.model import (
-    ConversationDocument,
-    LineIssue,
-    Message,
-    MessageLike,
-    Origin,
-    Record,
-    Role,
-    SidecarFile,
-    Subagent,
-    Transcript,
-)
+from p2pd.conversation.shapes import MessageLike, Role
+
+if TYPE_CHECKING:
+    from p2pd.conversation.model import (
+        ConversationDocument,
+        LineIssue,
+        Message,
+        Record,
+        SidecarFile,
+        Subagent,
+        Transcript,
+    )
 
 CC_KEY = "claudeCode"
 PLATFORM = NAME
@@ -60,6 +59,8 @@ class Group:
 
 def convert_transcript(lines: list[SourceLine], context_id: str) -> Transcript:
     """Turn parsed lines into messages + records + issues (one file)."""
+    from p2pd.conversation.model import Message, Record, Transcript
+
     t = Transcript(line_count=len(lines))
     for item in iter_transcript(lines, context_id, set(active_chain(lines))):
         if isinstance(item, Message):
@@ -75,6 +76,8 @@ def iter_transcript(lines: Iterable[SourceLine], context_id: str,
                     active: set[int]) -> Iterator[Message | Record | LineIssue]:
     """The messages, records and issues of one file, in file order, as the lines go by (a message is given
     once its last line is read). ``active``: the line numbers of the active chain (:func:`active_chain`)."""
+    from p2pd.conversation.model import LineIssue, Record
+
     used_ids: set[str] = set()
     for unit in units(lines):
         if isinstance(unit, Group):
@@ -133,6 +136,8 @@ def units(lines: Iterable[SourceLine]) -> Iterator[Group | tuple[SourceLine, str
 
 
 def _group_to_message(group: Group, context_id: str, active: set[int], used_ids: set[str]) -> Message:
+    from p2pd.conversation.model import Message
+
     parts = []
     sources = []
     for line, obj in group.lines:
@@ -189,12 +194,20 @@ def read_subagents(transcript: Path, context_id: str) -> list[Subagent]:
 
 def iter_subagents(transcript: Path, context_id: str) -> Iterator[Subagent]:
     """The session's subagents, one file at a time."""
+    from p2pd.conversation.model import Subagent
+
+    for path, rel, meta in subagent_files(transcript):
+        t = convert_transcript(parse_lines(read_text(path)), context_id)
+        yield Subagent(agent_id=path.stem.removeprefix("agent-"), file_name=rel, meta=meta, messages=t.messages,
+                       records=t.records, issues=t.issues, line_count=t.line_count)
+
+
+def subagent_files(transcript: Path) -> Iterator[tuple[Path, str, dict[str, Any] | None]]:
+    """The session's subagent transcripts: each file, its name under ``subagents/`` and its meta (None: none)."""
     folder = session_dir_for(transcript) / "subagents"
     if not folder.is_dir():
         return
     for path in sorted(folder.rglob("*.jsonl")):
-        rel = path.relative_to(folder).as_posix()
-        agent_id = path.stem.removeprefix("agent-")
         meta_path = path.with_name(path.stem + ".meta.json")
         meta = None
         if meta_path.is_file():
@@ -203,9 +216,7 @@ def iter_subagents(transcript: Path, context_id: str) -> Iterator[Subagent]:
                 meta = loaded if isinstance(loaded, dict) else {"value": loaded}
             except (ValueError, UnicodeDecodeError):
                 meta = {"unreadable": meta_path.read_text(encoding="utf-8", errors="replace")}
-        t = convert_transcript(parse_lines(read_text(path)), context_id)
-        yield Subagent(agent_id=agent_id, file_name=rel, meta=meta, messages=t.messages, records=t.records,
-                       issues=t.issues, line_count=t.line_count)
+        yield path, path.relative_to(folder).as_posix(), meta
 
 
 def read_tool_results(transcript: Path) -> list[SidecarFile]:
@@ -213,19 +224,30 @@ def read_tool_results(transcript: Path) -> list[SidecarFile]:
 
 
 def iter_tool_results(transcript: Path) -> Iterator[SidecarFile]:
+    from p2pd.conversation.model import SidecarFile
+
+    for item in iter_tool_results_json(transcript):
+        yield SidecarFile.model_validate(item)
+
+
+def iter_tool_results_json(transcript: Path) -> Iterator[dict[str, str]]:
+    """The spilled tool results as the document holds them (``SidecarFile.to_json_dict()``), without the model."""
     folder = session_dir_for(transcript) / "tool-results"
     if not folder.is_dir():
         return
     for path in sorted(p for p in folder.iterdir() if p.is_file()):
         data = path.read_bytes()
         try:
-            yield SidecarFile(name=path.name, text=data.decode("utf-8"))
+            yield {"name": path.name, "text": data.decode("utf-8")}
         except UnicodeDecodeError:
-            yield SidecarFile(name=path.name, raw=base64.b64encode(data).decode("ascii"))
+            yield {"name": path.name, "raw": base64.b64encode(data).decode("ascii")}
 
 
 def export_session(path: Path, *, progress: Callable[[str], None] | None = None) -> ConversationDocument:
     """Read a Claude Code session file (plus its subagents and tool results) into a conversation document."""
+    from p2pd.agents.counting import count
+    from p2pd.conversation.model import ConversationDocument, Origin
+
     path = Path(path)
     lines = parse_lines(read_text(path))
     require_lines(lines, path)

@@ -19,7 +19,7 @@ from p2pd.agents.claude_code.blocks import DATA_BLOCK_TYPES, is_base64
 from p2pd.agents.claude_code.export import Group, units
 from p2pd.agents.jsonl import SourceLine
 from p2pd.conversation import media_types as mt
-from p2pd.conversation.model import Role
+from p2pd.conversation.shapes import Role
 
 _CC = "claudeCode"
 _TEXT_KEYS = frozenset({"type", "text"})
@@ -120,9 +120,10 @@ class PartView:
 class MessageView:
     """A message's JSON read as a :class:`~p2pd.conversation.model.Message` is (role, ``p2pd``, parts)."""
 
-    __slots__ = ("p2pd", "parts", "role")
+    __slots__ = ("message_id", "p2pd", "parts", "role")
 
     def __init__(self, message: dict[str, Any]) -> None:
+        self.message_id: str = message["messageId"]
         self.role = Role(message["role"])
         meta = (message.get("metadata") or {}).get("p2pd")
         self.p2pd: dict[str, Any] = meta if isinstance(meta, dict) else {}

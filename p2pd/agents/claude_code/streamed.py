@@ -31,32 +31,47 @@ import socket
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import orjson
 
 from p2pd.agents.claude_code.export import (
     PLATFORM,
+    Group,
     first_str,
-    iter_subagents,
-    iter_tool_results,
+    iter_tool_results_json,
     iter_transcript,
     last_str,
     line_title,
     message_count,
     prompt_title,
+    subagent_files,
+    units,
 )
 from p2pd.agents.claude_code.line_index import light_line as light_line  # (the importer reads it here)
 from p2pd.agents.claude_code.line_index import message_line, read_index
-from p2pd.agents.claude_code.message_json import MessageView, iter_messages_json
+from p2pd.agents.claude_code.message_json import MessageView, group_json, iter_messages_json
 from p2pd.agents.claude_code.transcript import MESSAGE_TYPES, active_chain, message_problem
-from p2pd.agents.jsonl import exact_line, iter_lines, iter_raw, line_stamps, require_lines, session_time
-from p2pd.conversation.document_io import compact_json
+from p2pd.agents.jsonl import (
+    exact_line,
+    iter_lines,
+    iter_raw,
+    line_stamps,
+    parse_lines,
+    read_text,
+    require_lines,
+    session_time,
+    verbatim_json,
+)
+from p2pd.conversation.json_text import compact_json
 from p2pd.conversation.layout import SubagentLines, Write, write_document
-from p2pd.conversation.model import ConversationDocument, Counts, LineIssue, Origin, Record
+from p2pd.conversation.shapes import A2A_PROTOCOL_VERSION, FORMAT_NAME, FORMAT_VERSION, Tally
 from p2pd.conversation.summary import SummaryBuilder
 from p2pd.conversation.teams import events_from_messages
 from p2pd.support.gcpause import bulk_work
+
+if TYPE_CHECKING:
+    from p2pd.conversation.model import Record
 
 
 class NotStreamable(Exception):
@@ -72,7 +87,7 @@ class StreamedSession:
     title: str
     platform: str
     session_id: str
-    counts: Counts
+    counts: Tally
     summary: str
 
 
@@ -119,20 +134,23 @@ def write_session(path: Path, write: Write, *, spool_dir: Path, on_head: Head | 
     active = set(active_chain(index))
     title = line_title(index)
     created = session_time(line_stamps(index), path)
-    origin = Origin(platform=PLATFORM, session_id=session_id, cwd=first_str(index, "cwd"),
-                    git_branch=last_str(index, "gitBranch"), client_version=last_str(index, "version"),
-                    transcript_path=str(path.resolve()), hostname=socket.gethostname())
+    origin = {"platform": PLATFORM, "sessionId": session_id, "cwd": first_str(index, "cwd"),
+              "gitBranch": last_str(index, "gitBranch"), "clientVersion": last_str(index, "version"),
+              "transcriptPath": str(path.resolve()), "hostname": socket.gethostname()}
     line_count = len(index)
     n_messages = message_count(index)
     message_lines = {line.n for line in index if message_line(line)}
     del index
     record_lines = _Except(message_lines)
-    counts = Counts()
+    counts = Tally()
     summary = SummaryBuilder()
     issues: list[dict[str, Any]] = []
     spools: list[_SubagentSpool] = []
-    doc = ConversationDocument(context_id=session_id, created_at=created, origin=origin).to_json_dict()
-    head = {k: doc[k] for k in list(doc)[: list(doc).index("messages")] if k not in OFFER_KEYS}
+    # The envelope (``ConversationDocument.to_json_dict()``'s keys before ``messages``, in order, unset ones left
+    # out: a test holds it), without the model.
+    head = {"format": FORMAT_NAME, "formatVersion": FORMAT_VERSION, "a2aVersion": A2A_PROTOCOL_VERSION,
+            "contextId": session_id, "createdAt": created,
+            "origin": {k: v for k, v in origin.items() if v is not None}}
     offer: dict[str, Any] = {"contextId": session_id, "origin": head["origin"], "counts": {"messages": n_messages}}
     heard = on_head is None
     if on_head is not None and (early := _peek_title(path, message_lines, session_id, active, title)) is not None:
@@ -146,7 +164,9 @@ def write_session(path: Path, write: Write, *, spool_dir: Path, on_head: Head | 
                 value = orjson.loads(raw)
             except orjson.JSONDecodeError:
                 value = None
-            if value.__class__ is not dict:  # malformed, or odd (NaN, huge numbers…): the exact way
+            if value.__class__ is not dict:  # malformed, or odd (NaN, huge numbers…): the exact way (the models)
+                from p2pd.conversation.model import LineIssue, Record
+
                 for item in iter_transcript([exact_line(n, raw)], session_id, active):
                     if isinstance(item, LineIssue):
                         issues.append(item.to_json_dict())
@@ -194,7 +214,7 @@ def write_session(path: Path, write: Write, *, spool_dir: Path, on_head: Head | 
         with bulk_work():
             write_document(write, head, messages(), records(),
                            lambda: {"issues": issues, "lineCount": line_count}, subagents.items(),
-                           (compact_json(t.to_json_dict()) for t in iter_tool_results(path)), tail,
+                           (compact_json(t) for t in iter_tool_results_json(path)), tail,
                            records_first=True)
         if not heard:
             assert on_head is not None
@@ -271,18 +291,35 @@ class _SubagentSpool:
             raise
 
     def _convert(self, path: Path, session_id: str) -> None:
-        for sub in iter_subagents(path, session_id):
-            name = (sub.meta or {}).get("name") or (sub.meta or {}).get("agentName") or sub.agent_id
-            if events_from_messages(sub.messages, actor=str(name)):
+        """Each subagent as ``iter_subagents`` makes it (``Subagent.to_json_dict()``), without the models."""
+        for file, rel, meta in subagent_files(path):
+            agent_id = file.stem.removeprefix("agent-")
+            lines = parse_lines(read_text(file))
+            active = set(active_chain(lines))
+            messages: list[dict[str, Any]] = []
+            records: list[dict[str, Any]] = []
+            issues: list[dict[str, Any]] = []
+            used_ids: set[str] = set()
+            for unit in units(lines):
+                if isinstance(unit, Group):
+                    messages.append(group_json(unit, session_id, active, used_ids))
+                    continue
+                line, reason = unit
+                if reason is not None or line.obj is None:
+                    issues.append({"line": line.n, "reason": reason or "unreadable"})
+                records.append(verbatim_json(line) if line.obj is None else {"line": line.n, "value": line.obj})
+            name = (meta or {}).get("name") or (meta or {}).get("agentName") or agent_id
+            if events_from_messages([MessageView(m) for m in messages], actor=str(name)):
                 raise NotStreamable(path)
-            self.issues += len(sub.issues)
-            rest = sub.to_json_dict()
-            del rest["messages"], rest["records"]
-            self.shape.append((len(sub.messages), len(sub.records), rest))
-            for m in sub.messages:
-                self.spool.add(m.to_json_dict())
-            for r in sub.records:
-                self.spool.add(_record_json(r))
+            self.issues += len(issues)
+            rest: dict[str, Any] = {"issues": issues, "lineCount": len(lines), "agentId": agent_id, "fileName": rel}
+            if meta is not None:
+                rest["meta"] = meta
+            self.shape.append((len(messages), len(records), rest))
+            for m in messages:
+                self.spool.add(m)
+            for r in records:
+                self.spool.add(r)
 
     def items(self) -> Iterator[SubagentLines]:
         lines = self.spool.items()

@@ -1,0 +1,72 @@
+"""What the processes of a handover import on their common path: only what they use (pydantic alone is ~0.1 s of
+start-up here). Checked on ``sys.modules`` in a fresh interpreter after the real work, not by timing."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.corpus import claude_code_files
+
+ROOT = Path(__file__).resolve().parents[2]
+MODELS = ("pydantic", "p2pd.conversation.model", "p2pd.conversation.document_json")
+
+_PRODUCE = """
+import json, sys
+from pathlib import Path
+from p2pd.exchange.producer import produce
+
+class Sink:
+    def __init__(self): self.size, self.heads = 0, []
+    def write(self, data): self.size += len(data)
+    def head(self, fields): self.heads.append(fields)
+    def finish(self): pass
+
+sink = Sink()
+produce(Path(sys.argv[1]), Path(sys.argv[2]), sink)
+print(json.dumps({"modules": sorted(sys.modules), "size": sink.size, "heads": len(sink.heads)}))
+"""
+
+
+def _produce(session: Path, work: Path) -> dict[str, object]:
+    r = subprocess.run([sys.executable, "-c", _PRODUCE, str(session), str(work)], capture_output=True, text=True,
+                       timeout=120, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    out: dict[str, object] = json.loads(r.stdout)
+    return out
+
+
+def _models(modules: object) -> list[str]:
+    assert isinstance(modules, list)
+    return sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in MODELS))
+
+
+def _with_subagents() -> list[Path]:
+    """Corpus sessions with subagents and spilled tool results beside them (the real 3.5 MB one has both)."""
+    return [p for p in claude_code_files(include_subagents=False) if p.with_suffix("").is_dir()]
+
+
+@pytest.mark.skipif(not _with_subagents(), reason="no corpus session with subagents")
+def test_the_packing_child_streams_a_session_without_the_models(tmp_path: Path) -> None:
+    session = _with_subagents()[0]
+    got = _produce(session, tmp_path)
+    assert got["size"] and got["heads"] == 1  # it did write the document and say its offer
+    assert _models(got["modules"]) == []
+
+
+TEAM_SESSION = (b'{"type":"user","uuid":"u","sessionId":"s","message":{"content":"start a team"}}\n'
+                b'{"type":"assistant","uuid":"a","parentUuid":"u","message":{"id":"r","content":'
+                b'[{"type":"tool_use","id":"t","name":"TeamCreate","input":{"team_name":"x"}}]}}\n')
+
+
+def test_the_probe_sees_the_models_on_the_whole_document_path(tmp_path: Path) -> None:
+    """The probe can fail: a session holding agent-team state is loaded whole, through the models."""
+    session = tmp_path / "team.jsonl"
+    session.write_bytes(TEAM_SESSION)
+    got = _produce(session, tmp_path)
+    assert got["size"]
+    assert "pydantic" in _models(got["modules"])
