@@ -34,6 +34,7 @@ DATA_BLOCK_TYPES = {
 }
 MEDIA_TO_BLOCK_TYPE = {v: k for k, v in DATA_BLOCK_TYPES.items()}
 _CC = "claudeCode"
+_TEXT_KEYS = frozenset({"type", "text"})
 
 
 def is_base64(value: str) -> bool:
@@ -44,15 +45,16 @@ def is_base64(value: str) -> bool:
     return True
 
 
-def block_to_part(block: Any) -> Part:
-    from p2pd.conversation.model import Part
-
-    if isinstance(block, dict):
+def block_part_json(block: Any) -> dict[str, Any]:
+    """A block as its part's JSON (``Part.to_json_dict()``'s dict), made without the models (the streamed writer's
+    path; :func:`block_to_part` is this, validated)."""
+    if block.__class__ is dict:
         btype = block.get("type")
-        if btype == "text" and isinstance(block.get("text"), str):
-            extra = {k: v for k, v in block.items() if k not in ("type", "text")}
-            return Part(text=block["text"], media_type=mt.TEXT,
-                        metadata={_CC: {"block": extra}} if extra else None)
+        if btype == "text" and (text := block.get("text")).__class__ is str:
+            extra = {k: v for k, v in block.items() if k not in _TEXT_KEYS}
+            if not extra:
+                return {"text": text, "mediaType": mt.TEXT}
+            return {"text": text, "metadata": {_CC: {"block": extra}}, "mediaType": mt.TEXT}
         if btype == "image":
             source = block.get("source")
             if (isinstance(source, dict) and source.get("type") == "base64"
@@ -60,10 +62,16 @@ def block_to_part(block: Any) -> Part:
                     and is_base64(source["data"])):
                 rest = copy.copy(block)
                 rest["source"] = {k: v for k, v in source.items() if k != "data"}
-                return Part(raw=source["data"], media_type=source["media_type"], metadata={_CC: {"block": rest}})
+                return {"raw": source["data"], "metadata": {_CC: {"block": rest}}, "mediaType": source["media_type"]}
         media = DATA_BLOCK_TYPES.get(btype, mt.CLAUDE_CODE_BLOCK) if isinstance(btype, str) else mt.CLAUDE_CODE_BLOCK
-        return Part.model_validate({"data": block, "mediaType": media})
-    return Part.model_validate({"data": block, "mediaType": mt.CLAUDE_CODE_BLOCK})
+        return {"data": block, "mediaType": media}
+    return {"data": block, "mediaType": mt.CLAUDE_CODE_BLOCK}
+
+
+def block_to_part(block: Any) -> Part:
+    from p2pd.conversation.model import Part
+
+    return Part.model_validate(block_part_json(block))
 
 
 def part_to_block(part: Part) -> Any:

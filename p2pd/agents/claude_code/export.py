@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from p2pd.agents.claude_code import NAME
-from p2pd.agents.claude_code.blocks import block_to_part
+from p2pd.agents.claude_code.blocks import block_part_json
 from p2pd.agents.claude_code.transcript import MESSAGE_TYPES, TITLE_TYPES, active_chain, message_problem
 from p2pd.agents.jsonl import (
     SourceLine,
@@ -138,17 +138,24 @@ def units(lines: Iterable[SourceLine]) -> Iterator[Group | tuple[SourceLine, str
 def _group_to_message(group: Group, context_id: str, active: set[int], used_ids: set[str]) -> Message:
     from p2pd.conversation.model import Message
 
-    parts = []
+    return Message.model_validate(group_json(group, context_id, active, used_ids))
+
+
+def group_json(group: Group, context_id: str, active: set[int], used_ids: set[str]) -> dict[str, Any]:
+    """A group's message as its JSON (``Message.to_json_dict()``'s dict), made without the models (the streamed
+    writer's path, :mod:`p2pd.agents.claude_code.message_json`; :func:`_group_to_message` is this, validated)."""
+    parts: list[dict[str, Any]] = []
     sources = []
     for line, obj in group.lines:
-        content = obj["message"]["content"]
+        message = obj["message"]
+        content = message["content"]
         envelope = dict(obj)
-        envelope["message"] = {k: v for k, v in obj["message"].items() if k != "content"}
+        envelope["message"] = {k: v for k, v in message.items() if k != "content"}
         if isinstance(content, str):
-            parts.append(block_to_part({"type": "text", "text": content}))
+            parts.append({"text": content, "mediaType": mt.TEXT})
             sources.append({"line": line.n, "content": "string", "parts": 1, "source": envelope})
         else:
-            parts.extend(block_to_part(b) for b in content)
+            parts.extend(block_part_json(b) for b in content)
             sources.append({"line": line.n, "content": "blocks", "parts": len(content), "source": envelope})
     first = group.lines[0][1]
     uid = first.get("uuid")
@@ -166,11 +173,11 @@ def _group_to_message(group: Group, context_id: str, active: set[int], used_ids:
     model = first["message"].get("model")
     if isinstance(model, str):
         neutral["model"] = model
-    return Message(message_id=mid, context_id=context_id, role=group.role, parts=parts,
-                   metadata={"p2pd": neutral, CC_KEY: {"lines": sources}}, extensions=[mt.EXT_CLAUDE_CODE])
+    return {"messageId": mid, "contextId": context_id, "role": group.role.value, "parts": parts,
+            "metadata": {"p2pd": neutral, CC_KEY: {"lines": sources}}, "extensions": [mt.EXT_CLAUDE_CODE]}
 
 
-def _kind(group: Group, parts: list[Any]) -> str:
+def _kind(group: Group, parts: list[dict[str, Any]]) -> str:
     first = group.lines[0][1]
     if group.role is Role.AGENT:
         return "response"
@@ -178,7 +185,7 @@ def _kind(group: Group, parts: list[Any]) -> str:
         return "compact-summary"
     if first.get("isMeta"):
         return "meta"
-    if parts and all(p.media_type == mt.TOOL_RESULT for p in parts):
+    if parts and all(p.get("mediaType") == mt.TOOL_RESULT for p in parts):
         return "tool-result"
     return "prompt"
 
