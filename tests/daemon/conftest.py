@@ -35,6 +35,22 @@ def corpus_session() -> Path:
     return CORPUS / "claude-code" / "unleash" / "claude-10turn.jsonl"
 
 
+def big_session(path: Path) -> Path:
+    """The corpus session with ~40 MB of random text appended (no codec shrinks it), as a document at ``path``:
+    a device transfer long enough to be cut mid-way."""
+    import base64
+
+    from p2pd.agents.sources import load_file
+    from p2pd.conversation.document_io import write_document
+    from p2pd.conversation.model import Message, Part
+
+    doc = load_file(corpus_session())
+    doc.messages.append(Message(message_id="filler", role="ROLE_USER",
+                                parts=[Part(text=base64.b64encode(os.urandom(30_000_000)).decode("ascii"))]))
+    write_document(doc, path)
+    return path
+
+
 def make_env(base: Path, signal_url: str | None = None, **extra: str) -> dict[str, str]:
     """An environment whose homes are all under ``base``: P2PD_HOME, Claude Code (one session), Codex, Gemini."""
     claude = base / "claude"

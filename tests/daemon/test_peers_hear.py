@@ -10,8 +10,6 @@
 
 from __future__ import annotations
 
-import base64
-import os
 import signal
 from pathlib import Path
 
@@ -19,8 +17,16 @@ import pytest
 
 from p2pd.agents.sources import load_file
 from p2pd.conversation.document_io import write_document
-from p2pd.conversation.model import Message, Part
-from tests.daemon.conftest import SESSION_ID, Daemon, PairMaker, corpus_session, device_id, online, wait_for
+from tests.daemon.conftest import (
+    SESSION_ID,
+    Daemon,
+    PairMaker,
+    big_session,
+    corpus_session,
+    device_id,
+    online,
+    wait_for,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -67,11 +73,7 @@ def test_a_send_cancelled_while_the_receiver_is_down_is_cancelled_there_too(pair
                                                                            tmp_path: Path) -> None:
     a, b = paired(names=("desk", "laptop"), wait_online=True)
     b_id = device_id(b)
-    doc = load_file(corpus_session())
-    doc.messages.append(Message(message_id="filler", role="ROLE_USER",
-                                parts=[Part(text=base64.b64encode(os.urandom(30_000_000)).decode("ascii"))]))
-    big = tmp_path / "big.a2a.json"
-    write_document(doc, big)
+    big = big_session(tmp_path / "big.a2a.json")
     with a.client() as c:
         row = c.post("/send", json={"transcript_path": str(big), "to": {"device": "laptop"}}).json()
         tid = row["id"]

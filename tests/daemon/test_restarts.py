@@ -10,8 +10,6 @@ moment with two real daemons:
 from __future__ import annotations
 
 import asyncio
-import base64
-import os
 import shutil
 import signal
 import sqlite3
@@ -19,15 +17,21 @@ from pathlib import Path
 
 import pytest
 
-from p2pd.agents.sources import load_file
-from p2pd.conversation.document_io import write_document
-from p2pd.conversation.model import Message, Part
 from p2pd.daemon.outbox import Source, pack_outbox
 from p2pd.daemon.store import Store
 from p2pd.transfer.partial import final_name
-from tests.daemon.conftest import SESSION_ID, PairMaker, corpus_session, device_id, wait_for
+from tests.daemon.conftest import SESSION_ID, Daemon, PairMaker, big_session, corpus_session, device_id, wait_for
 
 pytestmark = pytest.mark.slow
+
+
+def _verified_and_unfiled(b: Daemon, tmp_path: Path) -> tuple[str, Path]:
+    """What a receiver stopped between verifying and filing holds: the packed corpus session moved into place in
+    its ``partial/`` folder; (its SHA-256, where it is)."""
+    packed = asyncio.run(pack_outbox(Source(str(corpus_session())), tmp_path / "packed"))
+    kept = b.home / "partial" / final_name(bytes.fromhex(packed.sha256))
+    shutil.move(packed.path, kept)
+    return packed.sha256, kept
 
 
 def test_a_verified_conversation_a_stop_left_unfiled_is_filed_at_the_next_start(paired: PairMaker,
@@ -35,9 +39,7 @@ def test_a_verified_conversation_a_stop_left_unfiled_is_filed_at_the_next_start(
     a, b = paired(names=("desk", "laptop"))
     a_id = device_id(a)
     b.stop(signal.SIGKILL)
-    packed = asyncio.run(pack_outbox(Source(str(corpus_session())), tmp_path / "packed"))
-    blob, sha = packed.path, packed.sha256
-    shutil.move(blob, b.home / "partial" / final_name(bytes.fromhex(sha)))  # verified, moved into place
+    sha, _ = _verified_and_unfiled(b, tmp_path)
     row = Store(b.home / "state.sqlite3").create_transfer(
         "in", a_id, title="cut", sha256=sha,
         state="interrupted", detail={"sender_tid": "tr_0123456789abcdef"})
@@ -55,10 +57,7 @@ def test_a_stop_after_the_inbox_entry_was_stored_leaves_only_the_row_to_finish(p
     a, b = paired(names=("desk", "laptop"))
     a_id = device_id(a)
     b.stop(signal.SIGKILL)
-    packed = asyncio.run(pack_outbox(Source(str(corpus_session())), tmp_path / "packed"))
-    blob, sha = packed.path, packed.sha256
-    kept = b.home / "partial" / final_name(bytes.fromhex(sha))
-    shutil.move(blob, kept)
+    sha, kept = _verified_and_unfiled(b, tmp_path)
     store = Store(b.home / "state.sqlite3")
     row = store.create_transfer("in", a_id, title="cut", sha256=sha, state="interrupted")
     store.add_inbox(transfer_id=row.id, from_peer=a_id, document_path=str(tmp_path / "x.a2a.json"), title="cut",
@@ -94,11 +93,7 @@ def test_a_transfer_filed_already_and_sent_again_is_not_filed_twice(paired: Pair
 
 def test_a_receiver_stopped_mid_transfer_is_resumed_not_failed(paired: PairMaker, tmp_path: Path) -> None:
     a, b = paired(names=("desk", "laptop"), wait_online=True)
-    doc = load_file(corpus_session())
-    doc.messages.append(Message(message_id="filler", role="ROLE_USER",
-                                parts=[Part(text=base64.b64encode(os.urandom(30_000_000)).decode("ascii"))]))
-    big = tmp_path / "big.a2a.json"
-    write_document(doc, big)
+    big = big_session(tmp_path / "big.a2a.json")
     with a.client() as c:
         row = c.post("/send", json={"transcript_path": str(big), "to": {"device": "laptop"}}).json()
         tid = row["id"]
