@@ -11,7 +11,10 @@ For each session size, one run interleaves A B A B …:
     then ``wormhole send --code CODE SESSION`` — the raw ``.jsonl``, no conversion.
 The clock runs from the sender's start until both processes have exited; the receiver waits first. Peak RSS of
 each process comes from ``wait4``. Printed per size: min/median/max seconds of each tool, the p2pd/wormhole ratio
-pair by pair (its median), and the peak RSS of each process (max over runs).
+pair by pair (its median), the peak RSS of each process (max over runs) and its CPU seconds (user+sys, with the
+children it waited for; median). ``--startup N`` adds the fixed costs, N runs interleaved: ``--help``, and
+``send SESSION`` until it prints its code (the real session; p2pd allocates a code from p2pd-signal, wormhole from
+its mailbox server).
 
 Sessions: the real 3.5 MB corpus session (spotter/4d5611e5) and generated ones of 1, 10, 50, 200 MB made of the
 corpus's real Claude Code lines (user and agent turns, tool calls and results, thinking), fresh ids per copy.
@@ -49,6 +52,7 @@ WORMHOLE_VENV = Path(os.environ.get("P2PD_BENCH_CACHE", Path.home() / ".cache" /
 REAL_SESSION = "claude-code/spotter/4d5611e5-241a-462a-8d15-5122611a9569.jsonl"
 BIN = Path(sys.executable).parent
 CODE_RE = re.compile(r"Code: (\S+)")
+WORMHOLE_CODE_RE = re.compile(r"Wormhole code is: (\S+)")
 
 
 @dataclass
@@ -56,6 +60,8 @@ class Run:
     seconds: float
     rss_send: float  # MiB
     rss_recv: float
+    cpu_send: float = 0.0  # user+sys seconds of the process and the children it waited for (wait4)
+    cpu_recv: float = 0.0
 
 
 def free_port() -> int:
@@ -86,6 +92,7 @@ class Proc:
         self.done = threading.Event()
         self.status = 0
         self.rss_mib = 0.0
+        self.cpu = 0.0
         self.ended = 0.0
         threading.Thread(target=self._read, args=(watch_stderr,), daemon=True).start()
         threading.Thread(target=self._wait, daemon=True).start()
@@ -105,6 +112,7 @@ class Proc:
         self.ended = time.perf_counter()
         self.status = os.waitstatus_to_exitcode(status)
         self.rss_mib = usage.ru_maxrss / 1024
+        self.cpu = usage.ru_utime + usage.ru_stime
         self.done.set()
 
     def finish(self, timeout: float) -> None:
@@ -176,7 +184,7 @@ def run_p2pd(session: Path, servers: Servers, work: Path, n: int) -> Run:
     if len(got) != 1:
         raise RuntimeError(f"p2pd receive wrote {got}")
     shutil.rmtree(out)
-    return Run(elapsed, sender.rss_mib, receiver.rss_mib)
+    return Run(elapsed, sender.rss_mib, receiver.rss_mib, sender.cpu, receiver.cpu)
 
 
 def run_wormhole(session: Path, servers: Servers, wormhole_bin: Path, work: Path, n: int) -> Run:
@@ -197,7 +205,7 @@ def run_wormhole(session: Path, servers: Servers, wormhole_bin: Path, work: Path
     if (out / session.name).stat().st_size != session.stat().st_size:
         raise RuntimeError("wormhole delivered a file of another size")
     shutil.rmtree(out)
-    return Run(elapsed, sender.rss_mib, receiver.rss_mib)
+    return Run(elapsed, sender.rss_mib, receiver.rss_mib, sender.cpu, receiver.cpu)
 
 
 def sessions(work: Path, sizes: list[str]) -> list[tuple[str, Path]]:
@@ -231,6 +239,8 @@ def main() -> int:
     ap.add_argument("--sizes", default="real,1,10,50,200",
                     help="comma-separated: 'real' and/or MB (default: %(default)s)")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each tool per size (default 3)")
+    ap.add_argument("--startup", type=int, default=0, metavar="N",
+                    help="also time --help and `send` until its code is printed, N runs of each tool")
     args = ap.parse_args()
     wormhole_bin = ensure_wormhole()
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores; p2pd {BIN / 'p2pd'} on {ROOT}; "
@@ -239,9 +249,10 @@ def main() -> int:
         work = Path(tmp)
         servers = Servers(work, wormhole_bin)
         rows = []
+        starts: Timings = {}
         try:
             n = 0
-            for label, path in sessions(work, args.sizes.split(",")):
+            for label, path in sessions(work, [x for x in args.sizes.split(",") if x]):
                 mine: list[Run] = []
                 theirs: list[Run] = []
                 for _ in range(args.repeat):
@@ -252,16 +263,74 @@ def main() -> int:
                 ratios = [a.seconds / b.seconds for a, b in zip(mine, theirs, strict=True)]
                 rows.append((label, spread([r.seconds for r in mine]), spread([r.seconds for r in theirs]),
                              statistics.median(ratios), max(r.rss_send for r in mine), max(r.rss_recv for r in mine),
-                             max(r.rss_send for r in theirs), max(r.rss_recv for r in theirs)))
+                             max(r.rss_send for r in theirs), max(r.rss_recv for r in theirs),
+                             cpu(mine), cpu(theirs)))
+            if args.startup:
+                starts = startup(servers, wormhole_bin, work, args.startup)
         finally:
             servers.close()
-    print()
-    print("| session | p2pd s (min/med/max) | wormhole s (min/med/max) | p2pd/wormhole (median of pairs) "
-          "| p2pd RSS send/recv MiB | wormhole RSS send/recv MiB |")
-    print("|---|---:|---:|---:|---:|---:|")
-    for label, mine_s, theirs_s, ratio, ps, pr, ws, wr in rows:
-        print(f"| {label} | {mine_s} | {theirs_s} | {ratio:.2f} | {ps:.0f} / {pr:.0f} | {ws:.0f} / {wr:.0f} |")
+    if rows:
+        print()
+        print("| session | p2pd s (min/med/max) | wormhole s (min/med/max) | p2pd/wormhole (median of pairs) "
+              "| p2pd RSS send/recv MiB | wormhole RSS send/recv MiB | CPU s send/recv p2pd, wormhole (median) |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        for label, mine_s, theirs_s, ratio, ps, pr, ws, wr, mc, tc in rows:
+            print(f"| {label} | {mine_s} | {theirs_s} | {ratio:.2f} | {ps:.0f} / {pr:.0f} | {ws:.0f} / {wr:.0f} "
+                  f"| {mc}, {tc} |")
+    if args.startup:
+        print()
+        print("| start-up (s, min/med/max) | p2pd | wormhole |")
+        print("|---|---:|---:|")
+        for what, (a, b) in starts.items():
+            print(f"| {what} | {spread(a)} | {spread(b)} |")
     return 0
+
+
+def cpu(runs: list[Run]) -> str:
+    return (f"{statistics.median(r.cpu_send for r in runs):.2f} / "
+            f"{statistics.median(r.cpu_recv for r in runs):.2f}")
+
+
+def _until_code(argv: list[str], env: dict[str, str], cwd: Path, pattern: re.Pattern[str]) -> float:
+    """Seconds from starting ``argv`` until a line of its output matches ``pattern`` (then it is killed)."""
+    start = time.perf_counter()
+    p = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, bufsize=1)
+    try:
+        assert p.stdout is not None
+        for line in p.stdout:
+            if pattern.search(line):
+                return time.perf_counter() - start
+        raise RuntimeError(f"{argv[:2]} printed no code")
+    finally:
+        p.kill()
+        p.wait()
+
+
+Timings = dict[str, tuple[list[float], list[float]]]  # what -> (p2pd's seconds, wormhole's seconds)
+
+
+def startup(servers: Servers, wormhole_bin: Path, work: Path, repeat: int) -> Timings:
+    """Fixed costs, interleaved: ``--help``, and ``send SESSION`` until it prints its code (the real session)."""
+    root = corpus_root()
+    session = (root / REAL_SESSION) if root else Path(REAL_SESSION)
+    env = dict(os.environ, HOME=str(work / "start-home"), P2PD_HOME=str(work / "start-home" / "p2pd"),
+               P2PD_CONFIG=str(work / "none.toml"), PYTHONPATH=str(ROOT),
+               P2PD_SIGNAL=f"ws://127.0.0.1:{servers.signal_port}", P2PD_ICE_HOST_ADDRESSES="127.0.0.1", TERM="dumb")
+    wenv = dict(os.environ, HOME=str(work / "start-home-wh"))
+    wormhole = [str(wormhole_bin / "wormhole"), f"--relay-url=ws://127.0.0.1:{servers.mailbox_port}/v1",
+                f"--transit-helper=tcp:127.0.0.1:{servers.relay_port}"]
+    out: Timings = {"--help": ([], []), "send, to the code printed": ([], [])}
+    for _ in range(repeat):
+        for argv, target, e in (([str(BIN / "p2pd"), "--help"], 0, env), ([*wormhole, "--help"], 1, wenv)):
+            t = time.perf_counter()
+            subprocess.run(argv, env=e, cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+            out["--help"][target].append(time.perf_counter() - t)
+        out["send, to the code printed"][0].append(
+            _until_code([str(BIN / "p2pd"), "send", str(session)], env, work, CODE_RE))
+        out["send, to the code printed"][1].append(
+            _until_code([*wormhole, "send", "--hide-progress", str(session)], wenv, work, WORMHOLE_CODE_RE))
+    return out
 
 
 if __name__ == "__main__":
