@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from p2pd.agents.claude_code.agent import AGENT as CLAUDE_CODE
 from p2pd.agents.codex.agent import AGENT as CODEX
@@ -19,6 +19,9 @@ from p2pd.agents.spec import Agent
 from p2pd.errors import InvalidInputError
 
 AGENTS: tuple[Agent, ...] = (CLAUDE_CODE, CODEX, GEMINI)
+# The same names as types, for signatures that list them (the daemon's API and MCP tools); checked against AGENTS.
+AgentName = Literal["claude-code", "codex", "gemini"]
+ImportTarget = Literal["claude-code", "codex"]
 DOCUMENT = "document"  # what :func:`detect` says of a file no agent wrote (a conversation document)
 _SNIFF = 1 << 20
 
@@ -35,6 +38,10 @@ def import_targets() -> tuple[str, ...]:
 def restore_targets() -> tuple[str, ...]:
     """The agents whose own session files a document can be turned back into."""
     return tuple(a.name for a in AGENTS if a.restore is not None)
+
+
+if get_args(AgentName) != names() or get_args(ImportTarget) != import_targets():  # pragma: no cover
+    raise AssertionError("AgentName/ImportTarget do not list the agents in AGENTS")
 
 
 def find(name: str | None) -> Agent | None:

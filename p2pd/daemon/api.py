@@ -17,7 +17,7 @@ import hmac
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -28,11 +28,15 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from p2pd import __version__
+from p2pd.agents.registry import AgentName, ImportTarget
 from p2pd.daemon.handoffs import HandoffPackage
+from p2pd.daemon.handoffs import State as HandoffState
 from p2pd.daemon.mcp_tools import build_mcp, session_manager
+from p2pd.daemon.offers import OfferState
 from p2pd.daemon.service import DaemonService, SendTo
 from p2pd.daemon.session_api import session_routes
 from p2pd.daemon.store import HandoffRow, InboxRow, TransferRow
+from p2pd.daemon.transfers import TransferStateName
 from p2pd.errors import Cause, InvalidInputError, P2pdError
 
 HTTP_STATUS: dict[Cause, int] = {
@@ -148,7 +152,7 @@ class ReceiveRequest(_Body):
 
 
 class ImportRequest(_Body):
-    to: Literal["claude-code", "codex"] = "claude-code"
+    to: ImportTarget = "claude-code"
     cwd: str | None = None
     same_account: bool = False
 
@@ -323,7 +327,7 @@ def _routes(service: DaemonService) -> APIRouter:
         return service.devices()
 
     @r.get("/sessions", tags=["sessions"])
-    async def sessions(platform: Literal["claude-code", "codex", "gemini"] | None = None,
+    async def sessions(platform: AgentName | None = None,
                        limit: Limit = 50) -> list[dict[str, Any]]:
         return await service.list_sessions(platform, limit)
 
@@ -342,9 +346,7 @@ def _routes(service: DaemonService) -> APIRouter:
         return await service.receive(req.code, wait=req.wait, timeout=req.timeout)
 
     @r.get("/transfers", response_model=list[TransferRow], tags=["transfers"])
-    async def transfers(state: Literal["queued", "running", "done", "failed", "cancelled", "interrupted", "verified",
-                                       "cancelling"] | None = None,
-                        limit: Limit = 100) -> list[TransferRow]:
+    async def transfers(state: TransferStateName | None = None, limit: Limit = 100) -> list[TransferRow]:
         return await service.list_transfers(state, limit)
 
     @r.get("/transfers/{transfer_id}", response_model=TransferRow, tags=["transfers"])
@@ -393,9 +395,7 @@ def _routes(service: DaemonService) -> APIRouter:
                                             transcript_path=req.transcript_path, redact=req.redact)
 
     @r.get("/handoffs", response_model=list[HandoffRow], tags=["handoffs"])
-    async def handoffs(state: Literal["pending", "claimed", "started", "completed", "failed", "cancelled",
-                                      "cancelling"] | None
-                       = None, limit: Limit = 100) -> list[HandoffRow]:
+    async def handoffs(state: HandoffState | None = None, limit: Limit = 100) -> list[HandoffRow]:
         return await service.list_handoffs(state, limit)
 
     @r.get("/handoffs/{handoff_id}", response_model=HandoffRow, tags=["handoffs"])
@@ -423,8 +423,7 @@ def _routes(service: DaemonService) -> APIRouter:
         return await service.report_handoff(handoff_id, "failed", reason=req.reason)
 
     @r.get("/offers", tags=["handoffs"])
-    async def offers(state: Literal["offered", "claiming", "claimed", "started", "completed", "failed", "cancelled",
-                                    "taken"] | None = None, limit: Limit = 100) -> list[dict[str, Any]]:
+    async def offers(state: OfferState | None = None, limit: Limit = 100) -> list[dict[str, Any]]:
         return await service.list_offers(state, limit)
 
     @r.get("/offers/{handoff_id}", tags=["handoffs"])

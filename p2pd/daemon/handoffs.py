@@ -25,7 +25,7 @@ The package (summary, goal, files, notes, cwd, project path) is stored in the co
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -33,7 +33,7 @@ from p2pd.conversation.model import ConversationDocument
 from p2pd.errors import ConflictError, InvalidInputError
 
 State = Literal["pending", "claimed", "started", "completed", "failed", "cancelled", "cancelling"]
-STATES: tuple[State, ...] = ("pending", "claimed", "started", "completed", "failed", "cancelled", "cancelling")
+STATES: tuple[State, ...] = get_args(State)
 FINAL: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
 
 TRANSITIONS: dict[str, frozenset[str]] = {

@@ -15,7 +15,7 @@ get_offered_handoff, claim_handoff, start_handoff, complete_handoff, fail_handof
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -23,9 +23,12 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import Field
 
+from p2pd.agents.registry import AgentName, ImportTarget
 from p2pd.daemon import session_tools
 from p2pd.daemon.handoffs import HandoffFile, HandoffPackage
+from p2pd.daemon.offers import OfferState
 from p2pd.daemon.service import DaemonService, SendTo
+from p2pd.daemon.transfers import TransferStateName
 from p2pd.errors import Cause, InvalidInputError, P2pdError
 
 T = TypeVar("T")
@@ -55,7 +58,7 @@ def build_mcp(service: DaemonService) -> MCPServer:
     session_tools.register(mcp, service.agent_sessions, _call)  # delegations and session links (seeds 002, 003)
 
     @mcp.tool()
-    async def list_sessions(platform: Literal["claude-code", "codex", "gemini"] | None = None,
+    async def list_sessions(platform: AgentName | None = None,
                             limit: Annotated[int, Field(ge=1, le=500)] = 20) -> dict[str, Any]:
         """Local agent sessions, newest first: id, platform, project folder, title, message count, transcript path."""
         return {"sessions": await _call(service.list_sessions(platform, limit))}
@@ -83,8 +86,7 @@ def build_mcp(service: DaemonService) -> MCPServer:
         return row.to_json()
 
     @mcp.tool()
-    async def list_transfers(state: Literal["queued", "running", "done", "failed", "cancelled",
-                                            "interrupted", "verified", "cancelling"] | None = None,
+    async def list_transfers(state: TransferStateName | None = None,
                              limit: Annotated[int, Field(ge=1, le=500)] = 50) -> dict[str, Any]:
         """Transfers in and out, newest first, optionally only those in one state."""
         rows = await _call(service.list_transfers(state, limit))
@@ -111,7 +113,7 @@ def build_mcp(service: DaemonService) -> MCPServer:
         return (await _call(service.answer_transfer(transfer_id, accept))).to_json()
 
     @mcp.tool()
-    async def import_conversation(inbox_id: str, to: Literal["claude-code", "codex"] = "claude-code",
+    async def import_conversation(inbox_id: str, to: ImportTarget = "claude-code",
                                   cwd: str | None = None, same_account: bool = False) -> dict[str, Any]:
         """Import a received conversation into Claude Code or Codex so it can be resumed here. `cwd`: the project
         folder to resume in (default: the handoff's project path or the conversation's folder if it exists here).
@@ -142,8 +144,7 @@ def build_mcp(service: DaemonService) -> MCPServer:
         return (await _call(service.get_handoff(handoff_id))).to_json()
 
     @mcp.tool()
-    async def list_offered_handoffs(state: Literal["offered", "claiming", "claimed", "started", "completed",
-                                                   "failed", "cancelled", "taken"] | None = None,
+    async def list_offered_handoffs(state: OfferState | None = None,
                                     limit: Annotated[int, Field(ge=1, le=500)] = 50) -> dict[str, Any]:
         """Handoffs paired devices offered to this machine, newest first: id, the device it came from (from_name),
         title, summary, state (offered → claimed → started → completed | failed; taken/cancelled when gone). Once

@@ -28,9 +28,12 @@ one in the inbox.
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
 from p2pd.errors import ConflictError, InvalidInputError
 
-STATES: tuple[str, ...] = ("offered", "claiming", "claimed", "started", "completed", "failed", "cancelled", "taken")
+OfferState = Literal["offered", "claiming", "claimed", "started", "completed", "failed", "cancelled", "taken"]
+STATES: tuple[str, ...] = get_args(OfferState)
 FINAL: frozenset[str] = frozenset({"completed", "failed", "cancelled", "taken"})
 HELD: frozenset[str] = frozenset({"claimed", "started"})  # granted to this daemon and not finished
 

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Body, Query
 from pydantic import BaseModel, ConfigDict, Field
 
+from p2pd.agents.registry import ImportTarget
 from p2pd.daemon.agent_sessions import AgentSessions
 from p2pd.daemon.delegating import PROMPT_MAX
 from p2pd.daemon.session_desk import MESSAGE_MAX
@@ -29,7 +30,7 @@ class DelegateRequest(_Body):
     path: str | None = Field(default=None, description="where the worktree goes (default: beside the repository)")
     prompt: str = Field(default="", max_length=PROMPT_MAX, description="the new session's task")
     start: bool = Field(default=False, description="start the agent there (needs delegate_command)")
-    agent: Literal["claude-code", "codex"] | None = None
+    agent: ImportTarget | None = None
 
 
 class StartRequest(_Body):

@@ -11,11 +11,12 @@ Failures are tool errors ``[cause] reason``, like every p2pd tool.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
+from p2pd.agents.registry import ImportTarget
 from p2pd.daemon.agent_sessions import AgentSessions
 from p2pd.daemon.delegating import PROMPT_MAX
 from p2pd.daemon.session_api import LinkMemberRequest
@@ -38,7 +39,7 @@ def register(mcp: MCPServer, sessions: AgentSessions, call: Callable[[Awaitable[
     async def delegate(prompt: Annotated[str, Field(max_length=PROMPT_MAX)] = "", session_id: str | None = None,
                        directory: str | None = None, branch: str | None = None, base: str | None = None,
                        path: str | None = None, cwd: str | None = None, start: bool = False,
-                       agent: Literal["claude-code", "codex"] | None = None) -> dict[str, Any]:
+                       agent: ImportTarget | None = None) -> dict[str, Any]:
         """Fork your conversation into a new local session: in `directory` (an existing folder) or in a new git
         worktree on `branch` (from `base`, default HEAD; at `path`, default beside the repository). `session_id`:
         your own (P2PD_SESSION_ID from the hook); default: the session the hook recorded for `cwd`. `prompt`: the

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Literal, get_args
 
 from p2pd.errors import Cause, ConflictError, DeclinedError, InvalidInputError, cause_of
 from p2pd.support.text import visible
@@ -50,8 +51,13 @@ class TransferState(StrEnum):
     CANCELLING = "cancelling"
 
 
+# The states by name, for signatures that list them (the API's and MCP tools' filters); the same set as the enum.
+TransferStateName = Literal["queued", "running", "done", "failed", "cancelled", "interrupted", "verified",
+                            "cancelling"]
 S = TransferState
 STATES: tuple[str, ...] = tuple(s.value for s in TransferState)
+if set(get_args(TransferStateName)) != set(STATES):  # pragma: no cover - a state added to one and not the other
+    raise AssertionError("TransferStateName and TransferState list different states")
 FINAL: frozenset[TransferState] = frozenset({S.DONE, S.FAILED, S.CANCELLED})
 # Where a transfer left unfinished (queued or running) goes when the daemon that ran it is gone.
 UNFINISHED: frozenset[TransferState] = frozenset({S.QUEUED, S.RUNNING})
