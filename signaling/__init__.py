@@ -1,6 +1,6 @@
 """p2pd signaling server: pairs peers by room name and relays their sealed WebRTC offers/answers.
 
-- ``protocol.py``: the wire messages (pydantic models), error and close codes.
+- ``protocol.py``: the wire messages (msgspec structs, shared with p2pd's client), error and close codes.
 - ``limits.py``: every limit (``ServerLimits``) and the sans-I/O counters enforcing them (token buckets,
   per-address counts, the socket gate, the forwarded-address rule).
 - ``rooms.py``: the sans-I/O room registry — connections, rooms, relays, expiry — applying those limits.

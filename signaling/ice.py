@@ -97,7 +97,7 @@ class IceSettings:
                 servers.append(p.IceServer(urls=[url], username=username, credential=credential))
             else:
                 servers.append(p.IceServer(urls=[url]))
-        return p.IceServers(ice_servers=servers, expires_in=self.ttl)
+        return p.IceServers(ice_servers=servers, expires_in=float(self.ttl))
 
 
 def load_config_file(path: Path) -> dict[str, Any]:

@@ -65,12 +65,12 @@ class ServerLimits:
     def wire(self) -> p.Limits:
         return p.Limits(
             max_message_bytes=self.max_message_bytes,
-            messages_per_second=self.messages_per_second,
+            messages_per_second=float(self.messages_per_second),
             message_burst=self.message_burst,
             joins_per_minute=self.joins_per_minute,
             room_capacity=self.room_capacity,
             max_room_capacity=self.max_room_capacity,
-            room_ttl=self.room_ttl,
+            room_ttl=float(self.room_ttl),
         )
 
 

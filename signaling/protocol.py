@@ -1,7 +1,10 @@
 """Wire protocol of the p2pd signaling server (``p2pd-signal.v1``): JSON text messages with a ``type``.
 
-See PROTOCOL.md beside this file for the prose version. Client messages are validated with pydantic
-(unknown fields and unknown types are refused); server messages are plain models serialized to JSON.
+See PROTOCOL.md beside this file for the prose version. One definition for the server and the client: msgspec
+structs, tagged by ``type``. Decoding validates (:data:`CLIENT_MESSAGE` on the server, :data:`SERVER_MESSAGE`
+in the client): unknown fields and unknown types are refused, field types are strict (no ``"3"`` for ``3``),
+room names and peer ids must match their patterns. :func:`encode` writes compact JSON, ``type`` first, fields
+in the order below, ``None`` fields left out.
 """
 
 from __future__ import annotations
@@ -9,15 +12,17 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
+import msgspec
 
 SUBPROTOCOL = "p2pd-signal.v1"
 
 ROOM_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 PEER_ID_PATTERN = r"^[a-f0-9]{1,32}$"
-MessageId = Annotated[int | str, Field(union_mode="left_to_right")]
-RoomName = Annotated[str, Field(pattern=ROOM_NAME_PATTERN)]
-PeerId = Annotated[str, Field(pattern=PEER_ID_PATTERN)]
+# msgspec checks patterns with Python's ``re.search``, where ``$`` also matches before a final newline: ``\Z``
+# is the end of the text, as ``$`` is in the patterns above (and in JavaScript).
+RoomName = Annotated[str, msgspec.Meta(pattern=ROOM_NAME_PATTERN[:-1] + r"\Z")]
+PeerId = Annotated[str, msgspec.Meta(pattern=PEER_ID_PATTERN[:-1] + r"\Z")]
+MessageId = int | str
 
 
 class ErrorCode(StrEnum):
@@ -48,65 +53,65 @@ CLOSE_ADDRESS_FULL = 4004
 CLOSE_JOIN_TIMEOUT = 4005
 
 
-class _Message(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+def _always_sent(value: Any) -> Any:
+    """A default that is still written: ``omit_defaults`` leaves out a field equal to its plain default (every
+    ``None`` here) but never one made by a factory other than an empty collection's."""
+    return msgspec.field(default_factory=lambda: value)
+
+
+class _Message(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, tag_field="type"):
+    pass
 
 
 # ---- client → server -------------------------------------------------------------------------------------
 
 
-class Allocate(_Message):
+class Allocate(_Message, tag="allocate", kw_only=True, frozen=True):
     """Create a room with a fresh numeric name (a nameplate) and join it."""
 
-    type: Literal["allocate"]
     id: MessageId | None = None
     capacity: int | None = None
 
 
-class Join(_Message):
+class Join(_Message, tag="join", kw_only=True, frozen=True):
     """Join the room ``room``; with ``create`` the room is created when missing."""
 
-    type: Literal["join"]
     id: MessageId | None = None
     room: RoomName
-    create: bool = False
+    create: bool = _always_sent(False)
     capacity: int | None = None
 
 
-class Relay(_Message):
+class Relay(_Message, tag="relay", kw_only=True, frozen=True):
     """Forward ``data`` (any JSON value, opaque to the server) to the member ``to`` of the same room."""
 
-    type: Literal["relay"]
     id: MessageId | None = None
     to: PeerId
-    data: JsonValue
+    data: Any
 
 
-class Leave(_Message):
-    type: Literal["leave"]
+class Leave(_Message, tag="leave", kw_only=True, frozen=True):
     id: MessageId | None = None
 
 
-class CloseRoom(_Message):
+class CloseRoom(_Message, tag="close_room", kw_only=True, frozen=True):
     """Close the room for every member."""
 
-    type: Literal["close_room"]
     id: MessageId | None = None
 
 
-class Ping(_Message):
-    type: Literal["ping"]
+class Ping(_Message, tag="ping", kw_only=True, frozen=True):
     id: MessageId | None = None
 
 
-ClientMessage = Annotated[Allocate | Join | Relay | Leave | CloseRoom | Ping, Field(discriminator="type")]
-CLIENT_MESSAGE: TypeAdapter[Allocate | Join | Relay | Leave | CloseRoom | Ping] = TypeAdapter(ClientMessage)
+ClientMessage = Allocate | Join | Relay | Leave | CloseRoom | Ping
+CLIENT_MESSAGE: msgspec.json.Decoder[ClientMessage] = msgspec.json.Decoder(ClientMessage)
 
 
 # ---- server → client -------------------------------------------------------------------------------------
 
 
-class Limits(_Message):
+class Limits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     max_message_bytes: int
     messages_per_second: float
     message_burst: int
@@ -116,15 +121,13 @@ class Limits(_Message):
     room_ttl: float
 
 
-class Welcome(_Message):
-    type: Literal["welcome"] = "welcome"
-    protocol: str = SUBPROTOCOL
+class Welcome(_Message, tag="welcome", kw_only=True, frozen=True):
+    protocol: str = _always_sent(SUBPROTOCOL)
     server: str
     limits: Limits
 
 
-class Joined(_Message):
-    type: Literal["joined"] = "joined"
+class Joined(_Message, tag="joined", kw_only=True, frozen=True):
     id: MessageId | None = None
     room: str
     peer_id: str
@@ -134,44 +137,38 @@ class Joined(_Message):
     created: bool
 
 
-class PeerJoined(_Message):
-    type: Literal["peer_joined"] = "peer_joined"
+class PeerJoined(_Message, tag="peer_joined", kw_only=True, frozen=True):
     room: str
     peer_id: str
 
 
-class PeerLeft(_Message):
-    type: Literal["peer_left"] = "peer_left"
+class PeerLeft(_Message, tag="peer_left", kw_only=True, frozen=True):
     room: str
     peer_id: str
 
 
-class Relayed(_Message):
-    type: Literal["relay"] = "relay"
+class Relayed(_Message, tag="relay", kw_only=True, frozen=True):
     # ``from`` is a Python keyword: the field is ``sender`` in Python and ``from`` on the wire.
-    sender: str = Field(validation_alias=AliasChoices("from", "sender"), serialization_alias="from")
+    sender: str = msgspec.field(name="from")
     data: Any
 
 
-class Left(_Message):
-    type: Literal["left"] = "left"
+class Left(_Message, tag="left", kw_only=True, frozen=True):
     id: MessageId | None = None
     room: str
 
 
-class RoomClosed(_Message):
-    type: Literal["room_closed"] = "room_closed"
+class RoomClosed(_Message, tag="room_closed", kw_only=True, frozen=True):
     room: str
     reason: Literal["closed", "expired"]
     by: str | None = None
 
 
-class Pong(_Message):
-    type: Literal["pong"] = "pong"
+class Pong(_Message, tag="pong", kw_only=True, frozen=True):
     id: MessageId | None = None
 
 
-class IceServer(_Message):
+class IceServer(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """One STUN or TURN server (the shape of WebRTC's ``RTCIceServer``); TURN entries carry credentials."""
 
     urls: list[str]
@@ -179,40 +176,28 @@ class IceServer(_Message):
     credential: str | None = None
 
 
-class IceServers(_Message):
+class IceServers(_Message, tag="ice_servers", kw_only=True, frozen=True):
     """Sent once after each ``joined``: the servers to use, TURN credentials valid for ``expires_in`` s."""
 
-    type: Literal["ice_servers"] = "ice_servers"
     ice_servers: list[IceServer]
     expires_in: float
 
 
-class Error(_Message):
-    type: Literal["error"] = "error"
+class Error(_Message, tag="error", kw_only=True, frozen=True):
     id: MessageId | None = None
     code: ErrorCode
     reason: str
-    fatal: bool = False
+    fatal: bool = _always_sent(False)
 
 
-ServerMessage = Annotated[Welcome | Joined | PeerJoined | PeerLeft | Relayed | Left | RoomClosed | Pong | IceServers
-                          | Error, Field(discriminator="type")]
-SERVER_MESSAGE: TypeAdapter[Welcome | Joined | PeerJoined | PeerLeft | Relayed | Left | RoomClosed | Pong | IceServers
-                            | Error] = TypeAdapter(ServerMessage)
+ServerMessage = Welcome | Joined | PeerJoined | PeerLeft | Relayed | Left | RoomClosed | Pong | IceServers | Error
+SERVER_MESSAGE: msgspec.json.Decoder[ServerMessage] = msgspec.json.Decoder(ServerMessage)
 SERVER_MESSAGE_TYPES = frozenset({"welcome", "joined", "peer_joined", "peer_left", "relay", "left", "room_closed",
                                   "pong", "ice_servers", "error"})
 
-
-def encode(message: BaseModel) -> str:
-    """Serialize a server message (``None`` fields are omitted)."""
-    return message.model_dump_json(by_alias=True, exclude_none=True)
+_ENCODER = msgspec.json.Encoder()
 
 
-def parse_server_message(raw: str | bytes) -> dict[str, Any]:
-    """Client-side helper: decode a server message to a dict with at least a string ``type``."""
-    import json
-
-    value = json.loads(raw)
-    if not isinstance(value, dict) or not isinstance(value.get("type"), str):
-        raise ValueError("a server message is a JSON object with a string 'type'")
-    return value
+def encode(message: msgspec.Struct) -> str:
+    """Serialize a message (``None`` fields are omitted)."""
+    return _ENCODER.encode(message).decode()

@@ -1,7 +1,7 @@
 """The asyncio client of the pairing: a WebSocket to ``p2pd-signal`` running :class:`~p2pd.pairing.machine.Session`.
 
 This module only does I/O and time: it connects, joins or allocates the room, parses every server message into
-the models of ``signaling/protocol.py`` (:func:`parse_server_message`), feeds them to the pure session machine
+the msgspec structs of ``signaling/protocol.py`` (:func:`parse_server_message`), feeds them to the pure session machine
 and carries out the :class:`~p2pd.pairing.machine.Step` it returns (relay, deliver, report). Timeouts live here:
 nobody joined in time → :class:`NoPeerError`; the peer did not finish the key exchange, or sent nothing in time
 → :class:`PeerTimeoutError`. Server trouble is a :class:`SignalingError` whose ``cause`` says unreachable, lost
@@ -22,12 +22,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import ssl
 from collections.abc import AsyncIterator, Awaitable
 from typing import Any, Literal
 
-from pydantic import ValidationError
+import msgspec
 from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
@@ -64,17 +63,21 @@ def parse_server_message(raw: str | bytes) -> ServerMessage | None:
     """One server message as its model; ``None`` for a well-formed message of a type this client does not
     know (a newer server's). Anything else raises :class:`SignalingError` (cause ``SIGNALING_LOST``)."""
     try:
-        value = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+        envelope = _ENVELOPE.decode(raw)
+        if envelope.type not in SERVER_MESSAGE_TYPES:
+            return None
+        return SERVER_MESSAGE.decode(raw)
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError, UnicodeError):
         raise _malformed() from None
-    if not isinstance(value, dict) or not isinstance(value.get("type"), str):
-        raise _malformed()
-    if value["type"] not in SERVER_MESSAGE_TYPES:
-        return None
-    try:
-        return SERVER_MESSAGE.validate_python(value)
-    except ValidationError:
-        raise _malformed() from None
+
+
+class _Envelope(msgspec.Struct):
+    """What every server message has: an object with a string ``type`` (other fields are skipped)."""
+
+    type: str
+
+
+_ENVELOPE = msgspec.json.Decoder(_Envelope)
 
 
 def join_error(error: Error, code: Code | None) -> P2pdError:
@@ -144,11 +147,7 @@ class Rendezvous:
         parsed = parse_code(code) if isinstance(code, str) else code
         ws = await _connect(url, connect_timeout)
         try:
-            request: Allocate | Join
-            if parsed is None:
-                request = Allocate(type="allocate", id=1)
-            else:
-                request = Join(type="join", id=1, room=parsed.nameplate, create=create)
+            request = Allocate(id=1) if parsed is None else Join(id=1, room=parsed.nameplate, create=create)
             joined = await _enter(ws, request, connect_timeout, parsed)
             if parsed is None:
                 parsed = generate_code(joined.room, words=words)
@@ -287,7 +286,7 @@ class Rendezvous:
         for data in step.send:
             assert peer is not None  # the machine only sends once the peer is known
             try:
-                await self._ws.send(encode(Relay(type="relay", to=peer, data=data)))
+                await self._ws.send(encode(Relay(to=peer, data=data)))
             except ConnectionClosed as exc:
                 self._fail(closed_error(exc))
                 self._raise_if_failed()
@@ -307,7 +306,7 @@ class Rendezvous:
                 if message is None or isinstance(message, Welcome | Joined | Left | Pong):
                     continue
                 if isinstance(message, IceServers):
-                    self.ice_servers = [s.model_dump(exclude_none=True) for s in message.ice_servers]
+                    self.ice_servers = [msgspec.to_builtins(s) for s in message.ice_servers]
                     continue
                 event: ServerEvent = message
                 await self._carry_out(self._session.receive(event))

@@ -4,6 +4,8 @@ start-up here). Checked on ``sys.modules`` in a fresh interpreter after the real
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.corpus import claude_code_files
+from tests.signal_process import signal_server
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ("pydantic", "p2pd.conversation.model", "p2pd.conversation.document_json")
@@ -70,3 +73,57 @@ def test_the_probe_sees_the_models_on_the_whole_document_path(tmp_path: Path) ->
     got = _produce(session, tmp_path)
     assert got["size"]
     assert "pydantic" in _models(got["modules"])
+
+
+# ---- p2pd send up to pairing: no pydantic (the signaling messages are msgspec structs) ---------------------------
+
+
+def _p2pd(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-X", "importtime", "-m", "p2pd", *args], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=env, cwd=cwd)
+
+
+def _imported_until(proc: subprocess.Popen[str], pattern: str) -> tuple[list[str], re.Match[str]]:
+    """The modules ``proc`` imported (its ``-X importtime`` lines) until ``pattern`` showed on its stderr."""
+    assert proc.stderr is not None
+    modules: list[str] = []
+    for line in proc.stderr:
+        if line.startswith("import time:") and line.count("|") == 2:
+            modules.append(line.rsplit("|", 1)[1].strip())
+        elif (match := re.search(pattern, line)) is not None:
+            return modules, match
+    raise AssertionError(f"{pattern!r} never showed (exit {proc.wait(10)})")
+
+
+def _pydantic(modules: list[str]) -> list[str]:
+    return [m for m in modules if m == "pydantic" or m.startswith("pydantic.")]
+
+
+@pytest.mark.parametrize("with_config", [False, True])
+def test_the_sender_pairs_without_pydantic(tmp_path: Path, with_config: bool) -> None:
+    """``p2pd send --code`` to a waiting ``p2pd receive`` imports no pydantic until it has paired (the receiver
+    may: it imports the document models while it waits, not after the transfer). The probe can fail: a config
+    file is checked with pydantic (p2pd/config_file.py) before any command runs."""
+    config = tmp_path / "config.toml"
+    if with_config:
+        config.write_text('signal = "ws://127.0.0.1:9/"\n')  # overridden by P2PD_SIGNAL below
+    session = next(f for f in claude_code_files(include_subagents=False) if f.name == "short.jsonl")
+    with signal_server() as server:
+        env = {**os.environ, "P2PD_SIGNAL": server.url, "P2PD_ICE_HOST_ADDRESSES": "127.0.0.1",
+               "P2PD_CONFIG": str(config), "P2PD_HOME": str(tmp_path / "home"), "PYTHONPATH": str(ROOT)}
+        env.pop("P2PD_CODE", None)
+        receiver = _p2pd(["receive", "--make-code", "--yes", "-o", str(tmp_path / "in")], env, tmp_path)
+        sender = None
+        try:
+            _, code = _imported_until(receiver, r"Code: (\S+)")
+            sender = _p2pd(["send", str(session), "--code", code[1]], env, tmp_path)
+            before_pairing, _ = _imported_until(sender, r"^Paired\. ")
+            assert sender.wait(120) == 0 and receiver.wait(120) == 0
+        finally:
+            for proc in (receiver, sender):
+                if proc is not None and proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+    assert "p2pd.pairing.client" in before_pairing and "signaling.protocol" in before_pairing
+    assert len(list((tmp_path / "in").glob("*.a2a.json"))) == 1
+    assert bool(_pydantic(before_pairing)) is with_config
