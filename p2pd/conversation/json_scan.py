@@ -5,7 +5,8 @@ time, each element of the big arrays — ``messages``, ``records`` and ``toolRes
 ``records`` of every ``subagents`` object, or the elements of a bare top-level array of messages — and keeps the
 rest (the "skeleton": the envelope with those arrays left empty) for the end. In the line layout
 (:mod:`p2pd.conversation.layout`) an element alone on its line is found with one ``find`` and parsed at once
-by orjson, with no regular expression over its bytes; anything else is scanned without building values —
+by orjson (or first offered to a quick check: :mod:`p2pd.conversation.element_check`), with no regular
+expression over its bytes; anything else is scanned without building values —
 strings, brackets and the keys of the two objects whose keys matter — with regular expressions that run in C
 over whole strings and runs of plain bytes, and handed out as bytes for the caller to parse (and check as JSON).
 
@@ -19,40 +20,19 @@ cheap comma count made exact only when it says too many), which bounds the Pytho
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 
 import orjson
 
-from p2pd.conversation.json_limits import DEFAULT_LIMITS, Limits, count_values, value_depth
+from p2pd.conversation.json_limits import DEFAULT_LIMITS, Limits, count_values, opening_brackets, value_depth
+from p2pd.conversation.json_patterns import BODY, COARSE, ELEMENT, FAST_LEVELS, PLAIN, WS
 from p2pd.errors import InvalidInputError, TooLargeError
 
 # (array key, subagent index or None, the element's bytes, its value when the scanner parsed it, else UNPARSED)
 ElementSink = Callable[[str, int | None, bytes, object], None]
 SubagentSink = Callable[[int, bytes], None]  # (subagent index, its object without its element arrays)
+QuickCheck = Callable[[str, bytearray], object]  # (array key, a line's element) -> its checked value, or None
 UNPARSED = object()  # an element handed out as bytes only (the caller parses it)
-
-# Everything up to the next bracket, strings included (possessive: no backtracking, linear time).
-_COARSE = re.compile(rb'(?:[^"\[\]{}]++|"[^"\\]*+(?:\\.[^"\\]*+)*+")*+', re.DOTALL)
-# The skeleton's tokens: everything up to the next quote, bracket or comma.
-_PLAIN = re.compile(rb'[^"\[\]{},]*+')
-# A string's body up to its closing quote (or the end of what has come).
-_BODY = re.compile(rb'[^"\\]*+(?:\\.[^"\\]*+)*+', re.DOTALL)
-_WS = re.compile(rb"[ \t\n\r]*+")
-
-
-def _nested(levels: int) -> re.Pattern[bytes]:
-    """A whole element nested at most ``levels`` deep, in one match (brackets are paired by count, not kind:
-    the parser checks the element afterwards)."""
-    string = rb'"[^"\\]*+(?:\\.[^"\\]*+)*+"'
-    inner = rb"(?!)"
-    for _ in range(levels):
-        inner = rb"[\[{](?:[^\"\[\]{}]++|" + string + rb"|" + inner + rb")*+[\]}]"
-    return re.compile(inner, re.DOTALL)
-
-
-_FAST_LEVELS = 12
-_ELEMENT = _nested(_FAST_LEVELS)  # most elements are found in one call; the rest bracket by bracket
 
 _LINE_WAIT = 8 << 20  # how far the line layout's fast path looks for an element's line end
 _LINE_TAIL = frozenset(b" \t\r,")  # what may follow an element on its line (the scan checks the comma)
@@ -87,8 +67,12 @@ class Scanner:
     or nests too deep, TooLargeError for what is over a limit."""
 
     def __init__(self, on_element: ElementSink, on_subagent: SubagentSink | None = None, *,
-                 limits: Limits = DEFAULT_LIMITS, source: str = "input", keep_raw: bool = False) -> None:
-        """``keep_raw``: hand out the bytes of parsed elements too (else ``b""``)."""
+                 limits: Limits = DEFAULT_LIMITS, source: str = "input", keep_raw: bool = False,
+                 quick: QuickCheck | None = None) -> None:
+        """``keep_raw``: hand out the bytes of parsed elements too (else ``b""``). ``quick``: the line layout's
+        elements are first offered to it (:mod:`p2pd.conversation.element_check`); what it returns is handed out
+        as their value, None sends them to orjson."""
+        self._quick = quick
         self.limits = limits
         self.keep_raw = keep_raw
         self.source = source
@@ -116,6 +100,8 @@ class Scanner:
         self._str_resume = -1  # inside a string: where to go on scanning its body
         self.elements = 0
         self._lines_before = 0  # newlines in the bytes let go
+        self._nl_mark = 0  # the newlines in _buf[:_nl_mark] are _nl_count (the line layout counts them as it goes)
+        self._nl_count = 0
         self._col_base = 0  # bytes let go since the last of them
         self.element_at = 0  # where the element being handed out starts in the buffer
 
@@ -147,7 +133,11 @@ class Scanner:
         elif self._array is None and len(self._skeleton) + len(self._buf) - keep > self.limits.skeleton_bytes:
             raise self._too_large(f"over {self.limits.skeleton_bytes} bytes outside its messages")
         if keep:
-            self._lines_before += self._buf.count(b"\n", 0, keep)
+            mark = self._nl_mark
+            dropped = self._nl_count + self._buf.count(b"\n", mark, keep) if mark <= keep else \
+                self._buf.count(b"\n", 0, keep)
+            self._lines_before += dropped
+            self._nl_mark, self._nl_count = max(mark - keep, 0), max(self._nl_count - dropped, 0)
             nl = self._buf.rfind(b"\n", 0, keep)
             self._col_base = keep - nl - 1 if nl >= 0 else self._col_base + keep
             del self._buf[:keep]
@@ -172,7 +162,7 @@ class Scanner:
         buf = self._buf
         while self._pos < len(buf):
             if self._done:
-                end = _WS.match(buf, self._pos).end()  # type: ignore[union-attr]
+                end = WS.match(buf, self._pos).end()  # type: ignore[union-attr]
                 if end < len(buf):
                     raise self._not_json(f"more data after the document at {self.where(end)}")
                 self._pos = end
@@ -184,7 +174,7 @@ class Scanner:
     def _in_skeleton(self) -> bool:
         buf, pos = self._buf, self._pos
         if not self._started:
-            pos = _WS.match(buf, pos).end()  # type: ignore[union-attr]
+            pos = WS.match(buf, pos).end()  # type: ignore[union-attr]
             self._pos = pos
             if pos >= len(buf):
                 return False
@@ -192,7 +182,7 @@ class Scanner:
                 raise self._not_json("it does not start with { or [")
             self._started = True
         if self._str_resume >= 0:  # a string that did not end in the last piece
-            end = _BODY.match(buf, self._str_resume).end()  # type: ignore[union-attr]
+            end = BODY.match(buf, self._str_resume).end()  # type: ignore[union-attr]
             if end >= len(buf) or buf[end] != _QUOTE:
                 self._str_resume = end
                 return False
@@ -201,7 +191,7 @@ class Scanner:
             self._pos = end + 1
             self._string(start, end + 1)
             return True
-        pos = _PLAIN.match(buf, pos).end()  # type: ignore[union-attr]
+        pos = PLAIN.match(buf, pos).end()  # type: ignore[union-attr]
         if pos >= len(buf):
             self._pos = pos
             return False
@@ -290,7 +280,7 @@ class Scanner:
         buf = self._buf
         if self._elem_start >= 0:
             return self._in_element()
-        pos = _WS.match(buf, self._pos).end()  # type: ignore[union-attr]
+        pos = WS.match(buf, self._pos).end()  # type: ignore[union-attr]
         self._pos = pos
         if pos >= len(buf):
             return False
@@ -315,8 +305,8 @@ class Scanner:
             got = self._line_element(pos)
             if got is not None:
                 return got
-        if self._array_depth + _FAST_LEVELS <= self.limits.depth:
-            m = _ELEMENT.match(buf, pos)
+        if self._array_depth + FAST_LEVELS <= self.limits.depth:
+            m = ELEMENT.match(buf, pos)
             if m is not None:
                 end = m.end()
                 self._pos = end
@@ -328,7 +318,7 @@ class Scanner:
     def _in_element(self) -> bool:
         buf = self._buf
         if self._str_resume >= 0:
-            end = _BODY.match(buf, self._str_resume).end()  # type: ignore[union-attr]
+            end = BODY.match(buf, self._str_resume).end()  # type: ignore[union-attr]
             if end >= len(buf) or buf[end] != _QUOTE:
                 self._str_resume = end
                 return False
@@ -336,7 +326,7 @@ class Scanner:
             self._pos = end + 1
         limit = self.limits.depth - self._array_depth
         while True:
-            pos = _COARSE.match(buf, self._pos).end()  # type: ignore[union-attr]
+            pos = COARSE.match(buf, self._pos).end()  # type: ignore[union-attr]
             if pos >= len(buf):
                 self._pos = pos
                 return False
@@ -359,10 +349,10 @@ class Scanner:
 
     def _line_element(self, pos: int) -> bool | None:
         """The line layout's fast path: an element alone on its line (after a comma, before a comma or the line's
-        end) is found with one ``find`` and parsed at once by orjson, which says whether those bytes are exactly one
-        object (they then are the element, whatever the rest). Limits are checked before parsing: its bytes, the
-        values (bounded by its length, counted when longer than the cap), the depth (bounded by its brackets, and
-        measured on the parsed value only when they are more than the depth left: orjson stops at 1024 levels).
+        end) is found with one ``find`` and read at once by the quick check or orjson, which say whether those bytes
+        are exactly one object (they then are the element, whatever the rest). Limits are checked before: its bytes,
+        the values (bounded by its length, counted when longer than the cap), the depth (bounded by its brackets;
+        when they are more than the depth left, orjson parses it and the value is measured: it stops at 1024).
         It goes on with the next line while the layout holds. True: elements were handed out; False: wait for the
         line's end; None: the bracket-by-bracket scan takes this element."""
         buf, limits, got = self._buf, self.limits, False
@@ -380,20 +370,28 @@ class Scanner:
             if end - pos > limits.element_values and buf.count(b",", pos, end) + buf.count(b"{", pos, end) + \
                     buf.count(b"[", pos, end) > limits.element_values:
                 return got or None  # counted exactly by the scan
-            line = buf[pos:end]
-            try:
-                value = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                return got or None  # not one object (several, a lone surrogate, not JSON): the scan says
-            if len(line) > 2 * depth_left and line.count(b"{") + line.count(b"[") > depth_left and \
-                    value_depth(value) > depth_left:  # (d levels take 2d bytes and d brackets)
-                raise self._too_deep()
+            line = buf[pos:end]  # (d levels take 2d bytes and d brackets; a deep one is measured parsed)
+            deep = len(line) > 2 * depth_left and opening_brackets(line) > depth_left
+            value = None
+            if self._quick is not None and not deep:
+                assert self._array is not None
+                value = self._quick(self._array[0], line)
+            if value is None:
+                try:
+                    value = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    return got or None  # not one object (several, a lone surrogate, not JSON): the scan says
+                if deep and value_depth(value) > depth_left:
+                    raise self._too_deep()
             self._lines = got = True
             self._pos = end
+            if self._nl_mark <= pos:  # [pos, nl) holds no newline: count this line's without reading it again
+                self._nl_count += buf.count(b"\n", self._nl_mark, pos) + 1
+                self._nl_mark = nl + 1
             self._handed(pos, bytes(line) if self.keep_raw else b"", value)
-            if end == nl and buf[nl + 1:nl + 3] == b",{":  # the next element, its comma leading its line
+            if end == nl and buf.startswith(b",{", nl + 1):  # the next element, its comma leading its line
                 pos = nl + 2
-            elif buf[end:nl + 2] == b",\n{":  # or ending this one
+            elif buf.startswith(b",\n{", end):  # or ending this one
                 pos = nl + 1
             else:
                 return True

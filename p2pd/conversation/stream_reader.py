@@ -26,12 +26,14 @@ import orjson
 from pydantic import BaseModel, ValidationError
 
 from p2pd.conversation.document_json import describe_validation_error, document_from_json, load_json
+from p2pd.conversation.element_check import QuickMessage, QuickRecord, quick_check
 from p2pd.conversation.json_scan import DEFAULT_LIMITS, UNPARSED, Limits, Scanner
 from p2pd.conversation.legacy import normalize_message
 from p2pd.conversation.model import ConversationDocument, Counts, Message, Record, SidecarFile, Subagent
 from p2pd.errors import InvalidInputError, TooLargeError
 
 _MODELS: dict[str, type[BaseModel]] = {"records": Record, "toolResults": SidecarFile}
+_MESSAGE = Message.__pydantic_validator__.validate_python  # Message.model_validate without its wrapper's cost
 
 
 @dataclass
@@ -84,8 +86,9 @@ class DocumentReader:
         self._records = 0  # the main transcript's
         self._index: dict[tuple[str, int | None], int] = {}
         self._first_context: Any = None
+        quick = quick_check if on_item is None and on_element is None else None  # (they want the values)
         self._scanner = Scanner(self._element, self._subagent if on_subagent is not None else None,
-                                limits=limits, source=source)
+                                limits=limits, source=source, quick=quick)
 
     def feed(self, data: bytes) -> None:
         self._scanner.feed(data)
@@ -116,15 +119,24 @@ class DocumentReader:
             if self.messages > self.limits.messages:
                 raise TooLargeError(f"{self.source} holds more than {self.limits.messages} messages, over this "
                                     "receiver's limit")
-            if self._first_context is None and subagent is None and index == 0 and isinstance(value, dict):
-                self._first_context = value.get("contextId") or None
-            model = self._validated(Message, normalize_message(value), slot, index)
+            if self._first_context is None and subagent is None and index == 0:
+                if isinstance(value, dict):
+                    self._first_context = value.get("contextId") or None
+                elif isinstance(value, QuickMessage):
+                    self._first_context = value.context_id or None
+            if type(value) is QuickMessage:  # checked as the model would (element_check.py)
+                model = value
+            else:
+                try:  # an A2A 1.0 message is read as it is (normalizing one that validates changes nothing)
+                    model = _MESSAGE(value)
+                except ValidationError:
+                    model = self._validated(Message, normalize_message(value), slot, index)
             if subagent is None:
                 self.counts.add(model)
         else:
             if key == "records" and subagent is None:
                 self._records += 1
-            model = self._validated(_MODELS[key], value, slot, index)
+            model = value if type(value) is QuickRecord else self._validated(_MODELS[key], value, slot, index)
         if self.on_item is not None:
             self.on_item(Item(key, subagent, index, value, model))
         if self.on_element is not None:
@@ -140,7 +152,7 @@ class DocumentReader:
 
     def _validated(self, model: type[BaseModel], value: Any, slot: tuple[str, int | None], index: int) -> Any:
         try:
-            return model.model_validate(value)
+            return model.__pydantic_validator__.validate_python(value)  # (model_validate, without its wrapper)
         except ValidationError as exc:
             key, sub = slot
             where = f"$.subagents[{sub}].{key}[{index}]" if sub is not None else f"$.{key}[{index}]"

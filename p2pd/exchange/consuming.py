@@ -1,7 +1,7 @@
 """The receiver's :class:`~p2pd.transfer.streamstore.StreamSink` for streamed transfers: the payload is checked by
 a child process (:mod:`p2pd.exchange.consumer`) fed through a pipe, so decompressing and checking the document
-(~150 MB/s of JSON here, all three) runs on another core than the receiver's event loop, which keeps up with the wire.
-Blocking (the transfer's worker threads)."""
+(~265 MB/s of JSON here, all three: tests/bench/consumer.py) runs on another core than the receiver's event loop,
+which keeps up with the wire. Blocking (the transfer's worker threads)."""
 
 from __future__ import annotations
 
