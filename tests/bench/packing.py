@@ -21,6 +21,7 @@ import argparse
 import hashlib
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -63,7 +64,8 @@ def run(session: Path, work: Path) -> tuple[float, int, str, str]:
 
 
 def one(session: Path, work: Path) -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "p2pd.exchange.producer", str(session), str(work)],
+    # (-P: the code PYTHONPATH names, not a p2pd in the current folder, which ``-m`` would put first)
+    proc = subprocess.Popen([sys.executable, "-P", "-m", "p2pd.exchange.producer", str(session), str(work)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdout is not None and proc.stderr is not None
     out = proc.stdout.read()
@@ -121,10 +123,11 @@ def main() -> int:
     digests: dict[str, list[str]] = {}
     differ = 0
     print(f"{'session':64} {'CPU s min / median / max':>26} {'RSS MiB':>8}  same")
-    with tempfile.TemporaryDirectory(prefix="p2pd-packing-") as tmp:
-        work = Path(tmp)
-        spool = work / "spool"
-        spool.mkdir()
+    # (a fixed folder: the document names the transcript's path, and runs to compare must name the same)
+    work = Path(tempfile.gettempdir()) / "p2pd-packing-bench"
+    spool = work / "spool"
+    spool.mkdir(parents=True, exist_ok=True)
+    try:
         for name, path in sessions(work, [s for s in args.sizes.split(",") if s], not args.no_corpus):
             runs = [run(path, spool) for _ in range(max(1, args.repeat))]
             cpus = [r[0] for r in runs]
@@ -136,6 +139,8 @@ def main() -> int:
             differ += same == "NO"
             print(f"{name:64} {min(cpus):8.3f} / {statistics.median(cpus):6.3f} / {max(cpus):6.3f} "
                   f"{max(r[1] for r in runs) / 1024:8.0f}  {same}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     if args.save:
         args.save.write_text(json.dumps(digests, indent=1))
     if saved is not None:

@@ -31,7 +31,7 @@ import socket
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 import orjson
 
@@ -40,7 +40,6 @@ from p2pd.agents.claude_code.export import (
     Group,
     first_str,
     iter_tool_results_json,
-    iter_transcript,
     last_str,
     line_title,
     message_count,
@@ -53,6 +52,7 @@ from p2pd.agents.claude_code.line_index import message_line, read_index
 from p2pd.agents.claude_code.message_json import MessageView, group_json, iter_messages_json
 from p2pd.agents.claude_code.transcript import MESSAGE_TYPES, active_chain, message_problem
 from p2pd.agents.jsonl import (
+    SourceLine,
     exact_line,
     iter_lines,
     iter_raw,
@@ -69,9 +69,6 @@ from p2pd.conversation.shapes import A2A_PROTOCOL_VERSION, FORMAT_NAME, FORMAT_V
 from p2pd.conversation.summary import SummaryBuilder
 from p2pd.conversation.teams import events_from_messages
 from p2pd.support.gcpause import bulk_work
-
-if TYPE_CHECKING:
-    from p2pd.conversation.model import Record
 
 
 class NotStreamable(Exception):
@@ -164,14 +161,8 @@ def write_session(path: Path, write: Write, *, spool_dir: Path, on_head: Head | 
                 value = orjson.loads(raw)
             except orjson.JSONDecodeError:
                 value = None
-            if value.__class__ is not dict:  # malformed, or odd (NaN, huge numbers…): the exact way (the models)
-                from p2pd.conversation.model import LineIssue, Record
-
-                for item in iter_transcript([exact_line(n, raw)], session_id, active):
-                    if isinstance(item, LineIssue):
-                        issues.append(item.to_json_dict())
-                    elif isinstance(item, Record):
-                        yield compact_json(_record_json(item))
+            if value.__class__ is not dict:  # malformed, or odd (NaN, huge numbers…): the exact way
+                yield from _odd_record(exact_line(n, raw), issues)
                 continue
             kind = value.get("type")
             if kind.__class__ is not str:
@@ -261,19 +252,20 @@ class _Except:
         return n not in self._excluded
 
 
-def _record_json(rec: Record) -> dict[str, Any]:
-    """A record as the document writes it: ``rec.to_json_dict()`` (its fields in order, unset ones left out), made
-    without pydantic's deep copy of the line's JSON; a line that was JSON ``null`` keeps its ``"value": null``."""
-    out: dict[str, Any] = {"line": rec.line}
-    if rec.value is not None:
-        out["value"] = rec.value
-    if rec.text is not None:
-        out["text"] = rec.text
-    if rec.raw is not None:
-        out["raw"] = rec.raw
-    if len(out) == 1:
-        out["value"] = None
-    return out
+def _odd_record(line: SourceLine, issues: list[dict[str, Any]]) -> Iterator[bytes]:
+    """A record line orjson does not take, read the exact way: as :func:`~p2pd.agents.claude_code.export.
+    iter_transcript` makes its issue and record (``LineIssue``/``Record.to_json_dict()``), without the models."""
+    for unit in units([line]):
+        if isinstance(unit, Group):  # (never: a line that makes a message is no record line)
+            continue
+        reason = unit[1]
+        if line.obj is None:  # not JSON, not an object, blank: reported, and kept byte for byte
+            issues.append({"line": line.n, "reason": reason or "unreadable"})
+            yield compact_json(verbatim_json(line))
+            continue
+        if reason is not None:
+            issues.append({"line": line.n, "reason": reason})
+        yield compact_json({"line": line.n, "value": line.obj})
 
 
 class _SubagentSpool:
