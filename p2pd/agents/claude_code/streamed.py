@@ -52,11 +52,12 @@ from p2pd.agents.claude_code.line_index import message_line, read_index
 from p2pd.agents.claude_code.message_json import MessageView, group_json, iter_messages_json
 from p2pd.agents.claude_code.transcript import MESSAGE_TYPES, active_chain, message_problem
 from p2pd.agents.jsonl import (
+    READ_BUFFER,
     SourceLine,
     exact_line,
     iter_lines,
-    iter_raw,
     line_stamps,
+    open_lines,
     parse_lines,
     read_text,
     require_lines,
@@ -138,7 +139,6 @@ def write_session(path: Path, write: Write, *, spool_dir: Path, on_head: Head | 
     n_messages = message_count(index)
     message_lines = {line.n for line in index if message_line(line)}
     del index
-    record_lines = _Except(message_lines)
     counts = Tally()
     summary = SummaryBuilder()
     issues: list[dict[str, Any]] = []
@@ -155,21 +155,26 @@ def write_session(path: Path, write: Write, *, spool_dir: Path, on_head: Head | 
         on_head({"title": early, **offer})
 
     def records() -> Iterator[bytes]:  # (records never join a message: they are read on their own)
-        for n, raw in iter_raw(path, only=record_lines):
-            counts.records += 1
-            try:
-                value = orjson.loads(raw)
-            except orjson.JSONDecodeError:
-                value = None
-            if value.__class__ is not dict:  # malformed, or odd (NaN, huge numbers…): the exact way
-                yield from _odd_record(exact_line(n, raw), issues)
-                continue
-            kind = value.get("type")
-            if kind.__class__ is not str:
-                issues.append({"line": n, "reason": "JSON object without a 'type' field"})
-            elif kind in MESSAGE_TYPES:  # (a user/assistant line that is no message line has a problem)
-                issues.append({"line": n, "reason": message_problem(value)})
-            yield b'{"line":%d,"value":%b}' % (n, compact_json(value))
+        loads, dumps, decode_error, message_types = orjson.loads, orjson.dumps, orjson.JSONDecodeError, MESSAGE_TYPES
+        counts.records = line_count - len(message_lines)
+        with open_lines(path, buffering=READ_BUFFER) as fh:
+            for n, raw in enumerate(fh, start=1):
+                if n in message_lines:
+                    continue
+                try:
+                    value = loads(raw)
+                except decode_error:
+                    value = None
+                if value.__class__ is not dict:  # malformed, or odd (NaN, huge numbers…): the exact way
+                    yield from _odd_record(exact_line(n, raw), issues)
+                    continue
+                kind = value.get("type")
+                if kind.__class__ is not str:
+                    issues.append({"line": n, "reason": "JSON object without a 'type' field"})
+                elif kind in message_types:  # (a user/assistant line that is no message line has a problem)
+                    issues.append({"line": n, "reason": message_problem(value)})
+                # (orjson writes every value it read: compact_json's other way is for what it refuses to read)
+                yield dumps({"line": n, "value": value})
 
     def messages() -> Iterator[bytes]:
         nonlocal title, heard
@@ -240,16 +245,6 @@ def _peek_title(path: Path, message_lines: set[int], session_id: str, active: se
             if (settled := summary.settled_title(title)) is not None:
                 return settled
     return None
-
-
-class _Except:
-    """The line numbers that are not in a set (the record lines: those that are not message lines)."""
-
-    def __init__(self, excluded: set[int]) -> None:
-        self._excluded = excluded
-
-    def __contains__(self, n: object) -> bool:
-        return n not in self._excluded
 
 
 def _odd_record(line: SourceLine, issues: list[dict[str, Any]]) -> Iterator[bytes]:

@@ -156,6 +156,12 @@ def _with_parallel_tool_branches(lines: Sequence[SourceLine], chain: list[int],
         return None
 
     taken = set(chain)
+    first, last = min(taken), max(taken)
+    sidechain = bool((by_n[chain[-1]].obj or {}).get("isSidechain"))
+    candidates = [ln for ln in lines if ln.n not in taken and first < ln.n and ln.type in MESSAGE_TYPES
+                  and ln.obj is not None and bool(ln.obj.get("isSidechain")) == sidechain]
+    if not candidates:  # (nothing beside the chain: what follows reads the chain for nothing)
+        return sorted(taken)
     uuid_taken = {u for n in taken if (o := by_n[n].obj) is not None and isinstance(u := o.get("uuid"), str) and u}
     tool_ids: set[str] = set()
     response_ids: set[str] = set()
@@ -166,10 +172,6 @@ def _with_parallel_tool_branches(lines: Sequence[SourceLine], chain: list[int],
             mid = (o.get("message") or {}).get("id")
             if isinstance(mid, str):
                 response_ids.add(mid)
-    first, last = min(taken), max(taken)
-    sidechain = bool((by_n[chain[-1]].obj or {}).get("isSidechain"))
-    candidates = [ln for ln in lines if ln.n not in taken and first < ln.n and ln.type in MESSAGE_TYPES
-                  and ln.obj is not None and bool(ln.obj.get("isSidechain")) == sidechain]
     changed = True
     while changed:
         changed = False
