@@ -197,7 +197,8 @@ def _instant(value: Any) -> datetime | None:
 def session_time(stamps: Iterable[Any], path: Path) -> str:
     """A document's ``createdAt``: the latest time the session itself records (its last activity), else the
     file's modification time — never the clock, so the same session exports to the same bytes."""
-    latest = max((t for t in map(_instant, stamps) if t is not None), default=None)
+    distinct = {s for s in stamps if isinstance(s, str)}  # (each time read once: lines repeat them)
+    latest = max((t for t in map(_instant, distinct) if t is not None), default=None)
     if latest is None:
         latest = datetime.fromtimestamp(path.stat().st_mtime, UTC)
     return latest.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")

@@ -102,7 +102,8 @@ def _unlinked(lines: Sequence[SourceLine]) -> bool:
     """
     msgs = [ln for ln in lines if ln.type in MESSAGE_TYPES and ln.obj is not None]
     main = [ln for ln in msgs if not (ln.obj or {}).get("isSidechain")] or msgs
-    roots = sum(1 for ln in main if ln.obj is not None and _parent(ln.obj) is None)
+    roots = sum(1 for ln in main if ln.obj is not None  # (_parent, inline)
+                and not (isinstance(p := ln.obj.get("parentUuid"), str) and p))
     return roots >= 2
 
 
