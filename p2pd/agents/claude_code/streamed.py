@@ -136,8 +136,11 @@ def write_session(path: Path, write: Write, *, spool_dir: Path, on_head: Head | 
               "gitBranch": last_str(index, "gitBranch"), "clientVersion": last_str(index, "version"),
               "transcriptPath": str(path.resolve()), "hostname": socket.gethostname()}
     line_count = len(index)
-    n_messages = message_count(index)
-    message_lines = {line.n for line in index if message_line(line)}
+    in_messages = [line for line in index if message_line(line)]
+    # (the other lines never start, continue or end a message: counted without them, the same number)
+    n_messages = message_count(in_messages)
+    message_lines = {line.n for line in in_messages}
+    del in_messages
     del index
     counts = Tally()
     summary = SummaryBuilder()
