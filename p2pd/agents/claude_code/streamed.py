@@ -159,11 +159,11 @@ def write_session(path: Path, write: Write, *, spool_dir: Path, on_head: Head | 
 
     def records() -> Iterator[bytes]:  # (records never join a message: they are read on their own)
         loads, dumps, decode_error, message_types = orjson.loads, orjson.dumps, orjson.JSONDecodeError, MESSAGE_TYPES
-        counts.records = line_count - len(message_lines)
         with open_lines(path, buffering=READ_BUFFER) as fh:
             for n, raw in enumerate(fh, start=1):
                 if n in message_lines:
                     continue
+                counts.records += 1  # (the lines read: a session still being written may have grown since)
                 try:
                     value = loads(raw)
                 except decode_error:
