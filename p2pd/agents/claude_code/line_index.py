@@ -64,8 +64,8 @@ def _exact_lines(path: Path) -> Iterator[tuple[SourceLine, bool]]:
 
 def team_marker(line: SourceLine) -> bool:
     return _TEAM_TEXT in line.text or any(
-        isinstance(b, dict) and b.get("type") == "tool_use" and b.get("name") in TEAM_TOOLS
-        for b in _blocks(line.obj))
+        isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(name := b.get("name"), str)
+        and name in TEAM_TOOLS for b in _blocks(line.obj))  # (a name that is an object is no team tool's)
 
 
 def _blocks(obj: dict[str, Any] | None) -> list[Any]:
@@ -178,7 +178,8 @@ def _fast_line(n: int, raw: bytes) -> tuple[SourceLine, bool]:
             _shared_values[values] = shared
     decoded.type, decoded.sessionId, decoded.cwd, decoded.gitBranch, decoded.version, decoded.teamName = shared
     light: dict[str, Any] = _BUILTINS(decoded)  # (the keys present, in KEEP's order, message last)
-    team = b"<" in raw and _TEAM_BYTES in raw
+    first = raw.find(b"<")  # (the marker starts with it: looked for from the first one on)
+    team = first >= 0 and raw.find(_TEAM_BYTES, first) >= 0
     msg = light.get("message")
     if msg is not None:
         content = msg.get("content")
