@@ -54,16 +54,10 @@ class SubagentLines:
 
 
 def _elements(write: Write, items: Iterable[bytes]) -> int:
-    """Each element on a line of its own, after a comma but the first: ``a\n,b\n,c\n``. Written in pieces
-    (the element, then ``\n,`` before the next), not joined: joining would copy every element once more."""
     n = 0
     for item in items:
-        if n:
-            write(b"\n,")
-        write(item)
+        write(b"," + item + b"\n" if n else item + b"\n")
         n += 1
-    if n:
-        write(b"\n")
     return n
 
 

@@ -32,7 +32,7 @@ RECORD = 1 << 16  # gather compressed output into records of about this size (~0
 
 class _Out:
     """The records on standard output. The document goes into a zstd stream writer, whose ``write`` (C code, no
-    Python frame: the writer calls it a few times per element) compresses as it goes and hands the compressed
+    Python frame: the writer calls it once per element) compresses as it goes and hands the compressed
     bytes to :meth:`_compressed`; those are sent in ``D`` records of about RECORD bytes."""
 
     def __init__(self) -> None:
