@@ -111,16 +111,20 @@ def iter_lines(path: Path, *, keep_text: bool = True, only: Container[int] | Non
     reasons), reading the file as a stream: memory holds one line, not the file. ``keep_text=False``: a line
     that is a JSON object is parsed from its bytes and carries no ``text`` (for readers of its JSON only).
     ``only``: the numbers of the lines wanted (the others are skipped unparsed)."""
-    for n, raw in iter_raw(path, only=only):
-        if not keep_text and orjson is not None:
-            try:
-                value = orjson.loads(raw)
-            except orjson.JSONDecodeError:
-                value = None  # (the exact way says why)
-            if value.__class__ is dict:
-                yield SourceLine(n, "", value=value)
+    if keep_text or orjson is None:
+        for n, raw in iter_raw(path, only=only):
+            yield exact_line(n, raw)
+        return
+    loads, decode_error = orjson.loads, orjson.JSONDecodeError
+    with open_lines(path, buffering=READ_BUFFER) as fh:  # (iter_raw, inline: every line of a session goes by)
+        for n, raw in enumerate(fh, start=1):
+            if only is not None and n not in only:
                 continue
-        yield exact_line(n, raw)
+            try:
+                value = loads(raw)
+            except decode_error:
+                value = None  # (the exact way says why)
+            yield SourceLine(n, "", value=value) if value.__class__ is dict else exact_line(n, raw)
 
 
 def iter_raw(path: Path, *, only: Container[int] | None = None) -> Iterator[tuple[int, bytes]]:
@@ -193,7 +197,8 @@ def _instant(value: Any) -> datetime | None:
 def session_time(stamps: Iterable[Any], path: Path) -> str:
     """A document's ``createdAt``: the latest time the session itself records (its last activity), else the
     file's modification time — never the clock, so the same session exports to the same bytes."""
-    latest = max((t for t in map(_instant, stamps) if t is not None), default=None)
+    distinct = {s for s in stamps if isinstance(s, str)}  # (each time read once: lines repeat them)
+    latest = max((t for t in map(_instant, distinct) if t is not None), default=None)
     if latest is None:
         latest = datetime.fromtimestamp(path.stat().st_mtime, UTC)
     return latest.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")

@@ -23,22 +23,30 @@ import gc
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, cast
 
 RECORD = 1 << 16  # gather compressed output into records of about this size (~0.8 MB of document)
 
 
 class _Out:
+    """The records on standard output. The document goes into a zstd stream writer, whose ``write`` (C code, no
+    Python frame: the writer calls it once per element) compresses as it goes and hands the compressed
+    bytes to :meth:`_compressed`; those are sent in ``D`` records of about RECORD bytes."""
+
     def __init__(self) -> None:
         import zstandard
 
         from p2pd.blob.stream import ZSTD_LEVEL
 
-        self._z = zstandard.ZstdCompressor(level=ZSTD_LEVEL, write_checksum=True).compressobj(size=-1)
+        self._zstd = zstandard
+        self._cctx = zstandard.ZstdCompressor(level=ZSTD_LEVEL, write_checksum=True)
+        self._stream = self._cctx.stream_writer(cast("IO[bytes]", _Sink(self._compressed)), size=-1,
+                                                closefd=False)
+        self.write: Callable[[bytes], object] = self._stream.write
         self._buf: list[bytes] = []
         self._held = 0
-        self.raw_size = 0
 
     def record(self, tag: bytes, data: bytes) -> None:
         view = tag + len(data).to_bytes(4, "big") + data
@@ -49,14 +57,11 @@ class _Out:
     def head(self, fields: dict[str, Any]) -> None:
         self.record(b"S", json.dumps(fields).encode())
 
-    def write(self, data: bytes) -> None:
-        self.raw_size += len(data)
-        out = self._z.compress(data)
-        if out:
-            self._buf.append(out)
-            self._held += len(out)
-            if self._held >= RECORD:
-                self.flush()
+    def _compressed(self, data: bytes) -> None:
+        self._buf.append(data)
+        self._held += len(data)
+        if self._held >= RECORD:
+            self.flush()
 
     def flush(self) -> None:
         if self._buf:
@@ -64,9 +69,21 @@ class _Out:
             self._buf, self._held = [], 0
 
     def finish(self) -> None:
-        self._buf.append(self._z.flush())
+        self._stream.flush(self._zstd.FLUSH_FRAME)
         self.flush()
-        self.record(b"E", json.dumps({"raw_size": self.raw_size}).encode())
+        raw_size = self._cctx.frame_progression()[0]  # (the bytes the frame took in: the document's size)
+        self.record(b"E", json.dumps({"raw_size": raw_size}).encode())
+
+
+class _Sink:
+    """Where the stream writer puts compressed bytes (it asks for a file-like ``write``)."""
+
+    def __init__(self, take: Callable[[bytes], None]) -> None:
+        self._take = take
+
+    def write(self, data: bytes) -> int:
+        self._take(bytes(data))
+        return len(data)
 
 
 def offered(doc_json: dict[str, Any]) -> dict[str, Any]:

@@ -61,6 +61,22 @@ def test_the_packing_child_streams_a_session_without_the_models(tmp_path: Path) 
     assert _models(got["modules"]) == []
 
 
+ODD_RECORDS = (b'{"type":"user","uuid":"u","sessionId":"s","message":{"content":"hello"}}\n'
+               b'not json\n\n[1, 2]\n{"type":"progress","n":123456789012345678901234567890}\n'
+               b'{"type":"system","x":NaN}\n{"no":"type"}\n{"type":"user","uuid":"v","message":7}\n'
+               b'{"type":"progress","cut":"caf\xe9"}\n{"type":"user","message":{"content":"the file ends here')
+
+
+def test_records_orjson_refuses_stream_without_the_models(tmp_path: Path) -> None:
+    """Lines that are no JSON object, or whose numbers orjson refuses, become records and issues the exact way —
+    still without the models."""
+    session = tmp_path / "odd.jsonl"
+    session.write_bytes(ODD_RECORDS)
+    got = _produce(session, tmp_path)
+    assert got["size"] and got["heads"] == 1
+    assert _models(got["modules"]) == []
+
+
 TEAM_SESSION = (b'{"type":"user","uuid":"u","sessionId":"s","message":{"content":"start a team"}}\n'
                 b'{"type":"assistant","uuid":"a","parentUuid":"u","message":{"id":"r","content":'
                 b'[{"type":"tool_use","id":"t","name":"TeamCreate","input":{"team_name":"x"}}]}}\n')

@@ -149,13 +149,14 @@ def group_json(group: Group, context_id: str, active: set[int], used_ids: set[st
     for line, obj in group.lines:
         message = obj["message"]
         content = message["content"]
-        envelope = dict(obj)
-        envelope["message"] = {k: v for k, v in message.items() if k != "content"}
+        envelope = obj.copy()
+        envelope["message"] = stripped = message.copy()  # (the line's JSON without message.content)
+        del stripped["content"]
         if isinstance(content, str):
             parts.append({"text": content, "mediaType": mt.TEXT})
             sources.append({"line": line.n, "content": "string", "parts": 1, "source": envelope})
         else:
-            parts.extend(block_part_json(b) for b in content)
+            parts += [block_part_json(b) for b in content]
             sources.append({"line": line.n, "content": "blocks", "parts": len(content), "source": envelope})
     first = group.lines[0][1]
     uid = first.get("uuid")

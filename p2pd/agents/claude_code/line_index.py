@@ -10,6 +10,7 @@ exact way, :func:`p2pd.agents.jsonl.parse_line` and :func:`light_line`; a test h
 
 from __future__ import annotations
 
+import operator
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,7 +32,6 @@ _REPEATED = frozenset({"type", "sessionId", "cwd", "gitBranch", "version", "team
 _BLOCKS: dict[Any, dict[str, Any]] = {}  # one shared object for every id-less block of a type (read only)
 _TEAM_TEXT = "<teammate-message"
 _TEAM_BYTES = _TEAM_TEXT.encode()
-_KEEP_REPEATED = tuple(k in _REPEATED for k in KEEP)
 
 
 def read_index(path: Path) -> list[SourceLine] | None:
@@ -64,8 +64,8 @@ def _exact_lines(path: Path) -> Iterator[tuple[SourceLine, bool]]:
 
 def team_marker(line: SourceLine) -> bool:
     return _TEAM_TEXT in line.text or any(
-        isinstance(b, dict) and b.get("type") == "tool_use" and b.get("name") in TEAM_TOOLS
-        for b in _blocks(line.obj))
+        isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(name := b.get("name"), str)
+        and name in TEAM_TOOLS for b in _blocks(line.obj))  # (a name that is an object is no team tool's)
 
 
 def _blocks(obj: dict[str, Any] | None) -> list[Any]:
@@ -119,22 +119,30 @@ if msgspec is not None:
     # One decode per line: the kept keys, and of ``message`` only its id and its content's shape (text, or
     # blocks with their type, ids and tool name); everything else is skipped unbuilt. A line of another shape
     # (a message that is no object, a block that is no object…) fails to decode and goes the exact way.
+    # The kept values are strings, booleans or null as they are decoded (the decoder refuses anything else: a
+    # number — the exact way reads the ones past 64 bits as floats —, a list or an object that may hold one).
     _UNSET: Any = msgspec.UNSET
+    _Plain: Any = str | bool | None | msgspec.UnsetType
 
     class _Block(msgspec.Struct):
-        type: Any = _UNSET
-        id: Any = _UNSET
-        tool_use_id: Any = _UNSET
-        name: Any = _UNSET
+        type: _Plain = _UNSET
+        id: _Plain = _UNSET
+        tool_use_id: _Plain = _UNSET
+        name: Any = _UNSET  # (not kept: read for the team tools only)
 
     class _Message(msgspec.Struct):
-        id: Any = _UNSET
+        id: _Plain = _UNSET
         content: str | list[_Block] | msgspec.UnsetType = _UNSET
 
-    _Line = msgspec.defstruct("_Line", [(k, Any, _UNSET) for k in KEEP]
+    _Line = msgspec.defstruct("_Line", [(k, _Plain, _UNSET) for k in KEEP]
                               + [("message", _Message | msgspec.UnsetType, _UNSET)])
     _LINE = msgspec.json.Decoder(_Line)
     _BUILTINS = msgspec.to_builtins  # (a struct as a dict of its set fields: UNSET ones are left out)
+    # The values most lines repeat, read and written back at once (one object each, as ``_shared`` keeps them):
+    _SHARED_KEYS = ("type", "sessionId", "cwd", "gitBranch", "version", "teamName")
+    _get_shared = operator.attrgetter(*_SHARED_KEYS)
+    _shared_values: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+    _SHARED_MAX = 1 << 12  # (distinct combinations cached at most: a session has a few)
 
 
 class _Odd(Exception):
@@ -161,18 +169,19 @@ def _fast_lines(path: Path) -> Iterator[tuple[SourceLine, bool]]:
 def _fast_line(n: int, raw: bytes) -> tuple[SourceLine, bool]:
     if not raw.startswith(b"{"):
         raise _Odd
-    light: dict[str, Any] = _BUILTINS(_LINE.decode(raw))  # (the keys present, in KEEP's order, message last)
+    decoded: Any = _LINE.decode(raw)
+    values = _get_shared(decoded)
+    shared = _shared_values.get(values)
+    if shared is None:
+        shared = tuple(_shared(v) for v in values)
+        if len(_shared_values) < _SHARED_MAX:
+            _shared_values[values] = shared
+    decoded.type, decoded.sessionId, decoded.cwd, decoded.gitBranch, decoded.version, decoded.teamName = shared
+    light: dict[str, Any] = _BUILTINS(decoded)  # (the keys present, in KEEP's order, message last)
+    first = raw.find(b"<")  # (the marker starts with it: looked for from the first one on)
+    team = first >= 0 and raw.find(_TEAM_BYTES, first) >= 0
     msg = light.get("message")
-    for key, value in light.items():
-        if value.__class__ is str:
-            if key in _REPEATED:
-                light[key] = sys.intern(value)
-        elif value is not None and value.__class__ is not bool and value is not msg:
-            raise _Odd  # (numbers, lists, objects: the exact way)
-    team = _TEAM_BYTES in raw
     if msg is not None:
-        if "id" in msg:
-            _plain(msg["id"])
         content = msg.get("content")
         if content.__class__ is str:
             msg["content"] = ""
@@ -182,16 +191,6 @@ def _fast_line(n: int, raw: bytes) -> tuple[SourceLine, bool]:
                 name = block.pop("name", None)
                 if name.__class__ is str and name in TEAM_TOOLS and block.get("type") == "tool_use":
                     team = True
-                for value in block.values():
-                    _plain(value)
                 blocks.append(_light_block(block))
             msg["content"] = blocks
     return SourceLine(n, "", value=light), team
-
-
-def _plain(value: Any) -> Any:
-    """A kept value as it is (a string, a boolean, null); anything else (a number: the exact way reads the
-    ones past 64 bits as floats; a list or object that may hold one) goes the exact way."""
-    if value.__class__ is str or value is None or value.__class__ is bool:
-        return value
-    raise _Odd

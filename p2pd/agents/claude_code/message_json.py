@@ -29,6 +29,9 @@ def iter_messages_json(lines: Iterable[SourceLine], context_id: str, active: set
             yield group_json(unit, context_id, active, used_ids)
 
 
+_ROLES = {r.value: r for r in Role}
+
+
 class PartView:
     """A part's JSON read as a :class:`~p2pd.conversation.model.Part` is (the attributes the readers use)."""
 
@@ -49,7 +52,8 @@ class MessageView:
 
     def __init__(self, message: dict[str, Any]) -> None:
         self.message_id: str = message["messageId"]
-        self.role = Role(message["role"])
+        role = message["role"]
+        self.role = _ROLES[role] if role in _ROLES else Role(role)  # (the enum's call is slow; the same member)
         meta = (message.get("metadata") or {}).get("p2pd")
         self.p2pd: dict[str, Any] = meta if isinstance(meta, dict) else {}
         self.parts = [PartView(p) for p in message["parts"]]

@@ -31,7 +31,7 @@ import socket
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 import orjson
 
@@ -40,7 +40,6 @@ from p2pd.agents.claude_code.export import (
     Group,
     first_str,
     iter_tool_results_json,
-    iter_transcript,
     last_str,
     line_title,
     message_count,
@@ -53,10 +52,12 @@ from p2pd.agents.claude_code.line_index import message_line, read_index
 from p2pd.agents.claude_code.message_json import MessageView, group_json, iter_messages_json
 from p2pd.agents.claude_code.transcript import MESSAGE_TYPES, active_chain, message_problem
 from p2pd.agents.jsonl import (
+    READ_BUFFER,
+    SourceLine,
     exact_line,
     iter_lines,
-    iter_raw,
     line_stamps,
+    open_lines,
     parse_lines,
     read_text,
     require_lines,
@@ -69,9 +70,6 @@ from p2pd.conversation.shapes import A2A_PROTOCOL_VERSION, FORMAT_NAME, FORMAT_V
 from p2pd.conversation.summary import SummaryBuilder
 from p2pd.conversation.teams import events_from_messages
 from p2pd.support.gcpause import bulk_work
-
-if TYPE_CHECKING:
-    from p2pd.conversation.model import Record
 
 
 class NotStreamable(Exception):
@@ -138,10 +136,12 @@ def write_session(path: Path, write: Write, *, spool_dir: Path, on_head: Head | 
               "gitBranch": last_str(index, "gitBranch"), "clientVersion": last_str(index, "version"),
               "transcriptPath": str(path.resolve()), "hostname": socket.gethostname()}
     line_count = len(index)
-    n_messages = message_count(index)
-    message_lines = {line.n for line in index if message_line(line)}
+    in_messages = [line for line in index if message_line(line)]
+    # (the other lines never start, continue or end a message: counted without them, the same number)
+    n_messages = message_count(in_messages)
+    message_lines = {line.n for line in in_messages}
+    del in_messages
     del index
-    record_lines = _Except(message_lines)
     counts = Tally()
     summary = SummaryBuilder()
     issues: list[dict[str, Any]] = []
@@ -158,27 +158,26 @@ def write_session(path: Path, write: Write, *, spool_dir: Path, on_head: Head | 
         on_head({"title": early, **offer})
 
     def records() -> Iterator[bytes]:  # (records never join a message: they are read on their own)
-        for n, raw in iter_raw(path, only=record_lines):
-            counts.records += 1
-            try:
-                value = orjson.loads(raw)
-            except orjson.JSONDecodeError:
-                value = None
-            if value.__class__ is not dict:  # malformed, or odd (NaN, huge numbers…): the exact way (the models)
-                from p2pd.conversation.model import LineIssue, Record
-
-                for item in iter_transcript([exact_line(n, raw)], session_id, active):
-                    if isinstance(item, LineIssue):
-                        issues.append(item.to_json_dict())
-                    elif isinstance(item, Record):
-                        yield compact_json(_record_json(item))
-                continue
-            kind = value.get("type")
-            if kind.__class__ is not str:
-                issues.append({"line": n, "reason": "JSON object without a 'type' field"})
-            elif kind in MESSAGE_TYPES:  # (a user/assistant line that is no message line has a problem)
-                issues.append({"line": n, "reason": message_problem(value)})
-            yield b'{"line":%d,"value":%b}' % (n, compact_json(value))
+        loads, dumps, decode_error, message_types = orjson.loads, orjson.dumps, orjson.JSONDecodeError, MESSAGE_TYPES
+        with open_lines(path, buffering=READ_BUFFER) as fh:
+            for n, raw in enumerate(fh, start=1):
+                if n in message_lines:
+                    continue
+                counts.records += 1  # (the lines read: a session still being written may have grown since)
+                try:
+                    value = loads(raw)
+                except decode_error:
+                    value = None
+                if value.__class__ is not dict:  # malformed, or odd (NaN, huge numbers…): the exact way
+                    yield from _odd_record(exact_line(n, raw), issues)
+                    continue
+                kind = value.get("type")
+                if kind.__class__ is not str:
+                    issues.append({"line": n, "reason": "JSON object without a 'type' field"})
+                elif kind in message_types:  # (a user/assistant line that is no message line has a problem)
+                    issues.append({"line": n, "reason": message_problem(value)})
+                # (orjson writes every value it read: compact_json's other way is for what it refuses to read)
+                yield dumps({"line": n, "value": value})
 
     def messages() -> Iterator[bytes]:
         nonlocal title, heard
@@ -251,29 +250,20 @@ def _peek_title(path: Path, message_lines: set[int], session_id: str, active: se
     return None
 
 
-class _Except:
-    """The line numbers that are not in a set (the record lines: those that are not message lines)."""
-
-    def __init__(self, excluded: set[int]) -> None:
-        self._excluded = excluded
-
-    def __contains__(self, n: object) -> bool:
-        return n not in self._excluded
-
-
-def _record_json(rec: Record) -> dict[str, Any]:
-    """A record as the document writes it: ``rec.to_json_dict()`` (its fields in order, unset ones left out), made
-    without pydantic's deep copy of the line's JSON; a line that was JSON ``null`` keeps its ``"value": null``."""
-    out: dict[str, Any] = {"line": rec.line}
-    if rec.value is not None:
-        out["value"] = rec.value
-    if rec.text is not None:
-        out["text"] = rec.text
-    if rec.raw is not None:
-        out["raw"] = rec.raw
-    if len(out) == 1:
-        out["value"] = None
-    return out
+def _odd_record(line: SourceLine, issues: list[dict[str, Any]]) -> Iterator[bytes]:
+    """A record line orjson does not take, read the exact way: as :func:`~p2pd.agents.claude_code.export.
+    iter_transcript` makes its issue and record (``LineIssue``/``Record.to_json_dict()``), without the models."""
+    for unit in units([line]):
+        if isinstance(unit, Group):  # (never: a line that makes a message is no record line)
+            continue
+        reason = unit[1]
+        if line.obj is None:  # not JSON, not an object, blank: reported, and kept byte for byte
+            issues.append({"line": line.n, "reason": reason or "unreadable"})
+            yield compact_json(verbatim_json(line))
+            continue
+        if reason is not None:
+            issues.append({"line": line.n, "reason": reason})
+        yield compact_json({"line": line.n, "value": line.obj})
 
 
 class _SubagentSpool:

@@ -46,20 +46,14 @@ def active_chain(lines: Sequence[SourceLine]) -> list[int]:
 
     Transcripts with no parent links at all (old or synthetic files) are taken in file order.
     """
-    nodes: dict[str, SourceLine] = {}
-    for line in lines:
-        o = line.obj
-        if o is None or line.type not in CHAIN_TYPES:
-            continue
-        u = _uuid(o)
-        if u is not None and u not in nodes:
-            nodes[u] = line
+    nodes = _nodes(lines)
     if not nodes:
         return []
     if _unlinked(lines):
         return [ln.n for ln in lines if ln.type in MESSAGE_TYPES and ln.obj is not None
                 and not ln.obj.get("isSidechain")]
-    referenced = {p for ln in nodes.values() if ln.obj and (p := _parent(ln.obj))}
+    # (the hot loops read uuid and parentUuid inline, as _uuid and _parent do: a session's every line is here)
+    referenced = {p for ln in nodes.values() if ln.obj and isinstance(p := ln.obj.get("parentUuid"), str) and p}
     leaves: list[SourceLine] = []
     seen_leaf: set[int] = set()
     for u, ln in nodes.items():
@@ -84,7 +78,20 @@ def active_chain(lines: Sequence[SourceLine]) -> list[int]:
         # A compaction boundary whose logical parent is missing from the file (trimmed or sanitized
         # transcripts): continue with the newest leaf written before the boundary.
         limit = boundary.n
-    return _with_parallel_tool_branches(lines, chain)
+    return _with_parallel_tool_branches(lines, chain, nodes)
+
+
+def _nodes(lines: Sequence[SourceLine]) -> dict[str, SourceLine]:
+    """The chain lines by uuid (the first line of a uuid wins)."""
+    nodes: dict[str, SourceLine] = {}
+    for line in lines:
+        o = line.obj
+        if o is None or line.type not in CHAIN_TYPES:
+            continue
+        u = o.get("uuid")
+        if isinstance(u, str) and u and u not in nodes:
+            nodes[u] = line
+    return nodes
 
 
 def _unlinked(lines: Sequence[SourceLine]) -> bool:
@@ -95,7 +102,8 @@ def _unlinked(lines: Sequence[SourceLine]) -> bool:
     """
     msgs = [ln for ln in lines if ln.type in MESSAGE_TYPES and ln.obj is not None]
     main = [ln for ln in msgs if not (ln.obj or {}).get("isSidechain")] or msgs
-    roots = sum(1 for ln in main if ln.obj is not None and _parent(ln.obj) is None)
+    roots = sum(1 for ln in main if ln.obj is not None  # (_parent, inline)
+                and not (isinstance(p := ln.obj.get("parentUuid"), str) and p))
     return roots >= 2
 
 
@@ -120,7 +128,8 @@ def _tool_result_ids(obj: dict[str, Any]) -> set[str] | None:
     return ids
 
 
-def _with_parallel_tool_branches(lines: Sequence[SourceLine], chain: list[int]) -> list[int]:
+def _with_parallel_tool_branches(lines: Sequence[SourceLine], chain: list[int],
+                                 nodes: dict[str, SourceLine]) -> list[int]:
     """Add the short forks that parallel tool calls leave beside the chain.
 
     When Claude Code runs tools in parallel, each tool_use line and each tool_result line may hang off a
@@ -135,10 +144,6 @@ def _with_parallel_tool_branches(lines: Sequence[SourceLine], chain: list[int]) 
     if not chain:
         return chain
     by_n = {ln.n: ln for ln in lines}
-    nodes: dict[str, SourceLine] = {}
-    for ln in lines:
-        if ln.obj is not None and ln.type in CHAIN_TYPES and (u := _uuid(ln.obj)) is not None:
-            nodes.setdefault(u, ln)
 
     def parent_message(obj: dict[str, Any]) -> str | None:
         seen: set[str] = set()
@@ -152,7 +157,13 @@ def _with_parallel_tool_branches(lines: Sequence[SourceLine], chain: list[int]) 
         return None
 
     taken = set(chain)
-    uuid_taken = {u for n in taken if (o := by_n[n].obj) is not None and (u := _uuid(o))}
+    first, last = min(taken), max(taken)
+    sidechain = bool((by_n[chain[-1]].obj or {}).get("isSidechain"))
+    candidates = [ln for ln in lines if ln.n not in taken and first < ln.n and ln.type in MESSAGE_TYPES
+                  and ln.obj is not None and bool(ln.obj.get("isSidechain")) == sidechain]
+    if not candidates:  # (nothing beside the chain: what follows reads the chain for nothing)
+        return sorted(taken)
+    uuid_taken = {u for n in taken if (o := by_n[n].obj) is not None and isinstance(u := o.get("uuid"), str) and u}
     tool_ids: set[str] = set()
     response_ids: set[str] = set()
     for n in taken:
@@ -162,10 +173,6 @@ def _with_parallel_tool_branches(lines: Sequence[SourceLine], chain: list[int]) 
             mid = (o.get("message") or {}).get("id")
             if isinstance(mid, str):
                 response_ids.add(mid)
-    first, last = min(taken), max(taken)
-    sidechain = bool((by_n[chain[-1]].obj or {}).get("isSidechain"))
-    candidates = [ln for ln in lines if ln.n not in taken and first < ln.n and ln.type in MESSAGE_TYPES
-                  and ln.obj is not None and bool(ln.obj.get("isSidechain")) == sidechain]
     changed = True
     while changed:
         changed = False
@@ -208,15 +215,16 @@ def _walk_up(leaf: SourceLine, nodes: dict[str, SourceLine],
     segment: list[int] = []
     cur: SourceLine | None = leaf
     stopped_at: SourceLine | None = None
-    while cur is not None and cur.obj is not None:
-        u = _uuid(cur.obj)
-        if u is None or u in visited:
+    while cur is not None and (o := cur.obj) is not None:
+        u = o.get("uuid")  # (_uuid and _parent, inline: the walk goes up every line of a session)
+        if not isinstance(u, str) or not u or u in visited:
             break
         visited.add(u)
         segment.append(cur.n)
-        parent = _parent(cur.obj)
-        if parent is None:
-            logical = cur.obj.get("logicalParentUuid")
+        parent = o.get("parentUuid")
+        if not isinstance(parent, str) or not parent:
+            parent = None
+            logical = o.get("logicalParentUuid")
             if isinstance(logical, str) and logical:
                 if logical in nodes:
                     parent = logical

@@ -101,6 +101,18 @@ def test_fast_index_is_the_exact_index_on_damaged_lines(tmp_path):
     assert any(line.obj is None for line, _ in exact) and any(line.obj for line, _ in exact)  # both kinds seen
 
 
+def test_a_tool_name_that_is_no_string_is_read_both_ways(tmp_path):
+    """A tool call named by an object (a damaged line: seed 401 of the test above) is no team tool's, the exact
+    way too (it failed on the unhashable name)."""
+    path = tmp_path / "named.jsonl"
+    path.write_bytes(b'{"type":"user","uuid":"a","message":{"content":"go"}}\n'
+                     b'{"type":"assistant","uuid":"b","parentUuid":"a","message":{"id":"r","content":'
+                     b'[{"type":"tool_use","id":"t","name":{"TeamCreate":1}}]}}\n')
+    fast, exact = both(path)
+    assert fast == exact
+    assert [team for _, team in exact] == [False, False]
+
+
 def test_index_without_msgspec_is_the_same(monkeypatch):
     path = claude_code_files(include_subagents=False)[0]
     fast = line_index.read_index(path)
