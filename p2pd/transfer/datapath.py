@@ -1,0 +1,122 @@
+"""Less CPU per megabyte on one peer connection's data path: delayed SACKs (RFC 9260 §6.2) on aiortc's SCTP.
+
+aiortc 1.16 answers every DATA packet with its own SACK (``RTCSctpTransport._handle_data`` ends with
+``if self._sack_needed: await self._send_sack()``): for each ~1.2 KB datagram received, a SACK is built,
+DTLS-encrypted and sent, and the sender decrypts and processes it. Profiled at 200 MB (18 MB on the wire), that
+was ~27 % of the receiving process's samples and ~0.3 s of the sender's. RFC 9260 §6.2 (as RFC 4960) lets a
+receiver delay its SACK: at least one for every second packet carrying DATA, within 200 ms, and at once when a
+packet arrives out of order (a gap) or twice (a duplicate).
+
+:func:`tune` installs that rule on one connection's ``RTCSctpTransport`` instance (its ``_send_sack`` attribute,
+which only ``_handle_data`` calls — no aiortc class is patched):
+
+* a packet that leaves a gap or a duplicate to report gets its SACK at once;
+* otherwise the SACK goes out when the DTLS receive loop has nothing more queued (the aioice connection's
+  datagram queue is empty: the end of the batch the event loop read), or for every second packet, whichever
+  comes first;
+* a SACK left owed (the next queued datagram carried no DATA) goes out from a timer within ``FLUSH_DELAY``.
+
+Every second packet, not once per batch: aiortc as a sender (the other daemon, an older p2pd) sends at most
+four new packets per SACK (its max-burst), so a SACK acknowledging more than four packets would shrink its flight;
+two keeps it growing. In slow start aiortc grows its window per SACK (by at most one packet's size), so half the
+SACKs grow it half as fast — measured, the transfer's throughput did not drop (SPEC.md §1, "CPU per megabyte").
+
+The rule reaches into private aiortc/aioice attributes, so it is applied only where their shape is the one it
+was written for (:func:`shape_problem`, checked against the installed aiortc by
+``tests/transfer/test_datapath.py``); anywhere else the connection keeps aiortc's own behaviour.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+SACK_EVERY = 2  # packets with DATA per SACK at most (RFC 9260 §6.2: "at least every second packet")
+FLUSH_DELAY = 0.02  # seconds before a SACK still owed goes out (RFC 9260 §6.2: within 200 ms)
+VERIFIED_AIORTC = ("1.16",)  # aiortc releases whose SCTP transport this was measured against
+
+
+def shape_problem(pc: Any) -> str | None:
+    """Why :func:`tune` would leave ``pc`` as it is (``None``: it applies): the aiortc release, or the private
+    attributes and calls the delayed SACK relies on."""
+    import aiortc
+    from aiortc.rtcsctptransport import RTCSctpTransport
+
+    if not any(aiortc.__version__ == v or aiortc.__version__.startswith(v + ".") for v in VERIFIED_AIORTC):
+        return f"aiortc {aiortc.__version__} is not one of {', '.join(VERIFIED_AIORTC)}"
+    handle = getattr(RTCSctpTransport, "_handle_data", None)
+    names = getattr(getattr(handle, "__code__", None), "co_names", ())
+    if not {"_receive_chunk", "_sack_needed", "_send_sack"} <= set(names):
+        return "RTCSctpTransport._handle_data no longer ends with its SACK"
+    sctp = getattr(pc, "sctp", None)
+    if not isinstance(sctp, RTCSctpTransport):
+        return "the connection has no SCTP transport"
+    for name in ("_send_sack", "_sack_needed", "_sack_duplicates", "_sack_misordered", "_association_state"):
+        if not hasattr(sctp, name):
+            return f"RTCSctpTransport has no {name}"
+    if _datagram_queue(sctp) is None:
+        return "the ICE connection's datagram queue is not where it was"
+    return None
+
+
+def _datagram_queue(sctp: Any) -> asyncio.Queue[Any] | None:
+    """The aioice connection's queue of received datagrams the DTLS transport reads from."""
+    dtls = getattr(sctp, "transport", None)
+    ice = getattr(dtls, "transport", None)
+    queue = getattr(getattr(ice, "_connection", None), "_queue", None)
+    return queue if isinstance(queue, asyncio.Queue) else None
+
+
+def tune(pc: Any) -> DelayedSack | None:
+    """Delay the SACKs of ``pc``'s SCTP association (module docstring); returns the rule installed, or ``None``
+    when it does not apply (:func:`shape_problem`) and the connection is left exactly as aiortc made it."""
+    if shape_problem(pc) is not None:
+        return None
+    sctp = pc.sctp
+    queue = _datagram_queue(sctp)
+    assert queue is not None
+    rule = DelayedSack(sctp, sctp._send_sack, queue.qsize)
+    sctp._send_sack = rule.owed
+    return rule
+
+
+class DelayedSack:
+    """The delayed-SACK rule for one association: :meth:`owed` stands in for its ``_send_sack``."""
+
+    def __init__(self, sctp: Any, send_now: Callable[[], Any], queued: Callable[[], int]) -> None:
+        self._sctp = sctp
+        self._send_now = send_now  # aiortc's own _send_sack (bound): builds and sends the SACK, clears the flag
+        self._queued = queued
+        self._packets = 0  # packets that wanted a SACK since the last one went out
+        self._timer: asyncio.TimerHandle | None = None
+        self._late: asyncio.Future[None] | None = None  # the timer's SACK being sent
+        self.sent = 0  # SACKs sent / deferred (tests and benchmarks read them)
+        self.deferred = 0
+
+    async def owed(self) -> None:
+        """Called by ``_handle_data`` after each packet that asks for a SACK."""
+        sctp = self._sctp
+        self._packets += 1
+        if self._packets >= SACK_EVERY or sctp._sack_misordered or sctp._sack_duplicates or not self._queued():
+            self._packets = 0
+            self.sent += 1
+            await self._send_now()
+            return
+        self.deferred += 1
+        if self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(FLUSH_DELAY, self._flush)
+
+    def _flush(self) -> None:
+        self._timer = None
+        if self._sctp._sack_needed and self._packets:
+            self._packets = 0
+            self.sent += 1
+            self._late = asyncio.ensure_future(self._send_quietly())
+
+    async def _send_quietly(self) -> None:
+        # The association may have closed meanwhile: then there is nothing to acknowledge any more.
+        with contextlib.suppress(ConnectionError):
+            if self._sctp._sack_needed:
+                await self._send_now()

@@ -1,0 +1,171 @@
+"""Delayed SACKs on a real aiortc association (p2pd.transfer.datapath): the installed aiortc still has the shape
+the rule relies on, the rule itself, fallback to stock aiortc, and transfers that stay intact when datagrams are
+lost, duplicated and reordered on the way (seeded; the seed is printed)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiortc.rtcsctptransport import RTCSctpTransport
+
+from p2pd.blob import container as blob
+from p2pd.transfer import datapath
+from p2pd.transfer.channel import attach, receive_blob, send_blob
+from p2pd.transfer.datapath import DelayedSack, shape_problem, tune
+from p2pd.transfer.frames import MAX_MESSAGE_SIZE, Offer, OfferInfo
+from tests.transfer.rtc import channel_pair, connected_pair, wait_open
+
+INFO = OfferInfo("Datapath test", "claude-code", "session-1", 3)
+SEED = int(os.environ.get("P2PD_DATAPATH_SEED", random.randrange(2**32)))
+
+
+async def accept_all(offer: Offer) -> bool:
+    return True
+
+
+async def open_channels(a: Any, b: Any, channel_id: int = 2) -> tuple[Any, Any]:
+    ca, cb = channel_pair(a, b, channel_id)
+    attach(ca), attach(cb)
+    await wait_open(ca)
+    await wait_open(cb)
+    return ca, cb
+
+
+async def test_the_installed_aiortc_has_the_shape_the_rule_needs() -> None:
+    """Fails when an aiortc upgrade moves what the delayed SACK reaches into: then p2pd would silently fall back
+    to a SACK per packet — look at datapath.py again, and add the release to VERIFIED_AIORTC once it is right."""
+    async with connected_pair() as (a, b):
+        await open_channels(a, b)
+        assert shape_problem(a) is None
+        rule = tune(a)
+        assert rule is not None and a.sctp._send_sack == rule.owed
+        assert "_send_sack" not in vars(b.sctp)  # the other connection, and the class, are untouched
+        assert RTCSctpTransport._send_sack is not rule.owed
+
+
+async def test_an_unknown_shape_keeps_aiortcs_behaviour(monkeypatch: pytest.MonkeyPatch) -> None:
+    class NoSctp:
+        sctp = None
+
+    assert shape_problem(NoSctp()) == "the connection has no SCTP transport"
+    assert tune(NoSctp()) is None
+    async with connected_pair() as (a, b):
+        await open_channels(a, b)
+        monkeypatch.setattr("aiortc.__version__", "9.0.0")
+        assert shape_problem(a) == "aiortc 9.0.0 is not one of 1.16"
+        assert tune(a) is None and "_send_sack" not in vars(a.sctp)
+
+
+class FakeSctp:
+    """The three attributes the rule reads, and aiortc's _send_sack's effect on them."""
+
+    def __init__(self) -> None:
+        self._sack_needed = False
+        self._sack_misordered: set[int] = set()
+        self._sack_duplicates: list[int] = []
+        self.sacks = 0
+
+    async def send_sack(self) -> None:
+        self.sacks += 1
+        self._sack_needed = False
+        self._sack_duplicates.clear()
+
+
+async def test_every_second_packet_at_the_end_of_a_batch_and_at_once_on_gaps_or_duplicates() -> None:
+    sctp, queued = FakeSctp(), [5]
+    rule = DelayedSack(sctp, sctp.send_sack, lambda: queued[0])
+
+    async def packet() -> None:
+        sctp._sack_needed = True
+        await rule.owed()
+
+    await packet()
+    assert sctp.sacks == 0  # more datagrams queued: wait for the next one
+    await packet()
+    assert sctp.sacks == 1  # the second packet
+    await packet()
+    queued[0] = 0
+    await packet()
+    assert sctp.sacks == 2
+    await packet()
+    assert sctp.sacks == 3  # nothing more queued: the end of the batch
+    queued[0] = 5
+    sctp._sack_misordered.add(7)
+    await packet()
+    assert sctp.sacks == 4  # a gap: at once
+    sctp._sack_misordered.clear()
+    sctp._sack_duplicates.append(3)
+    await packet()
+    assert sctp.sacks == 5  # a duplicate: at once
+    assert (rule.sent, rule.deferred) == (5, 2)
+
+
+async def test_a_sack_still_owed_goes_out_from_the_timer() -> None:
+    sctp = FakeSctp()
+    rule = DelayedSack(sctp, sctp.send_sack, lambda: 3)
+    sctp._sack_needed = True
+    await rule.owed()
+    assert sctp.sacks == 0
+    while sctp.sacks == 0:  # the datagrams queued behind carried no DATA; the timer sends it
+        await asyncio.sleep(datapath.FLUSH_DELAY)
+    assert sctp.sacks == 1 and not sctp._sack_needed
+
+
+class Lossy:
+    """Drops, duplicates and reorders the datagrams one aioice connection hands to its DTLS transport (an
+    instance attribute over ``Connection.data_received``), seeded."""
+
+    def __init__(self, pc: Any, rng: random.Random, drop: float, duplicate: float, reorder: float) -> None:
+        self.connection = pc.sctp.transport.transport._connection
+        self.deliver = self.connection.data_received
+        self.rng, self.drop, self.duplicate, self.reorder = rng, drop, duplicate, reorder
+        self.held: tuple[bytes, int] | None = None
+        self.counts = {"dropped": 0, "duplicated": 0, "reordered": 0, "passed": 0}
+        self.connection.data_received = self.data_received
+
+    def data_received(self, data: bytes, component: int) -> None:
+        roll = self.rng.random()
+        if roll < self.drop:
+            self.counts["dropped"] += 1
+            return
+        if roll < self.drop + self.reorder and self.held is None:
+            self.counts["reordered"] += 1
+            self.held = (data, component)
+            return
+        self.counts["passed"] += 1
+        self.deliver(data, component)
+        if roll > 1 - self.duplicate:
+            self.counts["duplicated"] += 1
+            self.deliver(data, component)
+        if self.held is not None:
+            self.deliver(*self.held)
+            self.held = None
+
+
+@pytest.mark.parametrize("tuned", ["both", "receiver", "sender"])
+async def test_transfers_stay_intact_through_loss_duplicates_and_reordering(tmp_path: Path, tuned: str) -> None:
+    print(f"datapath seed {SEED} (P2PD_DATAPATH_SEED)")
+    rng = random.Random(f"{SEED}-{tuned}")
+    raw = rng.randbytes(3_000_000)
+    path = tmp_path / "x.blob"
+    path.write_bytes(blob.encode(raw))
+    async with connected_pair() as (a, b):
+        ca, cb = await open_channels(a, b)
+        rules = {side: tune(pc) for side, pc in (("sender", a), ("receiver", b)) if tuned in (side, "both")}
+        lossy = [Lossy(pc, rng, drop=0.02, duplicate=0.01, reorder=0.02) for pc in (a, b)]
+        result, got = await asyncio.wait_for(asyncio.gather(
+            send_blob(ca, path, INFO, max_message_size=MAX_MESSAGE_SIZE),
+            receive_blob(cb, tmp_path / "in", decide=accept_all)), 120)
+    assert blob.read(got.path) == raw
+    assert result.bytes_sent == path.stat().st_size - 60
+    print("sender side", lossy[0].counts, "receiver side", lossy[1].counts)
+    assert lossy[1].counts["dropped"] and lossy[1].counts["duplicated"] and lossy[1].counts["reordered"]
+    receiver_rule = rules.get("receiver")
+    if receiver_rule is not None:
+        print(f"receiver: {receiver_rule.sent} SACKs sent, {receiver_rule.deferred} deferred")
+        assert receiver_rule.deferred > 0 and receiver_rule.sent > 0
