@@ -110,7 +110,9 @@ def report(name: str, bares: list[Outcome], protocols: list[Outcome], size: int,
     print(f"{tag}ratio: {max(rates) / max(ceilings):.2f} (best over best; per run min/median/max {spread(ratios)})")
     for what, outcomes in (("bare", bares), ("protocol", protocols)):
         print(f"{tag}CPU s (user+sys) per {mb(size)}, {what}: sender {spread([o[1]['cpu'] for o in outcomes])}, "
-              f"receiver {spread([o[2]['cpu'] for o in outcomes])} (min/median/max)")
+              f"receiver {spread([o[2]['cpu'] for o in outcomes])} (min/median/max)"
+              + (f"; receiver's SACKs sent/deferred {outcomes[-1][2]['sacks']}/{outcomes[-1][2]['deferred']}"
+                 if "sacks" in outcomes[-1][2] else ""))
     print(f"{tag}peak RSS, {mb(size)} incompressible: {rss(best[1], best[2])}")
 
 

@@ -7,16 +7,23 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import socket
 from pathlib import Path
 from typing import Any
 
 import pytest
-from aiortc.rtcsctptransport import RTCSctpTransport
+from aiortc.rtcsctptransport import (
+    SCTP_DATA_FIRST_FRAG,
+    SCTP_DATA_LAST_FRAG,
+    DataChunk,
+    InboundStream,
+    RTCSctpTransport,
+)
 
 from p2pd.blob import container as blob
-from p2pd.transfer import datapath
+from p2pd.transfer import datapath, sockets
 from p2pd.transfer.channel import attach, receive_blob, send_blob
-from p2pd.transfer.datapath import DelayedSack, shape_problem, tune
+from p2pd.transfer.datapath import DelayedSack, InOrder, Reassembly, shape_problem, tune
 from p2pd.transfer.frames import MAX_MESSAGE_SIZE, Offer, OfferInfo
 from tests.transfer.rtc import channel_pair, connected_pair, wait_open
 
@@ -46,6 +53,18 @@ async def test_the_installed_aiortc_has_the_shape_the_rule_needs() -> None:
         assert rule is not None and a.sctp._send_sack == rule.owed
         assert "_send_sack" not in vars(b.sctp)  # the other connection, and the class, are untouched
         assert RTCSctpTransport._send_sack is not rule.owed
+
+
+async def test_the_udp_buffers_of_a_connection_grow() -> None:
+    """p2pd.transfer.sockets on the event loop's socket objects (uvloop here, as in p2pd)."""
+    async with connected_pair() as (a, b):
+        await open_channels(a, b)
+        socks = list(sockets._sockets(a))
+        assert socks
+        before = [s.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) for s in socks]
+        assert sockets.widen_buffers(a, 2 * max(before)) == len(socks)
+        after = [s.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) for s in socks]
+        assert all(x > y for x, y in zip(after, before, strict=True)), (before, after)
 
 
 async def test_an_unknown_shape_keeps_aiortcs_behaviour(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -114,6 +133,69 @@ async def test_a_sack_still_owed_goes_out_from_the_timer() -> None:
     while sctp.sacks == 0:  # the datagrams queued behind carried no DATA; the timer sends it
         await asyncio.sleep(datapath.FLUSH_DELAY)
     assert sctp.sacks == 1 and not sctp._sack_needed
+
+
+def arrivals(rng: random.Random, count: int) -> list[int]:
+    """TSN positions 0..count-1 in a near order: some swapped, some repeated later (duplicates)."""
+    order = list(range(count))
+    for _ in range(count // 10):
+        i = rng.randrange(count - 3)
+        j = i + rng.randrange(1, 4)
+        order[i], order[j] = order[j], order[i]
+    for _ in range(count // 20):
+        at = rng.randrange(1, count)
+        order.insert(at, order[rng.randrange(at)])
+    return order
+
+
+def test_in_order_marking_concludes_what_aiortc_does() -> None:
+    print(f"datapath seed {SEED} (P2PD_DATAPATH_SEED)")
+    rng = random.Random(f"{SEED}-mark")
+    start = 2**32 - 500  # across the TSN wrap
+    stock = type("State", (), {})()
+    fast = type("State", (), {})()
+    for state in (stock, fast):
+        state._last_received_tsn = (start - 1) % 2**32
+        state._sack_misordered, state._sack_duplicates = set(), []
+    mark = InOrder(fast, lambda tsn: RTCSctpTransport._mark_received(fast, tsn)).mark_received
+    for n, position in enumerate(arrivals(rng, 2000)):
+        tsn = (start + position) % 2**32
+        assert mark(tsn) == RTCSctpTransport._mark_received(stock, tsn), n
+        assert (fast._last_received_tsn, fast._sack_misordered, fast._sack_duplicates) == \
+            (stock._last_received_tsn, stock._sack_misordered, stock._sack_duplicates), n
+        if rng.random() < 0.3:  # a SACK went out
+            stock._sack_duplicates.clear(), fast._sack_duplicates.clear()
+
+
+def test_reassembly_delivers_what_aiortc_delivers() -> None:
+    print(f"datapath seed {SEED} (P2PD_DATAPATH_SEED)")
+    rng = random.Random(f"{SEED}-reassembly")
+    start = 2**32 - 300
+    chunks: list[tuple[int, int, int]] = []  # (flags, stream_seq, message byte) by TSN position
+    for seq in range(120):
+        fragments = rng.choice([1, 1, 2, 5, 57])
+        for k in range(fragments):
+            flags = (SCTP_DATA_FIRST_FRAG if k == 0 else 0) | (SCTP_DATA_LAST_FRAG if k == fragments - 1 else 0)
+            chunks.append((flags, seq, seq % 256))
+    stock, fast = InboundStream(), InboundStream()
+    Reassembly(fast)
+    seen: set[int] = set()
+    delivered = 0
+    for n, position in enumerate(arrivals(rng, len(chunks))):
+        if position in seen:  # _mark_received keeps duplicates from the streams
+            continue
+        seen.add(position)
+        flags, seq, byte = chunks[position]
+        for stream in (stock, fast):
+            chunk = DataChunk(flags)
+            chunk.tsn, chunk.stream_id, chunk.stream_seq, chunk.protocol = (start + position) % 2**32, 1, seq, 53
+            chunk.user_data = bytes([byte, position % 256])
+            stream.add_chunk(chunk)
+        expected = list(stock.pop_messages())
+        assert list(fast.pop_messages()) == expected, n
+        delivered += len(expected)
+        assert [c.tsn for c in fast.reassembly] == [c.tsn for c in stock.reassembly]
+    assert delivered == 120 and not fast.reassembly
 
 
 class Lossy:
