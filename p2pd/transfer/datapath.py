@@ -29,6 +29,10 @@ Two receive-side shortcuts go with it, each exact (the same result as aiortc's c
   message in 57 fragments costs ~1,650 steps; a chunk appended after all others that is not a message's last
   fragment cannot complete a message, so when the last full scan left nothing to deliver, the scan is skipped.
 
+And one on both ends: aioice tries to parse every datagram as STUN before handing it on (a failed parse, an
+exception, per packet); a datagram whose first byte says DTLS (20..63, RFC 7983 §7) goes straight to the
+connection, anything else takes aioice's path.
+
 The rules reach into private aiortc/aioice attributes, so it is applied only where their shape is the one it
 was written for (:func:`shape_problem`, checked against the installed aiortc by
 ``tests/transfer/test_datapath.py``); anywhere else the connection keeps aiortc's own behaviour.
@@ -76,6 +80,11 @@ def shape_problem(pc: Any) -> str | None:
             return f"InboundStream has no {name}"
     if _datagram_queue(sctp) is None:
         return "the ICE connection's datagram queue is not where it was"
+    from aioice.ice import StunProtocol
+
+    names = getattr(getattr(StunProtocol.datagram_received, "__code__", None), "co_names", ())
+    if not {"parse_message", "receiver", "data_received", "local_candidate"} <= set(names):
+        return "aioice's StunProtocol.datagram_received no longer parses STUN, then hands on the rest"
     return None
 
 
@@ -107,6 +116,9 @@ def tune(pc: Any) -> DelayedSack | None:
         return stream
 
     sctp._get_inbound_stream = inbound_stream
+    for protocol in getattr(sctp.transport.transport._connection, "_protocols", ()):
+        if hasattr(protocol, "receiver") and hasattr(getattr(protocol, "local_candidate", None), "component"):
+            Demux(protocol)
     return rule
 
 
@@ -208,3 +220,20 @@ class Reassembly:
         self._clean = self._nothing_new = False
         result: int = self._prune(tsn)
         return result
+
+
+class Demux:
+    """An aioice ``StunProtocol`` that hands a DTLS datagram to its connection without trying it as STUN first
+    (RFC 7983 §7: a first byte of 20..63 is DTLS; STUN's is 0..3). Everything else goes through aioice."""
+
+    def __init__(self, protocol: Any) -> None:
+        self._protocol = protocol
+        self._stock = protocol.datagram_received
+        protocol.datagram_received = self.datagram_received
+
+    def datagram_received(self, data: bytes, addr: tuple[Any, ...]) -> None:
+        if data and 19 < data[0] < 64:
+            protocol = self._protocol
+            protocol.receiver.data_received(data, protocol.local_candidate.component)
+        else:
+            self._stock(data, addr)

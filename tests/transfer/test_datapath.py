@@ -23,7 +23,7 @@ from aiortc.rtcsctptransport import (
 from p2pd.blob import container as blob
 from p2pd.transfer import datapath, sockets
 from p2pd.transfer.channel import attach, receive_blob, send_blob
-from p2pd.transfer.datapath import DelayedSack, InOrder, Reassembly, shape_problem, tune
+from p2pd.transfer.datapath import DelayedSack, Demux, InOrder, Reassembly, shape_problem, tune
 from p2pd.transfer.frames import MAX_MESSAGE_SIZE, Offer, OfferInfo
 from tests.transfer.rtc import channel_pair, connected_pair, wait_open
 
@@ -51,6 +51,8 @@ async def test_the_installed_aiortc_has_the_shape_the_rule_needs() -> None:
         assert shape_problem(a) is None
         rule = tune(a)
         assert rule is not None and a.sctp._send_sack == rule.owed
+        nominated = a.sctp.transport.transport._connection._nominated[1].protocol
+        assert isinstance(nominated.datagram_received.__self__, Demux)
         assert "_send_sack" not in vars(b.sctp)  # the other connection, and the class, are untouched
         assert RTCSctpTransport._send_sack is not rule.owed
 
@@ -196,6 +198,31 @@ def test_reassembly_delivers_what_aiortc_delivers() -> None:
         delivered += len(expected)
         assert [c.tsn for c in fast.reassembly] == [c.tsn for c in stock.reassembly]
     assert delivered == 120 and not fast.reassembly
+
+
+def test_dtls_datagrams_skip_the_stun_parse_and_the_rest_does_not() -> None:
+    heard: list[tuple[str, bytes]] = []
+
+    class Protocol:
+        class receiver:  # the connection
+            @staticmethod
+            def data_received(data: bytes, component: int) -> None:
+                heard.append(("data", data))
+
+        class local_candidate:
+            component = 1
+
+        def datagram_received(self, data: bytes, addr: tuple[Any, ...]) -> None:
+            heard.append(("aioice", data))
+
+    protocol = Protocol()
+    Demux(protocol)
+    for first in (0, 1, 19, 20, 23, 63, 64, 128):
+        protocol.datagram_received(bytes([first, 0xFE]), ("127.0.0.1", 9))
+    protocol.datagram_received(b"", ("127.0.0.1", 9))
+    assert [(who, data[:1]) for who, data in heard] == [
+        ("aioice", b"\x00"), ("aioice", b"\x01"), ("aioice", b"\x13"), ("data", b"\x14"), ("data", b"\x17"),
+        ("data", b"\x3f"), ("aioice", b"\x40"), ("aioice", b"\x80"), ("aioice", b"")]
 
 
 class Lossy:
