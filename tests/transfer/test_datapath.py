@@ -8,6 +8,7 @@ import asyncio
 import os
 import random
 import socket
+from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from aiortc.rtcsctptransport import (
 from p2pd.blob import container as blob
 from p2pd.transfer import datapath, sockets
 from p2pd.transfer.channel import attach, receive_blob, send_blob
-from p2pd.transfer.datapath import DelayedSack, Demux, InOrder, Reassembly, shape_problem, tune
+from p2pd.transfer.datapath import DelayedSack, Demux, InOrder, Reassembly, Transmit, shape_problem, tune
 from p2pd.transfer.frames import MAX_MESSAGE_SIZE, Offer, OfferInfo
 from tests.transfer.rtc import channel_pair, connected_pair, wait_open
 
@@ -200,6 +201,72 @@ def test_reassembly_delivers_what_aiortc_delivers() -> None:
     assert delivered == 120 and not fast.reassembly
 
 
+class Chunk:
+    def __init__(self, tsn: int) -> None:
+        self.tsn, self._retransmit = tsn, False
+
+
+class FakeSender:
+    """What Transmit touches of an association; ``_transmit`` records the list it walked and sends one chunk."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._sent_queue = deque(Chunk(n) for n in range(5))
+        self._forward_tsn_chunk = None
+        self._fast_recovery_transmit = False
+        self._loop = loop
+        self.walked: list[list[int]] = []
+        self.expired = 0
+        self.next_tsn = 5
+        self._t3_handle: asyncio.TimerHandle | None = loop.call_later(30, self._t3_expired)
+
+    async def _transmit(self) -> None:
+        self.walked.append([c.tsn for c in self._sent_queue])
+        for c in self._sent_queue:
+            c._retransmit = False
+        self._sent_queue.append(Chunk(self.next_tsn))
+        self.next_tsn += 1
+
+    async def _receive_sack_chunk(self, chunk: Any) -> None:
+        for c in self._sent_queue:
+            c._retransmit = bool(chunk.gaps) and c.tsn == 2
+
+    def _t3_expired(self) -> None:
+        self.expired += 1
+        for c in self._sent_queue:
+            c._retransmit = True
+
+
+async def test_the_walk_over_chunks_in_flight_is_skipped_only_while_nothing_can_be_marked() -> None:
+    sender = FakeSender(asyncio.get_running_loop())
+    deadline = sender._t3_handle.when() if sender._t3_handle else None
+    rule = Transmit(sender)
+    assert sender._t3_handle is not None and sender._t3_handle.when() == deadline  # moved onto the rule
+    await sender._transmit()
+    assert sender.walked[-1] == [0, 1, 2, 3, 4]  # not known at first: the full walk
+    await sender._transmit()
+    assert sender.walked[-1] == [] and [c.tsn for c in sender._sent_queue] == [0, 1, 2, 3, 4, 5, 6]
+    assert rule.walks_skipped == 1
+
+    class Sack:
+        gaps = ((2, 2),)
+
+    await sender._receive_sack_chunk(Sack())  # a SACK with gaps may mark chunks
+    await sender._transmit()
+    assert sender.walked[-1] == [0, 1, 2, 3, 4, 5, 6]
+    await sender._transmit()
+    assert sender.walked[-1] == []
+    sender._t3_expired()  # T3 marks them all
+    assert sender.expired == 1
+    await sender._transmit()
+    assert len(sender.walked[-1]) == 9
+    sender._fast_recovery_transmit = True
+    await sender._transmit()
+    assert len(sender.walked[-1]) == 10
+    assert [c.tsn for c in sender._sent_queue] == list(range(11))
+    assert sender._t3_handle is not None
+    sender._t3_handle.cancel()
+
+
 def test_dtls_datagrams_skip_the_stun_parse_and_the_rest_does_not() -> None:
     heard: list[tuple[str, bytes]] = []
 
@@ -274,6 +341,11 @@ async def test_transfers_stay_intact_through_loss_duplicates_and_reordering(tmp_
     assert result.bytes_sent == path.stat().st_size - 60
     print("sender side", lossy[0].counts, "receiver side", lossy[1].counts)
     assert lossy[1].counts["dropped"] and lossy[1].counts["duplicated"] and lossy[1].counts["reordered"]
+    sender_rule = rules.get("sender")
+    if sender_rule is not None:
+        walks = a.sctp._transmit.__self__.walks_skipped
+        print(f"sender: {walks} walks over the chunks in flight skipped")
+        assert walks > 0
     receiver_rule = rules.get("receiver")
     if receiver_rule is not None:
         print(f"receiver: {receiver_rule.sent} SACKs sent, {receiver_rule.deferred} deferred")
