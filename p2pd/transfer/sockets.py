@@ -20,7 +20,7 @@ from typing import Any
 BUFFER_BYTES = 4 << 20
 
 
-def _sockets(pc: Any) -> Iterator[Any]:
+def udp_sockets(pc: Any) -> Iterator[Any]:
     """The UDP sockets under ``pc``'s ICE connections: host/server-reflexive ones, and the socket a TURN
     allocation talks to its server through (aioice keeps it inside the relayed transport). What the event loop
     hands out is a socket-like object (uvloop's ``PseudoSocket``, asyncio's ``TransportSocket``), never a
@@ -50,7 +50,7 @@ def widen_buffers(pc: Any, size: int = BUFFER_BYTES) -> int:
     """Ask for ``size``-byte send and receive buffers on every UDP socket of ``pc``; returns how many sockets
     were tuned. Best effort: a socket the kernel refuses keeps its buffers."""
     tuned = 0
-    for sock in _sockets(pc):
+    for sock in udp_sockets(pc):
         with contextlib.suppress(OSError):
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, size)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, size)

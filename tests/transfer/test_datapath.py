@@ -62,7 +62,7 @@ async def test_the_udp_buffers_of_a_connection_grow() -> None:
     """p2pd.transfer.sockets on the event loop's socket objects (uvloop here, as in p2pd)."""
     async with connected_pair() as (a, b):
         await open_channels(a, b)
-        socks = list(sockets._sockets(a))
+        socks = list(sockets.udp_sockets(a))
         assert socks
         before = [s.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) for s in socks]
         assert sockets.widen_buffers(a, 2 * max(before)) == len(socks)
