@@ -1,6 +1,6 @@
 """Transfer benchmark: sender and receiver in separate processes, real aiortc on loopback, uvloop.
 
-    .venv/bin/python tests/bench/transfer.py [--size-mb 50] [--message 65536] [--repeat 3]
+    .venv/bin/python tests/bench/transfer.py [--size-mb 50] [--message 65536] [--repeat 3] [--compare] [--quick]
 
 Prints, in one run:
   * the bare aiortc data channel's ceiling: random bytes in messages of the protocol's frame size, the same
@@ -9,9 +9,15 @@ Prints, in one run:
     includes the receiver's fsyncs and final SHA-256), and ``ratio: X.XX`` of the two (goal ≥ 0.9);
   * the effective rate on real conversations: raw transcript MB per second end to end — the sender compresses
     the JSONL, the blob crosses, the receiver verifies it, moves it into place and decompresses it;
-  * the peak RSS of each process for the 50 MB cases (goal ≤ 100 MB each).
+  * the peak RSS of each process for the 50 MB cases (goal ≤ 100 MB each);
+  * the CPU seconds (user + system) of each process for the random-blob rows — the honest figure on a shared
+    machine, where wall time is noisy — and the receiver's SACKs sent / deferred (p2pd.transfer.datapath).
 
-Each rate is the best of ``--repeat`` runs: the machine is shared, and the best run is the least disturbed.
+Both peers widen their UDP buffers and tune their data path as ``p2pd`` does; ``--compare`` also runs every
+random-blob row with aiortc's stock data path (``--stock``), interleaved. ``--quick`` stops after those rows.
+
+Each rate is the best of ``--repeat`` runs (the machine is shared, and the best run is the least disturbed), with
+min/median/max beside it.
 """
 
 from __future__ import annotations

@@ -100,7 +100,7 @@ class FakeSctp:
 
 async def test_every_second_packet_at_once_on_gaps_or_duplicates_and_after_the_batch() -> None:
     sctp, queued = FakeSctp(), [5]
-    rule = DelayedSack(sctp, sctp.send_sack, lambda: queued[0])
+    rule = DelayedSack(sctp, sctp.send_sack, lambda: queued[0], quick=0)
 
     async def packet() -> None:
         sctp._sack_needed = True
@@ -133,7 +133,7 @@ async def test_every_second_packet_at_once_on_gaps_or_duplicates_and_after_the_b
 
 async def test_a_sack_owed_does_not_wait_for_ever_behind_a_queue() -> None:
     sctp = FakeSctp()
-    rule = DelayedSack(sctp, sctp.send_sack, lambda: 3)  # the queue never drains (the DTLS loop is stuck)
+    rule = DelayedSack(sctp, sctp.send_sack, lambda: 3, quick=0)  # the queue never drains (the DTLS loop is stuck)
     sctp._sack_needed = True
     await rule.owed()
     turns = 0
@@ -141,6 +141,49 @@ async def test_a_sack_owed_does_not_wait_for_ever_behind_a_queue() -> None:
         await asyncio.sleep(0)
         turns += 1
     assert turns <= datapath.MAX_WAITS + 2 and not sctp._sack_needed and rule.sent == 1
+
+
+async def test_one_sack_per_packet_at_the_start_and_after_a_gap() -> None:
+    sctp = FakeSctp()
+    rule = DelayedSack(sctp, sctp.send_sack, lambda: 5, quick=3)
+
+    async def packet() -> None:
+        sctp._sack_needed = True
+        await rule.owed()
+
+    for n in range(1, 4):  # a sender's slow start: each packet acknowledged
+        await packet()
+        assert sctp.sacks == n
+    await packet()
+    await packet()
+    assert sctp.sacks == 4  # then every second one
+    sctp._sack_misordered.add(9)
+    await packet()
+    sctp._sack_misordered.clear()
+    assert sctp.sacks == 5
+    for n in range(6, 9):  # after a gap (a loss: the sender may start slowly again), each one again
+        await packet()
+        assert sctp.sacks == n
+    await packet()
+    assert sctp.sacks == 8 and rule.deferred == 2
+
+
+async def test_a_real_association_sends_half_the_sacks_after_its_start(tmp_path: Path) -> None:
+    raw = random.Random(f"{SEED}-plain").randbytes(5_000_000)
+    path = tmp_path / "x.blob"
+    path.write_bytes(blob.encode(raw))
+    async with connected_pair() as (a, b):
+        ca, cb = await open_channels(a, b)
+        sockets.widen_buffers(a), sockets.widen_buffers(b)  # as p2pd does: no drops in the kernel's buffers
+        tune(a)
+        rule = tune(b)
+        assert rule is not None
+        _, got = await asyncio.gather(send_blob(ca, path, INFO, max_message_size=MAX_MESSAGE_SIZE),
+                                      receive_blob(cb, tmp_path / "in", decide=accept_all))
+    assert blob.read(got.path) == raw
+    packets = rule.sent + rule.deferred
+    print(f"receiver: {rule.sent} SACKs for {packets} packets ({rule.gaps} for gaps)")
+    assert packets > 4000 and rule.deferred > (packets - datapath.QUICK_PACKETS) // 3
 
 
 def arrivals(rng: random.Random, count: int) -> list[int]:
@@ -353,5 +396,6 @@ async def test_transfers_stay_intact_through_loss_duplicates_and_reordering(tmp_
         assert walks > 0
     receiver_rule = rules.get("receiver")
     if receiver_rule is not None:
-        print(f"receiver: {receiver_rule.sent} SACKs sent, {receiver_rule.deferred} deferred")
-        assert receiver_rule.deferred > 0 and receiver_rule.sent > 0
+        print(f"receiver: {receiver_rule.sent} SACKs sent ({receiver_rule.gaps} for gaps), "
+              f"{receiver_rule.deferred} deferred")
+        assert receiver_rule.gaps > 0
