@@ -55,17 +55,18 @@ time is noisy here, CPU is the honest figure):
 
 | 50 MB of random bytes, loopback, 5 interleaved runs | stock aiortc | tuned |
 |---|---|---|
-| bare channel, sender / receiver CPU s | 1.72/1.80/1.97, 1.43/1.52/1.64 | 0.86/0.86/0.91, 0.78/0.84/0.89 |
-| protocol (`send_blob`), sender / receiver CPU s | 1.91/1.94/1.99, 1.64/1.67/1.76 | 0.88/0.99/1.03, 0.92/1.03/1.07 |
-| bare channel MB/s (best; min/median/max) | 28.8 (14.1/21.6/28.8) | 57.7 (30.1/54.7/57.7) |
-| protocol MB/s (best; min/median/max) | 25.3 (13.9/20.3/25.3) | 53.5 (25.0/28.8/53.5) |
-| SACKs per DATA packet | 1 | 0.5 (22,362 of 44,724) |
+| bare channel, sender / receiver CPU s | 1.60/1.64/2.10, 1.42/1.45/1.68 | 0.80/0.84/0.95, 0.77/0.82/0.86 |
+| protocol (`send_blob`), sender / receiver CPU s | 1.72/1.85/2.00, 1.54/1.60/1.74 | 0.88/0.92/1.01, 0.92/0.94/1.09 |
+| bare channel MB/s (best; min/median/max) | 31.1 (13.2/30.5/31.1) | 62.0 (27.6/58.9/62.0) |
+| protocol MB/s (best; min/median/max) | 28.0 (13.8/18.0/28.0) | 53.1 (24.3/51.0/53.1) |
+| SACKs per DATA packet | 1 | 0.51 (23,388 of 45,776: the first 1,000 one by one) |
 
-A 200 MB handover (`p2pd send` → `p2pd receive`, 18 MB of zstd on the wire, 4 interleaved runs, the parent
-processes alone): sender 0.99/1.02/1.14 → 0.91/0.93/0.95 s, receiver 0.93/0.97/1.06 → 0.85/0.88/0.92 s; the
+A 200 MB handover (`p2pd send` → `p2pd receive`, 18 MB of zstd on the wire, 4 interleaved runs against main
+8e518ea): the parent processes alone, sender 1.06/1.11/1.14 → 0.96/1.01/1.05 s, receiver 1.06/1.09/1.17 →
+0.91/0.98/1.02 s (with their packing and checking children 3.92 → 3.76 and 2.56 → 2.46 s, medians); the
 receiving parent's share of samples in the SCTP/DTLS loop 22.7 % → 12.6 %. Under seeded loss (one process, 2 MB,
-time to DONE): 12 seeds at 5 % drop, median 0.3 s stock / 0.2 s tuned (4 / 2 T3 expiries); 8 seeds at 10 % drop
-with duplicates and reordering, 9.7 s / 9.4 s (97 / 94 T3 expiries: aiortc's 1 s minimum RTO dominates).
+time to DONE, 12 seeds at 5 % drop): median 0.1 s both, 3 T3 expiries each (after a gap the quick start acks
+each packet, as aiortc does).
 
 The rules reach into private aiortc/aioice attributes, so they are applied only where their shape is the one
 they were written for (:func:`shape_problem`, checked against the installed aiortc by
