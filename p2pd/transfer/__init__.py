@@ -21,7 +21,9 @@ Adapter (asyncio, any channel shaped like ``RTCDataChannel``):
 * ``sending.py`` / ``receiving.py`` — the two sides: read-ahead and backpressure; decision, batched durable
   writes, digest and rename.
 * ``partial.py`` — the receiver's resumable state on disk.
-* ``peer.py`` — making the aiortc peer connection (the only module here that imports aiortc).
+* ``peer.py`` — making the aiortc peer connection (the only module here that imports aiortc at import time).
+* ``sockets.py`` / ``datapath.py`` — per-connection adaptations of aioice/aiortc: UDP buffers; delayed SACKs
+  (less CPU per MB on both ends).
 * ``ice.py`` — which STUN/TURN servers it uses (local configuration merged with the signaling server's, every
   TURN URL probed so UDP, TCP and TLS relays are all tried), the path taken, and a failure explained.
 

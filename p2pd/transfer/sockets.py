@@ -5,6 +5,9 @@ data channel moving 64 KiB messages bursts past that, the kernel drops datagrams
 aiortc's SCTP waits out its minimum retransmission timeout (1 s) before sending them again: measured, 3 of 10
 handovers stalled ~1 s, and a 4.5 MB blob took 1.0 s instead of ~0.2 s. Asking for 4 MiB removes the drops
 (the kernel caps the request at ``net.core.rmem_max``/``wmem_max``; nothing fails when it does).
+
+Until 2026-11-26 this found no socket at all (it looked for ``socket.socket`` instances, which the event loops
+never hand out), so the buffers stayed at the default; ``tests/transfer/test_datapath.py`` now checks they grow.
 """
 
 from __future__ import annotations
@@ -17,9 +20,11 @@ from typing import Any
 BUFFER_BYTES = 4 << 20
 
 
-def _sockets(pc: Any) -> Iterator[socket.socket]:
+def udp_sockets(pc: Any) -> Iterator[Any]:
     """The UDP sockets under ``pc``'s ICE connections: host/server-reflexive ones, and the socket a TURN
-    allocation talks to its server through (aioice keeps it inside the relayed transport)."""
+    allocation talks to its server through (aioice keeps it inside the relayed transport). What the event loop
+    hands out is a socket-like object (uvloop's ``PseudoSocket``, asyncio's ``TransportSocket``), never a
+    ``socket.socket``: anything with a datagram ``type`` and ``setsockopt`` is taken."""
     for transceiver_transport in _ice_transports(pc):
         connection = getattr(transceiver_transport, "_connection", None)
         for protocol in getattr(connection, "_protocols", ()) or ():
@@ -29,7 +34,7 @@ def _sockets(pc: Any) -> Iterator[socket.socket]:
                 inner = getattr(transport, "_TurnTransport__inner_protocol", None)
                 inner_transport = getattr(inner, "transport", None)
                 sock = inner_transport.get_extra_info("socket") if inner_transport is not None else None
-            if isinstance(sock, socket.socket) and sock.type == socket.SOCK_DGRAM:
+            if callable(getattr(sock, "setsockopt", None)) and getattr(sock, "type", None) == socket.SOCK_DGRAM:
                 yield sock
 
 
@@ -45,7 +50,7 @@ def widen_buffers(pc: Any, size: int = BUFFER_BYTES) -> int:
     """Ask for ``size``-byte send and receive buffers on every UDP socket of ``pc``; returns how many sockets
     were tuned. Best effort: a socket the kernel refuses keeps its buffers."""
     tuned = 0
-    for sock in _sockets(pc):
+    for sock in udp_sockets(pc):
         with contextlib.suppress(OSError):
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, size)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, size)

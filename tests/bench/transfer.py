@@ -1,6 +1,6 @@
 """Transfer benchmark: sender and receiver in separate processes, real aiortc on loopback, uvloop.
 
-    .venv/bin/python tests/bench/transfer.py [--size-mb 50] [--message 65536] [--repeat 3]
+    .venv/bin/python tests/bench/transfer.py [--size-mb 50] [--message 65536] [--repeat 3] [--compare] [--quick]
 
 Prints, in one run:
   * the bare aiortc data channel's ceiling: random bytes in messages of the protocol's frame size, the same
@@ -9,9 +9,15 @@ Prints, in one run:
     includes the receiver's fsyncs and final SHA-256), and ``ratio: X.XX`` of the two (goal ≥ 0.9);
   * the effective rate on real conversations: raw transcript MB per second end to end — the sender compresses
     the JSONL, the blob crosses, the receiver verifies it, moves it into place and decompresses it;
-  * the peak RSS of each process for the 50 MB cases (goal ≤ 100 MB each).
+  * the peak RSS of each process for the 50 MB cases (goal ≤ 100 MB each);
+  * the CPU seconds (user + system) of each process for the random-blob rows — the honest figure on a shared
+    machine, where wall time is noisy — and the receiver's SACKs sent / deferred (p2pd.transfer.datapath).
 
-Each rate is the best of ``--repeat`` runs: the machine is shared, and the best run is the least disturbed.
+Both peers widen their UDP buffers and tune their data path as ``p2pd`` does; ``--compare`` also runs every
+random-blob row with aiortc's stock data path (``--stock``), interleaved. ``--quick`` stops after those rows.
+
+Each rate is the best of ``--repeat`` runs (the machine is shared, and the best run is the least disturbed), with
+min/median/max beside it.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import asyncio
 import os
 import platform
 import shutil
+import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -54,16 +61,18 @@ async def pair(sender_args: list[str], receiver_args: list[str]) -> tuple[dict[s
     return s, r
 
 
-async def bare(size: int, message: int) -> float:
-    s, _ = await pair(["bare-send", "--size", str(size), "--chunk", str(message)],
-                      ["bare-recv", "--size", str(size)])
-    return size / s["elapsed"]
+async def bare(size: int, message: int, stock: bool) -> Outcome:
+    flag = ["--stock"] if stock else []
+    s, r = await pair(["bare-send", "--size", str(size), "--chunk", str(message), *flag],
+                      ["bare-recv", "--size", str(size), *flag])
+    return size / s["elapsed"], s, r
 
 
-async def protocol(blob_path: Path, dest: Path, message: int) -> Outcome:
+async def protocol(blob_path: Path, dest: Path, message: int, stock: bool = False) -> Outcome:
     shutil.rmtree(dest, ignore_errors=True)
-    s, r = await pair(["send", "--blob", str(blob_path), "--mms", str(message)],
-                      ["recv", "--dest", str(dest), "--mms", str(message)])
+    flag = ["--stock"] if stock else []
+    s, r = await pair(["send", "--blob", str(blob_path), "--mms", str(message), *flag],
+                      ["recv", "--dest", str(dest), "--mms", str(message), *flag])
     if Path(r["path"]).read_bytes() != blob_path.read_bytes():
         raise RuntimeError("received bytes differ from the sent blob")
     return s["bytes_sent"] / s["elapsed"], s, r
@@ -89,6 +98,30 @@ def rss(s: dict[str, Any], r: dict[str, Any]) -> str:
     return f"sender {s['max_rss'] / 2**20:.0f} MiB, receiver {r['max_rss'] / 2**20:.0f} MiB"
 
 
+def spread(xs: list[float], fmt: str = "{:.2f}") -> str:
+    return "/".join(fmt.format(x) for x in (min(xs), statistics.median(xs), max(xs)))
+
+
+def report(name: str, bares: list[Outcome], protocols: list[Outcome], size: int, message: int) -> None:
+    """Rates (best, and min/median/max), the ratio, CPU seconds of each process (user + system)."""
+    tag = f"[{name}] " if name else ""
+    ceilings, rates = [b[0] for b in bares], [p[0] for p in protocols]
+    best = max(protocols, key=lambda p: p[0])
+    chunk = best[1]["chunk_size"]
+    print(f"{tag}bare data channel ceiling: {max(ceilings) / MB:.2f} MB/s ({mb(size)} random bytes, {message}-byte "
+          f"messages; min/median/max {spread([c / MB for c in ceilings])})")
+    print(f"{tag}protocol, incompressible {mb(size)} blob: {max(rates) / MB:.2f} MB/s ({chunk}-byte chunks in "
+          f"{chunk + 26}-byte frames; min/median/max {spread([x / MB for x in rates])})")
+    ratios = [p[0] / b[0] for b, p in zip(bares, protocols, strict=True)]
+    print(f"{tag}ratio: {max(rates) / max(ceilings):.2f} (best over best; per run min/median/max {spread(ratios)})")
+    for what, outcomes in (("bare", bares), ("protocol", protocols)):
+        print(f"{tag}CPU s (user+sys) per {mb(size)}, {what}: sender {spread([o[1]['cpu'] for o in outcomes])}, "
+              f"receiver {spread([o[2]['cpu'] for o in outcomes])} (min/median/max)"
+              + (f"; receiver's SACKs sent/deferred {outcomes[-1][2]['sacks']}/{outcomes[-1][2]['deferred']}"
+                 if "sacks" in outcomes[-1][2] else ""))
+    print(f"{tag}peak RSS, {mb(size)} incompressible: {rss(best[1], best[2])}")
+
+
 async def main(args: argparse.Namespace) -> None:
     import aiortc
     import uvloop
@@ -102,22 +135,16 @@ async def main(args: argparse.Namespace) -> None:
               "sender and receiver in separate processes, loopback")
         random_blob = work / "random.blob"
         random_blob.write_bytes(blob.encode(os.urandom(size)))
-        ceilings, rates = [], []
-        best_rss: tuple[dict[str, Any], dict[str, Any]] | None = None
+        variants = {"tuned": False, "stock": True} if args.compare else {"tuned": False}
+        runs: dict[str, dict[str, list[Any]]] = {v: {"bare": [], "protocol": []} for v in variants}
         for _ in range(args.repeat):
-            ceilings.append(await bare(random_blob.stat().st_size - 60, message))
-            rate, s, r = await protocol(random_blob, work / "in-random", message)
-            rates.append(rate)
-            best_rss = (s, r) if best_rss is None or rate >= max(rates) else best_rss
-        ceiling, rate = max(ceilings), max(rates)
-        assert best_rss is not None
-        chunk = best_rss[0]["chunk_size"]
-        print(f"bare data channel ceiling: {ceiling / MB:.2f} MB/s ({mb(size)} random bytes, {message}-byte "
-              f"messages; runs: {', '.join(f'{c / MB:.2f}' for c in ceilings)})")
-        print(f"protocol, incompressible {mb(size)} blob: {rate / MB:.2f} MB/s ({chunk}-byte chunks in "
-              f"{chunk + 26}-byte frames; runs: {', '.join(f'{x / MB:.2f}' for x in rates)})")
-        print(f"ratio: {rate / ceiling:.2f}")
-        print(f"peak RSS, {mb(size)} incompressible: {rss(*best_rss)}")
+            for name, stock in variants.items():  # interleaved, so both see the same machine
+                runs[name]["bare"].append(await bare(random_blob.stat().st_size - 60, message, stock))
+                runs[name]["protocol"].append(await protocol(random_blob, work / "in-random", message, stock))
+        for name in variants:
+            report(name if args.compare else "", runs[name]["bare"], runs[name]["protocol"], size, message)
+        if args.quick:
+            return
 
         real = max(claude_code_files(include_subagents=False), key=lambda p: p.stat().st_size)
         real_copy = work / "real.jsonl"
@@ -145,6 +172,9 @@ def parse() -> argparse.Namespace:
     p.add_argument("--size-mb", type=float, default=50)
     p.add_argument("--message", type=int, default=65536, help="frame/message size (16384: browser peers)")
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--compare", action="store_true",
+                   help="also run with aiortc's stock data path (no p2pd.transfer.datapath.tune), interleaved")
+    p.add_argument("--quick", action="store_true", help="only the random-blob rows (no real conversations)")
     return p.parse_args()
 
 

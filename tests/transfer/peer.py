@@ -8,7 +8,9 @@
 Signaling: the first stdin line is {"offer": null} (this peer makes the offer, prints {"sdp": ...}, then reads
 {"answer": ...}) or {"offer": "<sdp json>"} (this peer answers, prints {"sdp": ...}). Afterwards stdin may
 carry {"cancel": "reason"}; stdout carries {"event": "progress"|"result"|"error", ...} lines. Every result
-line includes the process's peak RSS (``max_rss``, bytes).
+line includes the process's peak RSS (``max_rss``, bytes) and its CPU seconds (user + system) from the open
+channel on (``cpu``). The UDP buffers are widened as ``p2pd`` does (:mod:`p2pd.transfer.sockets`); ``--stock``
+leaves aiortc's data path as aiortc made it (no :func:`p2pd.transfer.datapath.tune`).
 
 End to end (benchmarks): ``send --raw`` compresses a raw JSONL file into a blob first (streaming, in a thread)
 and reports the wall-clock time it started (``t_start``); ``recv --decode`` decompresses the received blob
@@ -34,7 +36,10 @@ if str(ROOT) not in sys.path:
 from p2pd.errors import P2pdError  # noqa: E402
 from p2pd.support.eventloop import run  # noqa: E402
 from p2pd.transfer.channel import TransferControl, attach, receive_blob, send_blob  # noqa: E402
+from p2pd.transfer.datapath import tune  # noqa: E402
 from p2pd.transfer.frames import OfferInfo  # noqa: E402
+from p2pd.transfer.sockets import widen_buffers  # noqa: E402
+from p2pd.transfer.tap import Message  # noqa: E402
 from tests.transfer import rtc  # noqa: E402
 
 
@@ -69,7 +74,10 @@ async def stdin_reader() -> asyncio.StreamReader:
     return reader
 
 
-async def connect(reader: asyncio.StreamReader) -> tuple[Any, Any]:
+RULES: list[Any] = []  # the delayed-SACK rule installed (its counters go into the result line)
+
+
+async def connect(reader: asyncio.StreamReader, stock: bool = False) -> tuple[Any, Any]:
     pc = rtc.new_peer()
     ch = rtc.channel(pc, 0)
     attach(ch)
@@ -81,7 +89,22 @@ async def connect(reader: asyncio.StreamReader) -> tuple[Any, Any]:
     else:
         emit(sdp=await rtc.make_answer(pc, first["offer"]))
     await rtc.wait_open(ch, 20)
+    widen_buffers(pc)  # as p2pd.transfer.peer.connect does
+    if not stock:
+        RULES.append(tune(pc))
     return pc, ch
+
+
+def cpu_seconds() -> float:
+    """User + system CPU time of this process so far."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def sacks() -> dict[str, int]:
+    """SACKs the delayed-SACK rule sent and deferred (none when aiortc's own rule ran)."""
+    rule = RULES[0] if RULES else None
+    return {"sacks": rule.sent, "deferred": rule.deferred, "gaps": rule.gaps} if rule is not None else {}
 
 
 async def watch_cancel(reader: asyncio.StreamReader, control: TransferControl) -> None:
@@ -100,7 +123,8 @@ def progress(done: int, total: int) -> None:
 
 async def main(args: argparse.Namespace) -> int:
     reader = await stdin_reader()
-    pc, ch = await connect(reader)
+    pc, ch = await connect(reader, args.stock)
+    cpu_start = cpu_seconds()
     control = TransferControl()
     watcher = asyncio.ensure_future(watch_cancel(reader, control))
     started = time.perf_counter()
@@ -117,7 +141,7 @@ async def main(args: argparse.Namespace) -> int:
             emit(event="result", chunks_sent=res.chunks_sent, bytes_sent=res.bytes_sent,
                  resumed_bytes=res.resumed_bytes, chunk_size=res.chunk_size, elapsed=res.elapsed,
                  compressed_size=res.compressed_size, raw_size=res.raw_size, t_start=t_start,
-                 max_rss=peak_rss())
+                 max_rss=peak_rss(), cpu=cpu_seconds() - cpu_start, **sacks())
         elif args.mode == "recv":
             async def decide(offer: Any) -> bool:
                 return not args.decline
@@ -127,15 +151,17 @@ async def main(args: argparse.Namespace) -> int:
             raw_size = await asyncio.to_thread(decompress_file, got.path) if args.decode else None
             emit(event="result", path=str(got.path), bytes_received=got.bytes_received,
                  resumed_bytes=got.resumed_bytes, elapsed=got.elapsed, raw_size=raw_size, t_end=time.time(),
-                 max_rss=peak_rss())
+                 max_rss=peak_rss(), cpu=cpu_seconds() - cpu_start, **sacks())
         elif args.mode == "bare-send":
             await bare_send(ch, args.size, args.chunk)
-            emit(event="result", elapsed=time.perf_counter() - started, max_rss=peak_rss())
+            emit(event="result", elapsed=time.perf_counter() - started, max_rss=peak_rss(),
+                 cpu=cpu_seconds() - cpu_start, **sacks())
         elif args.mode == "bare-recv":
             elapsed = await bare_recv(ch, args.size)
-            emit(event="result", elapsed=elapsed, max_rss=peak_rss())
+            emit(event="result", elapsed=elapsed, max_rss=peak_rss(), cpu=cpu_seconds() - cpu_start, **sacks())
     except P2pdError as exc:
-        emit(event="error", type=type(exc).__name__, message=str(exc), max_rss=peak_rss())
+        emit(event="error", type=type(exc).__name__, message=str(exc), max_rss=peak_rss(),
+             cpu=cpu_seconds() - cpu_start, **sacks())
         return 1
     finally:
         watcher.cancel()
@@ -231,8 +257,8 @@ async def bare_recv(ch: Any, size: int) -> float:
 
     tap = attach(ch)  # messages that arrived before this handler are in the tap's queue
     while (event := tap.pop()) is not None:
-        if event[0] == "message":
-            on_message(event[1])
+        if isinstance(event, Message):
+            on_message(event.data)
     tap.detach()
     ch.on("message", on_message)
     await asyncio.wait_for(done.wait(), 600)
@@ -253,6 +279,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--decode", action="store_true")
     p.add_argument("--size", type=int, default=0)
     p.add_argument("--chunk", type=int, default=65536)
+    p.add_argument("--stock", action="store_true", help="leave aiortc's data path as it is (no datapath.tune)")
     return p.parse_args(argv)
 
 
