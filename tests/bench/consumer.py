@@ -24,6 +24,11 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tests.bench.producer_records import records as producer_records  # noqa: E402
+
 MB = 1_000_000
 
 
@@ -44,12 +49,8 @@ def payload(work: Path, size_mb: float, seed: int) -> tuple[list[bytes], int]:
         with records.open("wb") as out:
             subprocess.run([sys.executable, "-m", "p2pd.exchange.producer", str(session), str(pack)], check=True,
                            stdout=out, env=_env())
-    data, raw_size, parts = records.read_bytes(), -1, []
-    at = 0
-    while at < len(data):
-        tag, n = data[at:at + 1], int.from_bytes(data[at + 1:at + 5], "big")
-        body = data[at + 5:at + 5 + n]
-        at += 5 + n
+    raw_size, parts = -1, []
+    for tag, body in producer_records(records.read_bytes()):
         if tag == b"D":
             parts.append(body)
         elif tag == b"E":

@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import zstandard
 
+from tests.bench.producer_records import records
 from tests.corpus import claude_code_files, codex_files, file_id, gemini_files
 
 MB = 1_000_000
@@ -78,11 +79,7 @@ def one(session: Path, work: Path) -> None:
     inflate = zstandard.ZstdDecompressor().decompressobj()
     digest = hashlib.sha256()
     offer = ""
-    i = 0
-    while i < len(out):
-        tag, size = out[i:i + 1], int.from_bytes(out[i + 1:i + 5], "big")
-        data = out[i + 5:i + 5 + size]
-        i += 5 + size
+    for tag, data in records(out):
         if tag == b"D":
             digest.update(inflate.decompress(data))
         elif tag == b"S":

@@ -5,8 +5,6 @@ mutated bytes (seeded; the seed is printed) and on the shapes it must leave to t
 from __future__ import annotations
 
 import json
-import os
-import random
 
 import msgspec
 import orjson
@@ -21,6 +19,7 @@ from p2pd.conversation.stream_reader import DocumentReader, read_stream
 from p2pd.errors import P2pdError
 from tests.conversation.test_stream_reader import random_document
 from tests.corpus import claude_code_files
+from tests.seeds import seeded
 
 _MODEL = {"messages": Message, "records": Record}
 
@@ -93,9 +92,7 @@ def test_corpus_elements_read_the_same_quick_and_the_usual_way():
 
 
 def test_random_documents_count_the_same_quick_and_the_usual_way():
-    seed = int(os.environ.get("P2PD_TEST_SEED") or int.from_bytes(os.urandom(4), "big"))
-    print("seed", seed)
-    rng = random.Random(seed)
+    seed, rng = seeded()
     for _ in range(200):
         doc = random_document(rng)
         if not isinstance(doc, dict):  # (a bare list of messages has no line layout)
@@ -119,9 +116,7 @@ _BYTES = [b'"', b"\\", b"\xff", b"\xc3", b"\x01", b"\t", b"0", b"-", b"1e", b"."
 
 
 def test_mutated_elements_are_never_let_through_by_the_quick_check_alone():
-    seed = int(os.environ.get("P2PD_TEST_SEED") or int.from_bytes(os.urandom(4), "big"))
-    print("seed", seed)
-    rng = random.Random(seed)
+    _, rng = seeded()
     docs = [random_document(rng) for _ in range(30)]
     bases = [e for doc in docs if isinstance(doc, dict) for e in _elements(doc)]
     tried = accepted = 0

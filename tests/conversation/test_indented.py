@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import random
 
 import pytest
 
@@ -17,6 +15,7 @@ from p2pd.conversation.layout import document_lines
 from p2pd.errors import InvalidInputError
 from tests.conversation.test_stream_reader import HEAD, MSG, random_document
 from tests.corpus import claude_code_files, file_id
+from tests.seeds import seeded
 
 
 def _indented(tmp_path, data: bytes) -> bytes:
@@ -45,9 +44,7 @@ def test_corpus_documents_come_out_the_same_value_indented(tmp_path, path):
 
 
 def test_random_documents_come_out_the_same_value(tmp_path):
-    seed = int(os.environ.get("P2PD_TEST_SEED") or int.from_bytes(os.urandom(4), "big"))
-    print("seed", seed)
-    rng = random.Random(seed)
+    seed, rng = seeded()
     for _ in range(200):
         doc = random_document(rng)
         for data in ([_lines(doc)] if isinstance(doc, dict) and "format" in doc else []) + \

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import random
 
 import pytest
 
@@ -19,14 +17,9 @@ from p2pd.conversation.stream_reader import DocumentReader, read_stream, read_wh
 from p2pd.errors import InvalidInputError, TooLargeError
 from tests.conversation.test_stream_reader import HEAD, MSG, pieces, random_document
 from tests.corpus import claude_code_files
+from tests.seeds import seeded
 
 ENVELOPE_LAST = ("counts", "summary", "title", "createdAt", "origin", "issues", "lineCount", "metadata")
-
-
-def _seed() -> random.Random:
-    seed = int(os.environ.get("P2PD_TEST_SEED") or int.from_bytes(os.urandom(4), "big"))
-    print("seed", seed)
-    return random.Random(seed)
 
 
 def _envelope_last(doc: dict) -> dict:
@@ -50,7 +43,7 @@ def _deep(levels: int) -> bytes:
 
 
 def test_counts_and_the_envelope_after_the_arrays_read_the_same():
-    rng = _seed()
+    _, rng = seeded()
     doc = load_file(claude_code_files(include_subagents=False)[0]).to_json_dict()
     moved = _envelope_last(doc)
     assert list(moved)[-1] != "messages" and list(moved).index("counts") > list(moved).index("records")
@@ -74,7 +67,7 @@ def test_line_elements_are_handed_out_parsed_and_others_as_bytes():
 
 
 def test_a_line_layout_that_changes_layout_midway_reads_the_same():
-    rng = _seed()
+    _, rng = seeded()
     data = _line_doc(MSG, MSG, tail=b"\n," + b",".join([MSG] * 50) + b"\n,  " + MSG + b" ,\n" + MSG + b"\n]}")
     summary = read_stream(pieces(data, rng))
     assert summary.counts.messages == 54

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import random
 import string
 
@@ -18,6 +17,7 @@ from p2pd.conversation.layout import document_lines
 from p2pd.conversation.stream_reader import DocumentReader, read_stream, read_whole
 from p2pd.errors import InvalidInputError, P2pdError, TooLargeError
 from tests.corpus import claude_code_files, codex_files, file_id, gemini_files
+from tests.seeds import seeded
 
 SESSIONS = claude_code_files(include_subagents=False) + codex_files() + gemini_files()
 HEAD = (b'{"format":"p2pd.conversation","contextId":"c","createdAt":"2026-01-01T00:00:00Z",'
@@ -47,9 +47,7 @@ def pieces(data: bytes, rng: random.Random) -> list[bytes]:
 
 @pytest.mark.parametrize("path", SESSIONS, ids=file_id)
 def test_corpus_documents_read_the_same_streamed_in_every_layout(path):
-    seed = int.from_bytes(os.urandom(4), "big")
-    print("seed", seed)
-    rng = random.Random(seed)
+    _, rng = seeded()
     doc = load_file(path)
     whole = parse_document(dumps(doc, pretty=False))
     for name, data in layouts(doc.to_json_dict(), rng).items():
@@ -112,9 +110,7 @@ def random_document(rng: random.Random) -> dict:
 
 
 def test_random_documents_read_the_same_streamed():
-    seed = int(os.environ.get("P2PD_TEST_SEED") or int.from_bytes(os.urandom(4), "big"))
-    print("seed", seed)
-    rng = random.Random(seed)
+    seed, rng = seeded()
     for _ in range(300):
         doc = random_document(rng)
         for name, data in layouts(doc, rng).items():

@@ -75,3 +75,19 @@ async def connected_pair() -> AsyncIterator[tuple[RTCPeerConnection, RTCPeerConn
 
 def channel_pair(a: RTCPeerConnection, b: RTCPeerConnection, channel_id: int) -> tuple[Any, Any]:
     return channel(a, channel_id), channel(b, channel_id)
+
+
+async def open_channels(a: RTCPeerConnection, b: RTCPeerConnection, channel_id: int = 2) -> tuple[Any, Any]:
+    """Both ends of one negotiated channel, attached to p2pd's channel adapter and open."""
+    from p2pd.transfer.channel import attach
+
+    ca, cb = channel_pair(a, b, channel_id)
+    attach(ca), attach(cb)
+    await wait_open(ca)
+    await wait_open(cb)
+    return ca, cb
+
+
+async def accept_all(offer: Any) -> bool:
+    """A receiver's answer to every offer: yes."""
+    return True

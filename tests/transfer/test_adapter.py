@@ -29,6 +29,7 @@ from p2pd.transfer.partial import PARTIAL_DIR
 from p2pd.transfer.runloop import Runner
 from p2pd.transfer.tap import attach
 from tests.transfer.memchannel import MemChannel, mem_pair
+from tests.transfer.rtc import accept_all
 
 INFO = OfferInfo("In memory", "claude-code", "session-m", 5)
 
@@ -38,10 +39,6 @@ def pair(opened: bool = True) -> tuple[MemChannel, MemChannel]:
     a, b = mem_pair(opened)
     attach(a), attach(b)
     return a, b
-
-
-async def accept_all(offer: Offer) -> bool:
-    return True
 
 
 def write_blob(path: Path, size: int, seed: int = 0) -> bytes:

@@ -23,25 +23,13 @@ from aiortc.rtcsctptransport import (
 
 from p2pd.blob import container as blob
 from p2pd.transfer import datapath, sockets
-from p2pd.transfer.channel import attach, receive_blob, send_blob
+from p2pd.transfer.channel import receive_blob, send_blob
 from p2pd.transfer.datapath import DelayedSack, Demux, InOrder, Reassembly, Transmit, shape_problem, tune
-from p2pd.transfer.frames import MAX_MESSAGE_SIZE, Offer, OfferInfo
-from tests.transfer.rtc import channel_pair, connected_pair, wait_open
+from p2pd.transfer.frames import MAX_MESSAGE_SIZE, OfferInfo
+from tests.transfer.rtc import accept_all, connected_pair, open_channels
 
 INFO = OfferInfo("Datapath test", "claude-code", "session-1", 3)
 SEED = int(os.environ.get("P2PD_DATAPATH_SEED", random.randrange(2**32)))
-
-
-async def accept_all(offer: Offer) -> bool:
-    return True
-
-
-async def open_channels(a: Any, b: Any, channel_id: int = 2) -> tuple[Any, Any]:
-    ca, cb = channel_pair(a, b, channel_id)
-    attach(ca), attach(cb)
-    await wait_open(ca)
-    await wait_open(cb)
-    return ca, cb
 
 
 async def test_the_installed_aiortc_has_the_shape_the_rule_needs() -> None:

@@ -25,7 +25,7 @@ from p2pd.errors import (
     TransferCancelledError,
     TransferFailedError,
 )
-from p2pd.transfer.channel import HIGH_WATER, TransferControl, attach, receive_blob, send_blob
+from p2pd.transfer.channel import HIGH_WATER, TransferControl, receive_blob, send_blob
 from p2pd.transfer.frames import (
     MAX_MESSAGE_SIZE,
     Code,
@@ -41,21 +41,9 @@ from p2pd.transfer.frames import (
 from p2pd.transfer.partial import PARTIAL_DIR
 from tests.corpus import claude_code_files, codex_files, file_id, gemini_files
 from tests.transfer.gen import generate_conversation
-from tests.transfer.rtc import channel_pair, connected_pair, wait_open
+from tests.transfer.rtc import accept_all, connected_pair, open_channels
 
 INFO = OfferInfo("Loopback test", "claude-code", "session-1", 3)
-
-
-async def accept_all(offer: Offer) -> bool:
-    return True
-
-
-async def open_channels(a: Any, b: Any, channel_id: int = 2) -> tuple[Any, Any]:
-    ca, cb = channel_pair(a, b, channel_id)
-    attach(ca), attach(cb)
-    await wait_open(ca)
-    await wait_open(cb)
-    return ca, cb
 
 
 def write_blob(path: Path, raw: bytes) -> bytes:

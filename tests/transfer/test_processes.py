@@ -13,15 +13,12 @@ import pytest
 from p2pd.blob import container as blob
 from p2pd.errors import TransferFailedError
 from p2pd.transfer.channel import receive_blob, send_blob
-from p2pd.transfer.frames import MAX_MESSAGE_SIZE, Offer, OfferInfo
+from p2pd.transfer.frames import MAX_MESSAGE_SIZE, OfferInfo
 from p2pd.transfer.partial import PARTIAL_DIR
 from tests.transfer.procs import PeerProcess, connect_to_process
+from tests.transfer.rtc import accept_all
 
 INFO = OfferInfo("Process test", "codex", "session-2", 9)
-
-
-async def accept_all(offer: Offer) -> bool:
-    return True
 
 
 async def test_sender_killed_then_resumed_by_a_new_sender(tmp_path: Path) -> None:

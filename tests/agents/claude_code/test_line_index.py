@@ -5,8 +5,6 @@ damaged at random (seeded; the seed is printed)."""
 from __future__ import annotations
 
 import json
-import os
-import random
 from pathlib import Path
 
 import pytest
@@ -16,6 +14,7 @@ from p2pd.agents.claude_code.export import message_count
 from p2pd.agents.jsonl import iter_lines
 from p2pd.agents.sources import load_file
 from tests.corpus import claude_code_files, file_id
+from tests.seeds import seeded
 
 ODD_LINES = [
     b"", b"   ", "\u3000".encode(), b"not json", b"[1, 2]", b'"a string"', b"42", b"null",
@@ -73,9 +72,7 @@ def test_fast_index_is_the_exact_index_on_odd_lines(i, tmp_path):
 
 
 def test_fast_index_is_the_exact_index_on_damaged_lines(tmp_path):
-    seed = int(os.environ.get("P2PD_TEST_SEED", random.randrange(1 << 30)))
-    print(f"seed {seed}")
-    rng = random.Random(seed)
+    seed, rng = seeded()
     source = claude_code_files(include_subagents=False)[0].read_bytes().split(b"\n")
     lines = []
     for _ in range(400):
