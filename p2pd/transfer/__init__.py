@@ -21,7 +21,8 @@ Adapter (asyncio, any channel shaped like ``RTCDataChannel``):
 * ``sending.py`` / ``receiving.py`` — the two sides: read-ahead and backpressure; decision, batched durable
   writes, digest and rename.
 * ``partial.py`` — the receiver's resumable state on disk.
-* ``peer.py`` — making the aiortc peer connection (the only module here that imports aiortc at import time).
+* ``peer.py`` — making the aiortc peer connection (with ``ice.py``, the only modules here that import aiortc at
+  import time; both import ``nomedia.py`` first, so aiortc comes without PyAV, which data channels never use).
 * ``sockets.py`` / ``datapath.py`` — per-connection adaptations of aioice/aiortc: UDP buffers; delayed SACKs
   (less CPU per MB on both ends).
 * ``ice.py`` — which STUN/TURN servers it uses (local configuration merged with the signaling server's, every

@@ -22,6 +22,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from p2pd.transfer import nomedia  # noqa: F401  (first: aiortc then imports no PyAV)
+
+# isort: split
 from aiortc import RTCConfiguration, RTCIceServer, RTCPeerConnection
 from aiortc.rtcconfiguration import RTCIceTransportPolicy
 from aiortc.rtcicetransport import parse_stun_turn_uri

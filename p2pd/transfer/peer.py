@@ -22,6 +22,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from p2pd.transfer import nomedia  # noqa: F401  (first: aiortc then imports no PyAV)
+
+# isort: split
 from aiortc import RTCDataChannel, RTCIceServer, RTCPeerConnection, RTCSessionDescription
 
 from p2pd.errors import ConnectionFailedError, ProtocolError

@@ -73,9 +73,20 @@ def test_a_transfer_cut_by_sigkill_resumes_after_restart(two: tuple[Daemon, Daem
     with a.client() as c:
         row = c.post("/send", json={"transcript_path": str(big), "to": {"device": b_id}}).json()
         tid = row["id"]
-        wait_for(lambda: 0 < c.get(f"/transfers/{tid}").json()["bytes_done"] < row["size"] // 2, timeout=60,
-                 what="the transfer under way")
-    a.stop(signal.SIGKILL)
+        # The receiver is frozen as soon as bytes flow, so the transfer cannot end before the sender is killed
+        # (the data path moves ~50 MB/s and progress comes in steps: polled every 0.1 s for "under half way",
+        # the transfer was sometimes past half, even done, before it was seen).
+        deadline = time.monotonic() + 60
+        while c.get(f"/transfers/{tid}").json()["bytes_done"] == 0:
+            assert time.monotonic() < deadline, "the transfer never started"
+            time.sleep(0.01)
+        assert b.process is not None
+        b.process.send_signal(signal.SIGSTOP)
+        try:
+            assert c.get(f"/transfers/{tid}").json()["bytes_done"] < row["size"]
+        finally:
+            a.stop(signal.SIGKILL)
+            b.process.send_signal(signal.SIGCONT)
     with b.client() as c:
         partial = [t for t in c.get("/transfers").json() if t["direction"] == "in"]
         assert partial and partial[0]["state"] != "done"
