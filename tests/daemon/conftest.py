@@ -4,6 +4,7 @@ paired with the real ``p2pd pair`` command through it."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -154,6 +155,26 @@ def shared_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
         yield d
     finally:
         d.kill()
+
+
+@contextlib.contextmanager
+def frozen_under_way(c: httpx.Client, tid: str, size: int, receiver: Daemon) -> Iterator[None]:
+    """Once transfer ``tid`` moves bytes, ``receiver`` is frozen (SIGSTOP) — so the transfer cannot end before the
+    test cuts it inside the block (a signal sent to the frozen receiver is delivered when it is thawed) — and
+    thawed after. (The data path moves ~50 MB/s and progress comes in steps: polling every 0.1 s for "under half
+    way" could miss the window, or find the transfer done.)"""
+    deadline = time.monotonic() + 60
+    while c.get(f"/transfers/{tid}").json()["bytes_done"] == 0:
+        assert time.monotonic() < deadline, "the transfer never started"
+        time.sleep(0.01)
+    assert receiver.process is not None
+    receiver.process.send_signal(signal.SIGSTOP)
+    try:
+        assert c.get(f"/transfers/{tid}").json()["bytes_done"] < size, "the transfer ended before it was cut"
+        yield
+    finally:
+        if receiver.process.poll() is None:
+            receiver.process.send_signal(signal.SIGCONT)
 
 
 def wait_for(check: Callable[[], Any], timeout: float = 60.0, what: str = "condition") -> Any:

@@ -24,6 +24,7 @@ from tests.daemon.conftest import (
     big_session,
     corpus_session,
     device_id,
+    frozen_under_way,
     online,
     wait_for,
 )
@@ -77,9 +78,8 @@ def test_a_send_cancelled_while_the_receiver_is_down_is_cancelled_there_too(pair
     with a.client() as c:
         row = c.post("/send", json={"transcript_path": str(big), "to": {"device": "laptop"}}).json()
         tid = row["id"]
-        wait_for(lambda: 0 < c.get(f"/transfers/{tid}").json()["bytes_done"] < row["size"] // 2, timeout=60,
-                 what="the transfer under way")
-        b.stop(signal.SIGKILL)
+        with frozen_under_way(c, tid, row["size"], b):
+            b.stop(signal.SIGKILL)
         wait_for(lambda: c.get(f"/transfers/{tid}").json()["state"] == "interrupted", timeout=90,
                  what="interrupted at the desk")
         asked = c.post(f"/transfers/{tid}/cancel").json()

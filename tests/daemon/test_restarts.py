@@ -20,7 +20,16 @@ import pytest
 from p2pd.daemon.outbox import Source, pack_outbox
 from p2pd.daemon.store import Store
 from p2pd.transfer.partial import final_name
-from tests.daemon.conftest import SESSION_ID, Daemon, PairMaker, big_session, corpus_session, device_id, wait_for
+from tests.daemon.conftest import (
+    SESSION_ID,
+    Daemon,
+    PairMaker,
+    big_session,
+    corpus_session,
+    device_id,
+    frozen_under_way,
+    wait_for,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -97,9 +106,10 @@ def test_a_receiver_stopped_mid_transfer_is_resumed_not_failed(paired: PairMaker
     with a.client() as c:
         row = c.post("/send", json={"transcript_path": str(big), "to": {"device": "laptop"}}).json()
         tid = row["id"]
-        wait_for(lambda: 0 < c.get(f"/transfers/{tid}").json()["bytes_done"] < row["size"] // 2, timeout=60,
-                 what="the transfer under way")
-        b.stop(signal.SIGTERM)
+        with frozen_under_way(c, tid, row["size"], b):
+            assert b.process is not None
+            b.process.send_signal(signal.SIGTERM)
+        b.process.wait(30)
         cut = wait_for(lambda: (r := c.get(f"/transfers/{tid}").json())["state"] != "running" and r, timeout=90,
                        what="the desk noticed")
         assert cut["state"] == "interrupted", cut

@@ -17,7 +17,7 @@ from p2pd.agents.sources import load_file
 from p2pd.blob.stream import check_file
 from p2pd.conversation.document_io import write_document
 from p2pd.conversation.model import Message, Part
-from tests.daemon.conftest import SESSION_ID, Daemon, corpus_session, device_id, online, wait_for
+from tests.daemon.conftest import SESSION_ID, Daemon, corpus_session, device_id, frozen_under_way, online, wait_for
 from tests.daemon.test_mcp import call, mcp_client
 
 pytestmark = pytest.mark.slow
@@ -73,20 +73,8 @@ def test_a_transfer_cut_by_sigkill_resumes_after_restart(two: tuple[Daemon, Daem
     with a.client() as c:
         row = c.post("/send", json={"transcript_path": str(big), "to": {"device": b_id}}).json()
         tid = row["id"]
-        # The receiver is frozen as soon as bytes flow, so the transfer cannot end before the sender is killed
-        # (the data path moves ~50 MB/s and progress comes in steps: polled every 0.1 s for "under half way",
-        # the transfer was sometimes past half, even done, before it was seen).
-        deadline = time.monotonic() + 60
-        while c.get(f"/transfers/{tid}").json()["bytes_done"] == 0:
-            assert time.monotonic() < deadline, "the transfer never started"
-            time.sleep(0.01)
-        assert b.process is not None
-        b.process.send_signal(signal.SIGSTOP)
-        try:
-            assert c.get(f"/transfers/{tid}").json()["bytes_done"] < row["size"]
-        finally:
+        with frozen_under_way(c, tid, row["size"], b):
             a.stop(signal.SIGKILL)
-            b.process.send_signal(signal.SIGCONT)
     with b.client() as c:
         partial = [t for t in c.get("/transfers").json() if t["direction"] == "in"]
         assert partial and partial[0]["state"] != "done"
