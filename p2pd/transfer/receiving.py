@@ -80,7 +80,7 @@ class ReceiveSide(Runner):
         self.stream_sink = stream_sink
         self.part: PartialBlob | StreamStore | None = None
         self.decision: asyncio.Task[None] | None = None
-        self.queue: deque[tuple[int, bytes]] = deque()  # chunks to write
+        self.queue: deque[tuple[int, bytes | memoryview]] = deque()  # chunks to write
         self.queue_bytes = 0
         self.queued_since = self.loop.time()
         self._batch = 0
