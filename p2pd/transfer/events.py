@@ -143,7 +143,7 @@ class WriteChunk:
 
     index: int
     offset: int
-    data: bytes
+    data: bytes | memoryview  # a CHUNK's payload: a read-only view into its message (frames.decode)
 
 
 @dataclass(frozen=True)

@@ -178,11 +178,11 @@ class Error(_Reason):
 class Chunk:
     transfer_id: bytes
     index: int
-    payload: bytes = field(repr=False)
+    payload: bytes | memoryview = field(repr=False)  # decoded from bytes: a read-only view into the message
     type: ClassVar[FrameType] = FrameType.CHUNK
 
     def body(self) -> bytes:
-        return _CHUNK_INDEX.pack(self.index) + self.payload
+        return _CHUNK_INDEX.pack(self.index) + bytes(self.payload)
 
 
 @dataclass(frozen=True)
@@ -333,7 +333,10 @@ def _parse_chunk(tid: bytes, body: memoryview) -> Frame:
     if len(body) < 5:
         raise FrameError(f"CHUNK body is {len(body)} bytes, expected an index and at least one payload byte")
     (index,) = _CHUNK_INDEX.unpack_from(body)
-    return Chunk(transfer_id=tid, index=index, payload=bytes(body[4:]))
+    # A view, not a copy, when the message is immutable bytes (it is, from aiortc): the payload is only written
+    # and hashed, and the view keeps its message alive meanwhile. Mutable input is copied.
+    payload = body[4:] if body.readonly else bytes(body[4:])
+    return Chunk(transfer_id=tid, index=index, payload=payload)
 
 
 def _parse_u32(cls: type[Ack] | type[End]) -> Callable[[bytes, memoryview], Frame]:

@@ -75,7 +75,7 @@ def read_span(fd: int, offset: int, length: int) -> bytes:
     return data
 
 
-def write_batch(part: PartialBlob | StreamStore, batch: list[tuple[int, bytes]], commit: bool) -> None:
+def write_batch(part: PartialBlob | StreamStore, batch: list[tuple[int, bytes | memoryview]], commit: bool) -> None:
     """Write ``(offset, data)`` pieces into the partial store; with ``commit``, make them durable and record
     them for resume."""
     for offset, data in batch:

@@ -204,7 +204,7 @@ class PartialBlob:
 
     # --- writing ------------------------------------------------------------------------------------------
 
-    def write(self, offset: int, data: bytes) -> None:
+    def write(self, offset: int, data: bytes | memoryview) -> None:
         assert self._fd is not None
         view = memoryview(data)
         pos = HEADER_SIZE + offset

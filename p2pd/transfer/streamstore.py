@@ -52,14 +52,14 @@ class StreamStore:
     def held_chunks(self) -> list[tuple[int, int]]:
         return []
 
-    def write(self, offset: int, data: bytes) -> None:
+    def write(self, offset: int, data: bytes | memoryview) -> None:
         if offset != self._next:
             raise ValueError(f"streamed write at {offset}, expected {self._next}")
         self._next += len(data)
         self._hash.update(data)
         if self._error is None:
             try:
-                self.sink.feed(data)
+                self.sink.feed(bytes(data))  # sinks take bytes; a CHUNK's payload is a view into its message
             except Exception as exc:  # kept: reported after the digest (see the module docstring)
                 self._error = exc
 

@@ -26,6 +26,7 @@ from p2pd.transfer.control import TransferControl
 from p2pd.transfer.frames import MAX_MESSAGE_SIZE, Offer, OfferInfo
 from p2pd.transfer.jobs import JobDone, JobKind, open_blob, read_span
 from p2pd.transfer.partial import PARTIAL_DIR
+from p2pd.transfer.receiving import COMMIT_BYTES
 from p2pd.transfer.runloop import Runner
 from p2pd.transfer.tap import attach
 from tests.transfer.memchannel import MemChannel, mem_pair
@@ -78,7 +79,7 @@ async def test_a_declined_offer(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("side", ["sender", "receiver"])
 async def test_cancel_through_the_control_reaches_both_sides(tmp_path: Path, side: str) -> None:
-    write_blob(tmp_path / "x.blob", 3_000_000)
+    write_blob(tmp_path / "x.blob", 3 * COMMIT_BYTES)  # the cancel comes after the first ACK, well before the end
     a, b = pair()
     control = TransferControl()
 
