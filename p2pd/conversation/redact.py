@@ -118,9 +118,77 @@ class RedactionReport:
         return f"masked {self.total} secret{'s' if self.total != 1 else ''} ({kinds})"
 
 
+# What each pattern needs in the text it matches: one of the first lot as written (the case-sensitive patterns),
+# or one of the second in the lower-cased text (the words the case-insensitive json-secret and aws-secret-key keys
+# and the env-secret names hold), where the characters re's case-insensitive matching takes for s, i and k (ſ, ı,
+# İ, K) are folded to them first. A text runs only the patterns whose needs it holds, and a text that holds none is
+# returned unscanned: plain substring searches instead of fourteen regular expressions over every string (on a
+# generated 50 MB session ``p2pd export --redact`` took 9.7 s, 3.9 s with this; the same bytes).
+_GITHUB = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")
+_GITLAB = ("glpat-", "gldt-", "glptt-", "glrt-", "glcbt-", "gloas-", "glft-", "glimt-", "glagent-", "glsoat-")
+_KEY_WORDS = ("secret", "token", "passw", "api_key", "apikey", "access_key", "accesskey", "private_key", "privatekey",
+              "credential")
+NEEDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "private-key": (("PRIVATE KEY",), ()),
+    "jwt": (("eyJ",), ()),
+    "anthropic-key": (("sk-ant-",), ()),
+    "openai-key": (("sk-",), ()),
+    "github-token": (_GITHUB, ()),
+    "gitlab-token": (_GITLAB, ()),
+    "slack-token": (("xox", "hooks.slack.com/"), ()),
+    "aws-access-key": (("AKIA", "ASIA", "ABIA", "ACCA"), ()),
+    "aws-secret-key": ((), ("secret",)),
+    "gcp-api-key": (("AIza",), ()),
+    "azure-storage-key": (("AccountKey=",), ()),
+    "url-credentials": (("://",), ()),
+    "env-secret": ((), (*_KEY_WORDS, "pwd")),
+    "json-secret": ((), _KEY_WORDS),
+}
+_AS_WRITTEN = tuple(sorted({n for written, _ in NEEDS.values() for n in written}))
+_LOWERED = tuple(sorted({n for _, lowered in NEEDS.values() for n in lowered}))
+_CASE_ODD = ("\u0130", "\u0131", "\u017f", "\u212a")
+_FOLD = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+
+
+def _folded(text: str) -> str:
+    for odd in _CASE_ODD:
+        if odd in text:
+            return text.translate(_FOLD).lower()
+    return text.lower()
+
+
+def may_hold_secret(text: str) -> bool:
+    """False only when no pattern can match ``text`` (see ``NEEDS``)."""
+    if any(needed in text for needed in _AS_WRITTEN):
+        return True
+    low = _folded(text)
+    return any(needed in low for needed in _LOWERED)
+
+
+def _possible(text: str) -> list[tuple[str, re.Pattern[str], Callable[[re.Match[str]], str]]]:
+    """The patterns that may match ``text``, in order (none: it holds no secret)."""
+    written = {needed for needed in _AS_WRITTEN if needed in text}
+    low = _folded(text)
+    lowered = {needed for needed in _LOWERED if needed in low}
+    if not written and not lowered:
+        return []
+    return [(kind, pattern, sub) for kind, pattern, sub in PATTERNS
+            if not written.isdisjoint(NEEDS[kind][0]) or not lowered.isdisjoint(NEEDS[kind][1])]
+
+
 def redact_text(text: str, counts: Counter[str] | None = None) -> str:
     """``text`` with every secret masked; ``counts`` (if given) is increased by kind."""
-    for kind, pattern, sub in PATTERNS:
+    return _run(_possible(text), text, counts) if may_hold_secret(text) else text
+
+
+def scan_text(text: str, counts: Counter[str] | None = None) -> str:
+    """:func:`redact_text` without the shortcut: every pattern run over ``text``."""
+    return _run(PATTERNS, text, counts)
+
+
+def _run(patterns: list[tuple[str, re.Pattern[str], Callable[[re.Match[str]], str]]], text: str,
+         counts: Counter[str] | None) -> str:
+    for kind, pattern, sub in patterns:
         if counts is None:
             text = pattern.sub(sub, text)
         else:

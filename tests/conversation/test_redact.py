@@ -4,6 +4,8 @@ no secret in any output."""
 from __future__ import annotations
 
 import json
+import random
+import string
 
 import pytest
 
@@ -12,11 +14,20 @@ from p2pd.agents.sources import load_file
 from p2pd.cli.main import main
 from p2pd.config import redact_default
 from p2pd.conversation.document_io import read_document
-from p2pd.conversation.redact import KINDS, MASK, redact_document, redact_text
+from p2pd.conversation.redact import (
+    KINDS,
+    MASK,
+    NEEDS,
+    may_hold_secret,
+    redact_document,
+    redact_text,
+    scan_text,
+)
 from p2pd.errors import InvalidInputError
 from tests.agents.claude_code.helpers import Session
 from tests.agents.helpers import Rollout
 from tests.corpus import claude_code_files, codex_files, file_id, gemini_files
+from tests.seeds import seeded
 
 PEM = ("-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7Vx3rS1q2w3e4r5t6y7u8i9o0pLkJhGfDsAzXcVbNm\n"
        "QwErTyUiOpAsDfGhJkLzXcVbNm1234567890abcdefABCDEF==\n-----END RSA PRIVATE KEY-----")
@@ -260,3 +271,90 @@ def test_a_line_kept_as_bytes_is_masked_too(tmp_path):
 
     kept = base64.b64decode(red.records[-1].raw)
     assert secret.encode() not in kept and b"[REDACTED:github-token]" in kept and kept.endswith(b"\xc3")
+
+
+def test_the_shortcut_skips_only_text_no_pattern_can_match() -> None:
+    assert set(NEEDS) == set(KINDS)
+    assert not may_hold_secret("a plain paragraph about keys and passes, and a path //tmp: nothing to mask")
+    for kind, (text, _) in SECRETS.items():
+        assert may_hold_secret(text), kind
+
+
+FRAGMENTS = [*(k for k in KINDS), "PRIVATE KEY-----", "-----BEGIN ", "-----END RSA ", "eyJ", "sk-", "sk-ant-",
+             "sk-proj-", "ghp_", "github_pat_", "glpat-", "xoxb-", "https://hooks.slack.com/services/", "AKIA", "AIza",
+             "AccountKey=", "aws_secret_access_key", "AWS_SECRET_ACCESS_KEY", "://", "user:", "@", "host", "=", ":",
+             '"', '\\"', "'", " ", "\n", "export ", "PASSWORD", "Password", "passwd", "PWD", "TOKEN", "token",
+             "ToKeN", "SECRET", "ſecret", "Kelvin", "\u212aEY", "credentıal", "credentİal", "CREDENTIALS", "api_key",
+             "API_KEY", "apiKey", "access_key", "accessKey", "private_key", "client", "Secret", "[REDACTED:jwt]"]
+
+
+KEY_WORDS = ["secret", "token", "password", "passwd", "pwd", "api_key", "apikey", "access_key", "accesskey",
+             "private_key", "privatekey", "credential", "credentials", "aws_secret_access_key", "awssecretaccesskey"]
+ODD_CASE = {"s": "\u017f", "i": "\u0131", "k": "\u212a"}  # what re matches case-insensitively for s, i and k
+
+
+def _key(rng: random.Random) -> str:
+    """A secret-naming key in random case, some letters swapped for their odd case-insensitive twins (ſ, ı, İ, K)."""
+    word = rng.choice(["", "client_", "db", "my."]) + rng.choice(KEY_WORDS)
+    out = []
+    for c in word:
+        r = rng.random()
+        out.append(ODD_CASE[c] if c in ODD_CASE and r < 0.15 else "\u0130" if c == "i" and r < 0.2 else
+                   c.upper() if r < 0.5 else c)
+    return "".join(out)
+
+
+def _random_text(rng: random.Random) -> str:
+    alnum = string.ascii_letters + string.digits
+    value = "".join(rng.choice(alnum + "/+=") for _ in range(rng.randint(8, 44)))
+    pieces = []
+    for _ in range(rng.randint(1, 12)):
+        r = rng.random()
+        if r < 0.15:  # the shapes the key-named patterns match: JSON, escaped JSON, .env, aws_secret_access_key =
+            q = rng.choice(['"', '\\"'])
+            pieces.append(rng.choice([f"{q}{_key(rng)}{q}: {q}{value}{q}", f"{_key(rng).upper()}={value}",
+                                      f"{_key(rng)} = {value}"]))
+        elif r < 0.55:
+            pieces.append(rng.choice(FRAGMENTS))
+        else:
+            pieces.append("".join(rng.choice(alnum + "_-./+=") for _ in range(rng.randint(1, 60))))
+    return "".join(pieces)
+
+
+def test_the_shortcut_never_changes_what_is_masked() -> None:
+    """Seeded random texts made of the patterns' pieces, case variants and the characters re matches
+    case-insensitively for s, i and k: masked the same with and without the shortcut."""
+    from collections import Counter
+
+    seed, rng = seeded()
+    skipped = 0
+    for _ in range(20_000):
+        text = _random_text(rng)
+        quick: Counter[str] = Counter()
+        full: Counter[str] = Counter()
+        assert (redact_text(text, quick), quick) == (scan_text(text, full), full), (seed, text)
+        skipped += not may_hold_secret(text)
+    assert skipped > 1000  # (the shortcut is taken: the test would pass vacuously otherwise)
+
+
+@pytest.mark.parametrize("path", claude_code_files()[:3], ids=file_id)
+def test_the_shortcut_changes_nothing_in_real_sessions(path) -> None:
+    from collections import Counter
+
+    strings: list[str] = []
+
+    def walk(value: object) -> None:
+        if isinstance(value, str):
+            strings.append(value)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+        elif isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+
+    walk(load_file(path).to_json_dict())
+    quick: Counter[str] = Counter()
+    full: Counter[str] = Counter()
+    assert [redact_text(s, quick) for s in strings] == [scan_text(s, full) for s in strings]
+    assert quick == full
