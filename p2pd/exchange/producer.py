@@ -32,8 +32,8 @@ RECORD = 1 << 16  # gather compressed output into records of about this size (~0
 
 class _Out:
     """The records on standard output. The document goes into a zstd stream writer, whose ``write`` (C code, no
-    Python frame: the writer calls it once per element) hands each job of a few MB to zstd's worker thread and the
-    compressed bytes to :meth:`_compressed`; those are sent in ``D`` records of about RECORD bytes."""
+    Python frame: the writer calls it once per element) compresses as it goes and hands the compressed
+    bytes to :meth:`_compressed`; those are sent in ``D`` records of about RECORD bytes."""
 
     def __init__(self) -> None:
         import zstandard
@@ -41,10 +41,7 @@ class _Out:
         from p2pd.blob.stream import ZSTD_LEVEL
 
         self._zstd = zstandard
-        # One worker thread: zstd compresses a job (a few MB of document) in C while this thread converts the
-        # next; same CPU, and the conversion no longer waits on it (handover.py, interleaved, 2 cores: 200 MB
-        # 2.86-2.99 -> 2.70 s; 50 MB unchanged; the sender's peak RSS 130 -> 151 MiB).
-        self._cctx = zstandard.ZstdCompressor(level=ZSTD_LEVEL, write_checksum=True, threads=1)
+        self._cctx = zstandard.ZstdCompressor(level=ZSTD_LEVEL, write_checksum=True)
         self._stream = self._cctx.stream_writer(cast("IO[bytes]", _Sink(self._compressed)), size=-1,
                                                 closefd=False)
         self.write: Callable[[bytes], object] = self._stream.write
