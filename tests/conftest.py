@@ -1,8 +1,19 @@
 from __future__ import annotations
 
+import signal
+
 import pytest
 
 from tests.corpus import CORPUS
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A run started as a background job of a non-interactive shell (a CI script's ``cmd &``) inherits SIGINT
+    ignored, and so would every program the tests start: the tests that press Ctrl-C at a p2pd (tests/cli/
+    test_terminal.py, tests/exchange/test_streamed.py) would see nothing happen. A terminal's programs have SIGINT
+    at its default: the run gets it back, and a handled signal is reset to the default in the programs it execs."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_report_header(config: pytest.Config) -> str:
