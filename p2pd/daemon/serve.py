@@ -20,6 +20,7 @@ import threading
 from collections.abc import Callable, Iterator
 from importlib import resources
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from p2pd.daemon.home import Home
@@ -89,7 +90,21 @@ def _server_class() -> Any:
 
     class Server(uvicorn.Server):
         """uvicorn's server, but a SIGTERM/SIGINT ends ``serve()`` normally instead of being raised again after the
-        graceful shutdown (which would kill the process before daemon.json is removed)."""
+        graceful shutdown (which would kill the process before daemon.json is removed), and calls ``on_exit`` on the
+        loop at once once it has started (the daemon stops its transfers then, not after the HTTP shutdown)."""
+
+        on_exit: Callable[[], None] | None = None
+        _loop: asyncio.AbstractEventLoop | None = None
+
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            first = not self.should_exit
+            super().handle_exit(sig, frame)
+            if first and self.started and self.on_exit is not None and self._loop is not None:
+                self._loop.call_soon_threadsafe(self.on_exit)
+
+        async def serve(self, sockets: Any = None) -> None:
+            self._loop = asyncio.get_running_loop()
+            await super().serve(sockets)
 
         @contextlib.contextmanager
         def capture_signals(self) -> Iterator[None]:
@@ -135,6 +150,7 @@ async def serve(home: Home, *, host: str, port: int, cors_origins: tuple[str, ..
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on", access_log=False,
                             server_header=False, timeout_graceful_shutdown=5)
     server = _Server(config)
+    server.on_exit = service.begin_stop
 
     async def announce_when_up() -> None:
         while not server.started:

@@ -61,6 +61,7 @@ class DaemonService:
         self.work = HandoffWork(self)
         self.agent_sessions = AgentSessions(self)  # delegations and session links (seeds 002, 003)
         self._chores: asyncio.Task[None] | None = None
+        self._stopping: asyncio.Future[None] | None = None
 
     # ------------------------------------------------------------ lifecycle
     async def start(self) -> list[TransferRow]:
@@ -103,7 +104,19 @@ class DaemonService:
                                        dry_run=dry_run)
 
     async def stop(self) -> None:
-        """Stop running transfers (they become 'interrupted', to be resumed by the next start) and the network."""
+        """Stop running transfers (they become 'interrupted', to be resumed by the next start) and the network.
+        Once: a SIGTERM starts it at once (``begin_stop``) and the end of the app's lifespan awaits the same."""
+        self.begin_stop()
+        assert self._stopping is not None
+        await asyncio.shield(self._stopping)
+
+    def begin_stop(self) -> None:
+        """Start stopping now, on the running loop (a signal handler calls this: transfers stop when the signal
+        comes, not after the HTTP server's graceful shutdown, during which a transfer could run to its end)."""
+        if self._stopping is None:
+            self._stopping = asyncio.ensure_future(self._stop())
+
+    async def _stop(self) -> None:
         self.codes.stopping = True
         if self._chores is not None:
             self._chores.cancel()
