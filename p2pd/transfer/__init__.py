@@ -22,7 +22,8 @@ Adapter (asyncio, any channel shaped like ``RTCDataChannel``):
   writes, digest and rename.
 * ``partial.py`` — the receiver's resumable state on disk.
 * ``peer.py`` — making the aiortc peer connection (with ``ice.py``, the only modules here that import aiortc at
-  import time; both import ``nomedia.py`` first, so aiortc comes without PyAV, which data channels never use).
+  import time; both import ``nomedia.py`` first, so aiortc comes without PyAV, which data channels never use,
+  and ``lazydns.py``, so aioice's dnspython loads only when a peer hands over an mDNS name).
 * ``sockets.py`` / ``datapath.py`` — per-connection adaptations of aioice/aiortc: UDP buffers; delayed SACKs
   (less CPU per MB on both ends).
 * ``ice.py`` — which STUN/TURN servers it uses (local configuration merged with the signaling server's, every

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from p2pd.transfer import nomedia  # noqa: F401  (first: aiortc then imports no PyAV)
+from p2pd.transfer import lazydns, nomedia  # noqa: F401  (first: aiortc comes without PyAV, dnspython deferred)
 
 # isort: split
 from aiortc import RTCConfiguration, RTCIceServer, RTCPeerConnection
