@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from p2pd.transfer.frames import Offer
 
 ProgressCallback = Callable[[int, int], None]
 
 
-@dataclass(frozen=True)
-class TransferResult:
+class TransferResult(msgspec.Struct, frozen=True):
     """A completed send: the receiver confirmed the SHA-256 of the whole payload."""
 
     transfer_id: str
@@ -28,8 +28,7 @@ class TransferResult:
     decision_seconds: float = 0.0  # of ``elapsed``, the time the receiver took to accept the offer
 
 
-@dataclass(frozen=True)
-class ReceivedBlob:
+class ReceivedBlob(msgspec.Struct, frozen=True):
     """A completed receive: ``path`` is a complete, verified blob file (``p2pd.blob`` format)."""
 
     path: Path

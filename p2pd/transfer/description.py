@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+
+import msgspec
 
 from p2pd.transfer.codes import FrameError
 
@@ -16,8 +17,7 @@ def _single_line(text: str) -> str:
     return " ".join(_CONTROL.sub(" ", text).split())
 
 
-@dataclass(frozen=True)
-class OfferInfo:
+class OfferInfo(msgspec.Struct, frozen=True):
     """What is offered, shown to the receiving user before any chunk flows."""
 
     title: str

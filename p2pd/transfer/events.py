@@ -6,7 +6,7 @@ actions; the adapter performs them in order. Nothing here does I/O.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from p2pd.errors import (
     BusyError,
@@ -25,8 +25,7 @@ from p2pd.errors import (
 from p2pd.transfer.frames import Code, Offer, code_name, printable
 
 
-@dataclass(frozen=True)
-class Failure:
+class Failure(msgspec.Struct, frozen=True):
     """Why a transfer stopped. ``by_peer`` tells who decided it: the peer's frame, or this side. When
     ``by_peer``, ``reason`` is the peer's text: it is only ever shown (escaped), never compared."""
 
@@ -103,42 +102,36 @@ _ERRORS: dict[int, tuple[type[P2pdError], Cause, Party]] = {
 _OTHER: tuple[type[P2pdError], Cause, Party] = (TransferFailedError, Cause.TRANSFER_FAILED, Party.LOCAL)
 
 
-@dataclass(frozen=True)
-class SendFrame:
+class SendFrame(msgspec.Struct, frozen=True):
     """Send these bytes as one binary message."""
 
     data: bytes
 
 
-@dataclass(frozen=True)
-class Progress:
+class Progress(msgspec.Struct, frozen=True):
     """Bytes of the payload the receiver holds durably (acknowledged), out of ``total``."""
 
     done: int
     total: int
 
 
-@dataclass(frozen=True)
-class Failed:
+class Failed(msgspec.Struct, frozen=True):
     """Terminal: the transfer stopped. Any SendFrame before it in the same list should still be sent."""
 
     failure: Failure
 
 
-@dataclass(frozen=True)
-class Completed:
+class Completed(msgspec.Struct, frozen=True):
     """Terminal: sender — the receiver confirmed the SHA-256; receiver — the blob is verified and in place."""
 
 
-@dataclass(frozen=True)
-class OfferReceived:
+class OfferReceived(msgspec.Struct, frozen=True):
     """Receiver: ask the user; then call ``accept`` or ``reject``."""
 
     offer: Offer
 
 
-@dataclass(frozen=True)
-class WriteChunk:
+class WriteChunk(msgspec.Struct, frozen=True):
     """Receiver: store ``data`` at ``offset`` of the payload; report with ``chunks_durable`` once durable."""
 
     index: int
@@ -146,13 +139,11 @@ class WriteChunk:
     data: bytes | memoryview  # a CHUNK's payload: a read-only view into its message (frames.decode)
 
 
-@dataclass(frozen=True)
-class VerifyPayload:
+class VerifyPayload(msgspec.Struct, frozen=True):
     """Receiver: every chunk is durable; hash the whole payload and call ``verified`` with the digest."""
 
 
-@dataclass(frozen=True)
-class FinalizeBlob:
+class FinalizeBlob(msgspec.Struct, frozen=True):
     """Receiver: the digest matched; move the blob into place atomically, then call ``finalized``."""
 
 

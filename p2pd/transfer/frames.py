@@ -18,8 +18,9 @@ from __future__ import annotations
 import struct
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import ClassVar
+
+import msgspec
 
 from p2pd.blob.codecs import CODECS, CODECS_BY_ID
 from p2pd.support.text import visible
@@ -58,8 +59,7 @@ def printable(text: str, limit: int = 300) -> str:
     return visible(text, limit)
 
 
-@dataclass(frozen=True)
-class Hello:
+class Hello(msgspec.Struct, frozen=True):
     role: Role
     max_message_size: int
     codecs: tuple[int, ...]
@@ -70,8 +70,7 @@ class Hello:
         return struct.pack(">IBB", self.max_message_size, self.role, len(self.codecs)) + bytes(self.codecs)
 
 
-@dataclass(frozen=True)
-class Offer:
+class Offer(msgspec.Struct, frozen=True):
     transfer_id: bytes
     codec_id: int
     raw_size: int
@@ -105,8 +104,7 @@ class Offer:
 _OFFER = struct.Struct(">BQQ32sIH")
 
 
-@dataclass(frozen=True)
-class StreamOffer(Offer):
+class StreamOffer(Offer, frozen=True):
     """A streamed OFFER (SPEC.md §12): ``raw_size`` and ``compressed_size`` are the sender's estimates (for caps
     and progress), ``sha256`` is unknown (zero); STREAM_END carries the real ones."""
 
@@ -120,8 +118,7 @@ class StreamOffer(Offer):
 _SOFFER = struct.Struct(">BQQIH")
 
 
-@dataclass(frozen=True)
-class StreamEnd:
+class StreamEnd(msgspec.Struct, frozen=True):
     transfer_id: bytes
     nchunks: int
     raw_size: int
@@ -136,8 +133,7 @@ class StreamEnd:
 _SEND = struct.Struct(">IQQ32s")
 
 
-@dataclass(frozen=True)
-class Accept:
+class Accept(msgspec.Struct, frozen=True):
     transfer_id: bytes
     window: int
     have: tuple[tuple[int, int], ...] = ()
@@ -148,8 +144,7 @@ class Accept:
             struct.pack(">II", a, b) for a, b in self.have)
 
 
-@dataclass(frozen=True)
-class _Reason:
+class _Reason(msgspec.Struct, frozen=True):
     transfer_id: bytes
     code: int
     text: str
@@ -159,34 +154,32 @@ class _Reason:
         return struct.pack(">H", self.code) + self.text.encode("utf-8")
 
 
-@dataclass(frozen=True)
-class Reject(_Reason):
+class Reject(_Reason, frozen=True):
     type: ClassVar[FrameType] = FrameType.REJECT
 
 
-@dataclass(frozen=True)
-class Cancel(_Reason):
+class Cancel(_Reason, frozen=True):
     type: ClassVar[FrameType] = FrameType.CANCEL
 
 
-@dataclass(frozen=True)
-class Error(_Reason):
+class Error(_Reason, frozen=True):
     type: ClassVar[FrameType] = FrameType.ERROR
 
 
-@dataclass(frozen=True)
-class Chunk:
+class Chunk(msgspec.Struct, frozen=True):
     transfer_id: bytes
     index: int
-    payload: bytes | memoryview = field(repr=False)  # decoded from bytes: a read-only view into the message
+    payload: bytes | memoryview  # decoded from bytes: a read-only view into the message
     type: ClassVar[FrameType] = FrameType.CHUNK
+
+    def __repr__(self) -> str:  # (never the payload: up to 64 KiB)
+        return f"Chunk(transfer_id={self.transfer_id!r}, index={self.index}, payload=<{len(self.payload)} bytes>)"
 
     def body(self) -> bytes:
         return _CHUNK_INDEX.pack(self.index) + bytes(self.payload)
 
 
-@dataclass(frozen=True)
-class Ack:
+class Ack(msgspec.Struct, frozen=True):
     transfer_id: bytes
     upto: int
     type: ClassVar[FrameType] = FrameType.ACK
@@ -195,8 +188,7 @@ class Ack:
         return struct.pack(">I", self.upto)
 
 
-@dataclass(frozen=True)
-class End:
+class End(msgspec.Struct, frozen=True):
     transfer_id: bytes
     nchunks: int
     type: ClassVar[FrameType] = FrameType.END
@@ -205,8 +197,7 @@ class End:
         return struct.pack(">I", self.nchunks)
 
 
-@dataclass(frozen=True)
-class Done:
+class Done(msgspec.Struct, frozen=True):
     transfer_id: bytes
     sha256: bytes
     type: ClassVar[FrameType] = FrameType.DONE

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+import msgspec
+
 from p2pd.transfer import lazydns, nomedia  # noqa: F401  (first: aiortc comes without PyAV, dnspython deferred)
 
 # isort: split
@@ -49,8 +51,7 @@ class Outcome(StrEnum):
     UNREACHABLE = "unreachable"  # no answer, connection refused or TLS failure
 
 
-@dataclass(frozen=True)
-class Server:
+class Server(msgspec.Struct, frozen=True):
     url: str
     username: str | None = None
     credential: str | None = None
@@ -69,8 +70,7 @@ class Server:
         return RTCIceServer(urls=self.url, username=self.username, credential=self.credential)
 
 
-@dataclass(frozen=True)
-class Probe:
+class Probe(msgspec.Struct, frozen=True):
     server: Server
     outcome: Outcome
 
@@ -209,8 +209,7 @@ class PathKind(StrEnum):
     RELAY = "relay"
 
 
-@dataclass(frozen=True)
-class IcePath:
+class IcePath(msgspec.Struct, frozen=True):
     """The path the connection took: from the nominated candidate pair."""
 
     kind: PathKind

@@ -8,9 +8,10 @@ side. The functions here are plain blocking I/O on a blob file or a :class:`~p2p
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
+
+import msgspec
 
 from p2pd.blob.container import HEADER_SIZE, BlobHeader
 from p2pd.errors import InvalidInputError, NotFoundError
@@ -32,8 +33,7 @@ class JobKind(Enum):
     BLOB = "blob"  # streaming sender: the whole blob files, for a receiver that does not stream
 
 
-@dataclass(frozen=True)
-class JobDone:
+class JobDone(msgspec.Struct, frozen=True):
     """A job finished: ``result`` on success, ``error`` (the exception it raised, or CancelledError) if not."""
 
     kind: JobKind

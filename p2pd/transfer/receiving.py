@@ -10,8 +10,9 @@ import contextlib
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from p2pd.errors import BusyError
 from p2pd.transfer.control import ProgressCallback, ReceivedBlob, TransferControl
@@ -40,8 +41,7 @@ NO_RESUME = frozenset({Code.CHECKSUM, Code.INVALID, Code.IO, Code.PROTOCOL, Code
 
 
 
-@dataclass(frozen=True)
-class Refusal:
+class Refusal(msgspec.Struct, frozen=True):
     """What ``decide`` returns to refuse an offer with a reason code other than ``declined`` (REJECT ``code``,
     ``reason``: e.g. a daemon's accept policy: too_large, not_allowed, rate_limited)."""
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
 from enum import Enum
+
+import msgspec
 
 from p2pd.blob.codecs import CODECS, get_codec
 from p2pd.transfer.endings import Endings
@@ -48,8 +49,7 @@ from p2pd.transfer.plan import Plan
 DEFAULT_WINDOW = 8 * 1024 * 1024
 
 
-@dataclass(frozen=True)
-class Encoding:
+class Encoding(msgspec.Struct, frozen=True):
     """Another encoding of the same conversation the sender can offer instead (its blob header's fields)."""
 
     codec: str

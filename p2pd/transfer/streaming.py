@@ -16,9 +16,10 @@ from __future__ import annotations
 import os
 import time
 from collections import deque
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
+
+import msgspec
 
 from p2pd.transfer.control import ProgressCallback, TransferControl, TransferResult
 from p2pd.transfer.datachannel import DataChannel
@@ -29,8 +30,7 @@ from p2pd.transfer.sender import Encoding, Sender
 from p2pd.transfer.sending import HIGH_WATER, LOW_WATER, READ_AHEAD, READ_BATCH, SendSide
 
 
-@dataclass(frozen=True)
-class Summary:
+class Summary(msgspec.Struct, frozen=True):
     """What a STREAM_OFFER says before the payload exists: the description and size estimates."""
 
     info: OfferInfo

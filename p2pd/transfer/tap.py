@@ -13,7 +13,8 @@ import contextlib
 import weakref
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+
+import msgspec
 
 from p2pd.transfer.datachannel import DataChannel, Emitter, Handler, StatefulTransport
 from p2pd.transfer.frames import MAX_MESSAGE_SIZE
@@ -23,22 +24,19 @@ from p2pd.transfer.receiver import DEFAULT_WINDOW as RECEIVE_WINDOW
 TAP_LIMIT = RECEIVE_WINDOW + 4 * MAX_MESSAGE_SIZE  # bytes a tap holds before the transfer consumes them
 
 
-@dataclass(frozen=True)
-class Message:
+class Message(msgspec.Struct, frozen=True):
     """One message from the peer."""
 
     data: bytes | str
 
 
-@dataclass(frozen=True)
-class Closed:
+class Closed(msgspec.Struct, frozen=True):
     """The channel or the connection under it is gone; ``reason`` says which (for the failure's message)."""
 
     reason: str
 
 
-@dataclass(frozen=True)
-class Overflow:
+class Overflow(msgspec.Struct, frozen=True):
     """The peer sent more than the tap holds (:data:`TAP_LIMIT`): later messages were dropped."""
 
 
