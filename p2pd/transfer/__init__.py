@@ -24,8 +24,8 @@ Adapter (asyncio, any channel shaped like ``RTCDataChannel``):
 * ``peer.py`` — making the aiortc peer connection (with ``ice.py``, the only modules here that import aiortc at
   import time; both import ``nomedia.py`` first, so aiortc comes without PyAV, which data channels never use,
   and ``lazydns.py``, so aioice's dnspython loads only when a peer hands over an mDNS name).
-* ``sockets.py`` / ``datapath.py`` — per-connection adaptations of aioice/aiortc: UDP buffers; delayed SACKs
-  (less CPU per MB on both ends).
+* ``sockets.py`` / ``datapath.py`` / ``quickice.py`` — per-connection adaptations of aioice/aiortc: UDP buffers;
+  delayed SACKs (less CPU per MB on both ends); on to DTLS once ICE's check list is completed.
 * ``ice.py`` — which STUN/TURN servers it uses (local configuration merged with the signaling server's, every
   TURN URL probed so UDP, TCP and TLS relays are all tried), the path taken, and a failure explained.
 
