@@ -9,7 +9,9 @@ For each session size, one run interleaves A B A B …:
   * magic-wormhole 0.24 (installed by this script into its own venv, ~/.cache/p2pd-bench/wormhole, with its
     mailbox server and transit relay run locally under twistd): ``wormhole receive --accept-file CODE`` first,
     then ``wormhole send --code CODE SESSION`` — the raw ``.jsonl``, no conversion.
-The clock runs from the sender's start until both processes have exited; the receiver waits first. Peak RSS of
+The clock runs from the sender's start until both processes have exited; the receiver waits first: each tool's
+sender starts ``HEAD_START`` (1 s; ``P2PD_BENCH_HEAD_START``) after its receiver did — p2pd's at the earliest once
+its code is printed —, as when a person carries the code from one machine to the other. Peak RSS of
 each process comes from ``wait4``. Printed per size: min/median/max seconds of each tool, the p2pd/wormhole ratio
 pair by pair (its median), the peak RSS of each process (max over runs) and its CPU seconds (user+sys, with the
 children it waited for; median). ``--startup N`` adds the fixed costs, N runs interleaved: ``--help``, and
@@ -64,6 +66,14 @@ class Run:
     cpu_recv: float = 0.0
 
 
+# Seconds from a receiver's start to its sender's, for both tools (p2pd: at least until its code is printed): the
+# receiver is waiting first, as when a person reads the code off one machine and types it on another. Both tools
+# go on preparing after they could take a code (p2pd imports aiortc and starts its checking process once the code
+# is printed; wormhole connects to its mailbox server), and a sender started before that is done shares the
+# two cores with it.
+HEAD_START = float(os.environ.get("P2PD_BENCH_HEAD_START", "1.0"))
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -87,6 +97,7 @@ class Proc:
         self.stderr_lines: list[str] = []
         self.code_seen = threading.Event()
         self.code: str | None = None
+        self.started = time.perf_counter()
         self.p = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                   stderr=subprocess.PIPE, text=True, bufsize=1)
         self.done = threading.Event()
@@ -175,6 +186,7 @@ def run_p2pd(session: Path, servers: Servers, work: Path, n: int) -> Run:
     if not receiver.code_seen.wait(60):
         receiver.p.kill()
         raise RuntimeError(f"p2pd receive printed no code: {''.join(receiver.stderr_lines)}")
+    time.sleep(max(0.0, receiver.started + HEAD_START - time.perf_counter()))
     start = time.perf_counter()
     sender = Proc([str(BIN / "p2pd"), "send", str(session), "--code", str(receiver.code)], env, work)
     sender.finish(900)
@@ -196,7 +208,7 @@ def run_wormhole(session: Path, servers: Servers, wormhole_bin: Path, work: Path
     code = f"{n + 2}-bench-handover"
     receiver = Proc([*common, "receive", "--accept-file", "--hide-progress", "-o", str(out / session.name), code],
                     env, work)
-    time.sleep(0.3)  # the receiver is waiting first, as with p2pd
+    time.sleep(max(0.0, receiver.started + HEAD_START - time.perf_counter()))  # waiting first, as with p2pd
     start = time.perf_counter()
     sender = Proc([*common, "send", "--hide-progress", "--code", code, str(session)], env, work)
     sender.finish(900)
