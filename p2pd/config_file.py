@@ -5,7 +5,9 @@ that is unknown (with the closest known key: ``signall`` → did you mean ``sign
 rule it breaks), so a typo is never silently ignored. The accessors in :mod:`p2pd.config` read the values and
 apply the environment variables, which win over the file.
 
-Every key p2pd reads is declared here, whichever module reads it; a new key is added here with its type and range.
+Every key p2pd reads is declared here, whichever module reads it; a new key is added here with its type and range,
+and to :mod:`p2pd.config_quick`, whose msgspec Structs take a valid file first without importing this module (and
+pydantic): only a file they are not sure of comes here (``tests/test_config_quick.py`` holds the two together).
 The ``[accept]`` table is checked in depth by :mod:`p2pd.daemon.accept_policy`.
 """
 
