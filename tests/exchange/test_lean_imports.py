@@ -115,14 +115,18 @@ def _pydantic(modules: list[str]) -> list[str]:
     return [m for m in modules if m == "pydantic" or m.startswith("pydantic.")]
 
 
-@pytest.mark.parametrize("with_config", [False, True])
-def test_the_sender_pairs_without_pydantic(tmp_path: Path, with_config: bool) -> None:
+@pytest.mark.parametrize(("config_text", "pydantic"), [
+    (None, False),
+    ('signal = "ws://127.0.0.1:9/"\n', False),  # (overridden by P2PD_SIGNAL below)
+    ('signal = "ws://127.0.0.1:9/\u00e9"\n', True)])  # valid, but past the quick check's ASCII-only rule
+def test_the_sender_pairs_without_pydantic(tmp_path: Path, config_text: str | None, pydantic: bool) -> None:
     """``p2pd send --code`` to a waiting ``p2pd receive`` imports no pydantic until it has paired (the receiver
-    may: it imports the document models while it waits, not after the transfer). The probe can fail: a config
-    file is checked with pydantic (p2pd/config_file.py) before any command runs."""
+    may: it imports the document models while it waits, not after the transfer) — with a config file too, which
+    the quick check takes (p2pd/config_quick.py). The probe can fail: a file the quick check is not sure of is
+    checked with pydantic (p2pd/config_file.py) before any command runs."""
     config = tmp_path / "config.toml"
-    if with_config:
-        config.write_text('signal = "ws://127.0.0.1:9/"\n')  # overridden by P2PD_SIGNAL below
+    if config_text is not None:
+        config.write_text(config_text)
     session = next(f for f in claude_code_files(include_subagents=False) if f.name == "short.jsonl")
     with signal_server() as server:
         env = {**os.environ, "P2PD_SIGNAL": server.url, "P2PD_ICE_HOST_ADDRESSES": "127.0.0.1",
@@ -142,4 +146,4 @@ def test_the_sender_pairs_without_pydantic(tmp_path: Path, with_config: bool) ->
                     proc.wait()
     assert "p2pd.pairing.client" in before_pairing and "signaling.protocol" in before_pairing
     assert len(list((tmp_path / "in").glob("*.a2a.json"))) == 1
-    assert bool(_pydantic(before_pairing)) is with_config
+    assert bool(_pydantic(before_pairing)) is pydantic
