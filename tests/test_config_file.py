@@ -26,15 +26,22 @@ def problem(data: dict[str, object]) -> str:
     return text.removeprefix(f"config file {PATH}: ")
 
 
+# A file with every key, each value valid.
+FULL_VALID = {"redact": True, "signal": "wss://example.org/", "web_url": "https://example.org/",
+              "ice_servers": [{"urls": "stun:example.org:3478"},
+                              {"urls": ["turn:example.org:3478"], "username": "u", "credential": "c"}],
+              "relay_only": False, "connect_timeout": 10, "receive_max_size": 1 << 30, "min_rate": 4096,
+              "rate_window": 60.0, "port": 0, "host": "127.0.0.1", "allow_remote": False,
+              "cors_origins": ["http://app.example"], "accept_handoffs": True, "handoff_agent": "codex",
+              "handoff_claim_timeout": 600, "partial_max_age_hours": 24, "partial_max_mb": 100,
+              "outbox_max_age_hours": 24, "outbox_max_mb": 100, "accept": {"max_size": 5},
+              "session_links": {"rate_per_minute": 10, "queue_max_age_hours": 1.5},
+              "delegate_command": ["claude", "--resume", "{session}"]}
+
+
 def test_a_full_valid_file_passes() -> None:
-    data = {"redact": True, "signal": "wss://example.org/", "web_url": "https://example.org/",
-            "ice_servers": [{"urls": "stun:example.org:3478"},
-                            {"urls": ["turn:example.org:3478"], "username": "u", "credential": "c"}],
-            "relay_only": False, "connect_timeout": 10, "receive_max_size": 1 << 30, "min_rate": 4096,
-            "rate_window": 60.0, "port": 0, "host": "127.0.0.1", "allow_remote": False,
-            "cors_origins": ["http://app.example"], "accept_handoffs": True, "handoff_agent": "codex",
-            "handoff_claim_timeout": 600, "partial_max_age_hours": 24, "partial_max_mb": 100,
-            "outbox_max_age_hours": 24, "outbox_max_mb": 100, "accept": {"max_size": 5}}
+    data = dict(FULL_VALID)
+    assert set(data) == set(KEYS)
     assert validate(data, PATH) is data
     assert validate({}, PATH) == {}
 

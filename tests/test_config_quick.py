@@ -20,19 +20,11 @@ from p2pd.config_file import ConfigFile, IceServer, SessionLinksTable, validate
 from p2pd.config_quick import QuickConfig, QuickIceServer, QuickSessionLinks, fits
 from p2pd.errors import InvalidInputError
 from tests.seeds import seeded
+from tests.test_config_file import FULL_VALID
 
 ROOT = Path(__file__).resolve().parent.parent
 PATH = Path("/home/u/.config/p2pd/config.toml")
-FULL = {"redact": True, "signal": "wss://example.org/", "web_url": "https://example.org/",
-        "ice_servers": [{"urls": "stun:example.org:3478"},
-                        {"urls": ["turn:example.org:3478"], "username": "u", "credential": "c"}],
-        "relay_only": False, "connect_timeout": 10, "receive_max_size": 1 << 30, "min_rate": 4096,
-        "rate_window": 60.0, "port": 0, "host": "127.0.0.1", "allow_remote": False,
-        "cors_origins": ["http://app.example"], "accept_handoffs": True, "handoff_agent": "codex",
-        "handoff_claim_timeout": 600, "partial_max_age_hours": 24, "partial_max_mb": 100,
-        "outbox_max_age_hours": 24, "outbox_max_mb": 100, "accept": {"max_size": 5},
-        "session_links": {"rate_per_minute": 10, "queue_max_age_hours": 1.5},
-        "delegate_command": ["claude", "--resume", "{session}"]}
+FULL = FULL_VALID
 
 
 def _model_takes(data: dict[str, Any]) -> bool:

@@ -5,13 +5,8 @@ mDNS peers): one resolves a browser-style ``….local`` name the other has publi
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
+from tests.probe import probe as run_probe
 
-ROOT = Path(__file__).resolve().parents[2]
 PROBE = """
 import asyncio, json, sys
 import p2pd.transfer.peer  # what a p2pd process that connects imports
@@ -55,10 +50,7 @@ print(json.dumps({"before": before, "resolved": asyncio.run(main()), "after": la
 
 
 def probe(**env: str) -> dict[str, object]:
-    r = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=60,
-                       env={**os.environ, "PYTHONPATH": str(ROOT), **env})
-    assert r.returncode == 0, r.stderr
-    return dict(json.loads(r.stdout))
+    return run_probe(PROBE, **env)
 
 
 def test_dnspython_waits_for_an_mdns_name_and_then_resolves_it() -> None:

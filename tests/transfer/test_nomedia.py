@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.probe import probe as run_probe
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = """
@@ -20,10 +21,7 @@ print(json.dumps({"placeholder": nomedia.active(), "av": type(sys.modules["av"])
 
 
 def probe(**env: str) -> dict[str, object]:
-    r = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=60,
-                       env={**os.environ, "PYTHONPATH": str(ROOT), **env})
-    assert r.returncode == 0, r.stderr
-    return dict(json.loads(r.stdout))
+    return run_probe(PROBE, **env)
 
 
 def test_the_peer_module_brings_aiortc_without_pyav() -> None:
