@@ -4,7 +4,8 @@ when one is plugged in.
 Binds 127.0.0.1 by default. Any address that is not loopback is refused unless ``allow_remote = true`` is in the
 config (or ``--allow-remote``): the API hands out conversations, and the token is its only lock. While serving,
 ``daemon.json`` in the home folder says where (url, port, pid); it is removed on a clean stop. SIGTERM and SIGINT
-stop cleanly: running transfers are marked interrupted, pending handoffs stay pending.
+stop cleanly: running transfers stop at once and are marked interrupted (to be resumed by the next start), pending
+handoffs stay pending.
 """
 
 from __future__ import annotations
@@ -90,8 +91,9 @@ def _server_class() -> Any:
 
     class Server(uvicorn.Server):
         """uvicorn's server, but a SIGTERM/SIGINT ends ``serve()`` normally instead of being raised again after the
-        graceful shutdown (which would kill the process before daemon.json is removed), and calls ``on_exit`` on the
-        loop at once once it has started (the daemon stops its transfers then, not after the HTTP shutdown)."""
+        graceful shutdown (which would kill the process before daemon.json is removed), and, once it has started,
+        calls ``on_exit`` on the loop as soon as the signal comes (the daemon stops its transfers then, not after
+        the HTTP shutdown)."""
 
         on_exit: Callable[[], None] | None = None
         _loop: asyncio.AbstractEventLoop | None = None
