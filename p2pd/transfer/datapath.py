@@ -81,6 +81,8 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from p2pd.transfer.sockets import ice_connection
+
 SACK_EVERY = 2  # packets with DATA per SACK at most (RFC 9260 §6.2: "at least every second packet")
 QUICK_PACKETS = 1000  # packets acknowledged one by one at the start and after a gap (a sender's slow start)
 MAX_WAITS = 8  # event-loop turns a SACK owed waits for the DTLS loop to drain what it already read
@@ -127,7 +129,7 @@ def shape_problem(pc: Any) -> str | None:
     for name in ("add_chunk", "pop_messages", "prune_chunks"):
         if not callable(getattr(InboundStream, name, None)):
             return f"InboundStream has no {name}"
-    if _datagram_queue(sctp) is None:
+    if _datagram_queue(pc) is None:
         return "the ICE connection's datagram queue is not where it was"
     from aioice.ice import StunProtocol
 
@@ -137,11 +139,9 @@ def shape_problem(pc: Any) -> str | None:
     return None
 
 
-def _datagram_queue(sctp: Any) -> asyncio.Queue[Any] | None:
+def _datagram_queue(pc: Any) -> asyncio.Queue[Any] | None:
     """The aioice connection's queue of received datagrams the DTLS transport reads from."""
-    dtls = getattr(sctp, "transport", None)
-    ice = getattr(dtls, "transport", None)
-    queue = getattr(getattr(ice, "_connection", None), "_queue", None)
+    queue = getattr(ice_connection(pc), "_queue", None)
     return queue if isinstance(queue, asyncio.Queue) else None
 
 
@@ -151,7 +151,7 @@ def tune(pc: Any) -> DelayedSack | None:
     if shape_problem(pc) is not None:
         return None
     sctp = pc.sctp
-    queue = _datagram_queue(sctp)
+    queue = _datagram_queue(pc)
     assert queue is not None
     rule = DelayedSack(sctp, sctp._send_sack, queue.qsize)
     sctp._send_sack = rule.owed
@@ -166,7 +166,7 @@ def tune(pc: Any) -> DelayedSack | None:
 
     sctp._get_inbound_stream = inbound_stream
     Transmit(sctp)
-    for protocol in getattr(sctp.transport.transport._connection, "_protocols", ()):
+    for protocol in getattr(ice_connection(pc), "_protocols", ()):
         if hasattr(protocol, "receiver") and hasattr(getattr(protocol, "local_candidate", None), "component"):
             Demux(protocol)
     return rule

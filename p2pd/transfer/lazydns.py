@@ -49,10 +49,11 @@ def install() -> bool:
         return False
     import dns  # the package itself is small
 
-    for name in LAZY:
-        spec = importlib.util.find_spec(name)
-        if spec is None or spec.loader is None:
-            return False
+    specs = [importlib.util.find_spec(name) for name in LAZY]
+    if any(spec is None or spec.loader is None for spec in specs):  # (all of them or none)
+        return False
+    for name, spec in zip(LAZY, specs, strict=True):
+        assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         module.__class__ = _Deferred
         module.__dict__["_p2pd_loader"] = spec.loader

@@ -23,13 +23,9 @@ import asyncio
 import contextlib
 from typing import Any
 
+from p2pd.transfer.sockets import ice_connection
+
 VERIFIED_AIOICE = ("0.13",)  # aioice releases whose Connection.connect this was written against
-
-
-def _connection(pc: Any) -> Any:
-    """The aioice connection under ``pc``'s data channel (there once the channel is created)."""
-    ice = getattr(getattr(getattr(pc, "sctp", None), "transport", None), "transport", None)
-    return getattr(ice, "_connection", None)
 
 
 def shape_problem(pc: Any) -> str | None:
@@ -48,7 +44,7 @@ def shape_problem(pc: Any) -> str | None:
     maybe = getattr(aioice.ice.Connection, "_check_list_maybe_complete", None)
     if not {"_check_list_state", "put_nowait"} <= set(getattr(getattr(maybe, "__code__", None), "co_names", ())):
         return "aioice no longer puts a completed check list's outcome on its queue"
-    conn = _connection(pc)
+    conn = ice_connection(pc)
     if not isinstance(conn, aioice.ice.Connection):
         return "the connection has no aioice connection (yet)"
     if not isinstance(getattr(conn, "_check_list_state", None), asyncio.Queue):
@@ -95,7 +91,6 @@ class QuickConnect:
         stock.add_done_callback(_retrieve)
         return None
 
-
     async def close(self) -> None:
         """aioice's ``close``, after stopping its ``connect`` if that still runs (it would start consent checks
         on the closed connection)."""
@@ -117,4 +112,4 @@ def hasten(pc: Any) -> QuickConnect | None:
     channel is created, before the descriptions are set."""
     if shape_problem(pc) is not None:
         return None
-    return QuickConnect(_connection(pc))
+    return QuickConnect(ice_connection(pc))

@@ -25,25 +25,22 @@ def udp_sockets(pc: Any) -> Iterator[Any]:
     allocation talks to its server through (aioice keeps it inside the relayed transport). What the event loop
     hands out is a socket-like object (uvloop's ``PseudoSocket``, asyncio's ``TransportSocket``), never a
     ``socket.socket``: anything with a datagram ``type`` and ``setsockopt`` is taken."""
-    for transceiver_transport in _ice_transports(pc):
-        connection = getattr(transceiver_transport, "_connection", None)
-        for protocol in getattr(connection, "_protocols", ()) or ():
-            transport = getattr(protocol, "transport", None)
-            sock = transport.get_extra_info("socket") if transport is not None else None
-            if sock is None and transport is not None:
-                inner = getattr(transport, "_TurnTransport__inner_protocol", None)
-                inner_transport = getattr(inner, "transport", None)
-                sock = inner_transport.get_extra_info("socket") if inner_transport is not None else None
-            if callable(getattr(sock, "setsockopt", None)) and getattr(sock, "type", None) == socket.SOCK_DGRAM:
-                yield sock
+    for protocol in getattr(ice_connection(pc), "_protocols", ()) or ():
+        transport = getattr(protocol, "transport", None)
+        sock = transport.get_extra_info("socket") if transport is not None else None
+        if sock is None and transport is not None:
+            inner = getattr(transport, "_TurnTransport__inner_protocol", None)
+            inner_transport = getattr(inner, "transport", None)
+            sock = inner_transport.get_extra_info("socket") if inner_transport is not None else None
+        if callable(getattr(sock, "setsockopt", None)) and getattr(sock, "type", None) == socket.SOCK_DGRAM:
+            yield sock
 
 
-def _ice_transports(pc: Any) -> Iterator[Any]:
-    sctp = getattr(pc, "sctp", None)
-    dtls = getattr(sctp, "transport", None)
-    ice = getattr(dtls, "transport", None)
-    if ice is not None:
-        yield ice
+def ice_connection(pc: Any) -> Any:
+    """The aioice ``Connection`` under ``pc``'s data channel (SCTP → DTLS → ICE transport; there once the channel
+    is created), or None. The adaptations of this package (buffers, datapath.py, quickice.py) all start from it."""
+    ice = getattr(getattr(getattr(pc, "sctp", None), "transport", None), "transport", None)
+    return getattr(ice, "_connection", None)
 
 
 def widen_buffers(pc: Any, size: int = BUFFER_BYTES) -> int:

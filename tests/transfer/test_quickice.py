@@ -17,6 +17,7 @@ import pytest
 
 from p2pd.transfer.peer import connect
 from p2pd.transfer.quickice import QuickConnect, hasten, shape_problem
+from p2pd.transfer.sockets import ice_connection
 from tests.transfer.rtc import force_loopback
 
 PAUSE = 5.0  # aioice's 20 ms pacing pause, stretched
@@ -119,7 +120,7 @@ async def test_p2pds_connections_have_it_and_the_installed_aioice_has_the_shape(
     try:
         assert shape_problem(a.pc) is None
         for link in (a, b):
-            conn = link.pc.sctp.transport.transport._connection
+            conn = ice_connection(link.pc)
             _quick(conn)
             assert "connect" in vars(conn) and aioice.ice.Connection.connect is not conn.connect
         monkeypatch.setattr("aioice.__version__", "9.0.0")
