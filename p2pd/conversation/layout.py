@@ -55,7 +55,7 @@ class SubagentLines:
 
 def _elements(write: Write, items: Iterable[bytes]) -> int:
     """Each element on a line of its own, after a comma but the first: ``a\n,b\n,c\n``; one write per element
-    (its comma and newline joined to it: fewer calls into the writer cost more than the copy). Returns how many."""
+    (its comma and newline joined to it: the calls into the writer saved cost more than the copy). Returns how many."""
     n = 0
     for item in items:
         write(b"," + item + b"\n" if n else item + b"\n")
