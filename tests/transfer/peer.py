@@ -125,6 +125,10 @@ async def main(args: argparse.Namespace) -> int:
     reader = await stdin_reader()
     pc, ch = await connect(reader, args.stock)
     cpu_start = cpu_seconds()
+
+    def spent() -> dict[str, Any]:  # what every result and error line ends with
+        return {"max_rss": peak_rss(), "cpu": cpu_seconds() - cpu_start, **sacks()}
+
     control = TransferControl()
     watcher = asyncio.ensure_future(watch_cancel(reader, control))
     started = time.perf_counter()
@@ -141,7 +145,7 @@ async def main(args: argparse.Namespace) -> int:
             emit(event="result", chunks_sent=res.chunks_sent, bytes_sent=res.bytes_sent,
                  resumed_bytes=res.resumed_bytes, chunk_size=res.chunk_size, elapsed=res.elapsed,
                  compressed_size=res.compressed_size, raw_size=res.raw_size, t_start=t_start,
-                 max_rss=peak_rss(), cpu=cpu_seconds() - cpu_start, **sacks())
+                 **spent())
         elif args.mode == "recv":
             async def decide(offer: Any) -> bool:
                 return not args.decline
@@ -151,17 +155,15 @@ async def main(args: argparse.Namespace) -> int:
             raw_size = await asyncio.to_thread(decompress_file, got.path) if args.decode else None
             emit(event="result", path=str(got.path), bytes_received=got.bytes_received,
                  resumed_bytes=got.resumed_bytes, elapsed=got.elapsed, raw_size=raw_size, t_end=time.time(),
-                 max_rss=peak_rss(), cpu=cpu_seconds() - cpu_start, **sacks())
+                 **spent())
         elif args.mode == "bare-send":
             await bare_send(ch, args.size, args.chunk)
-            emit(event="result", elapsed=time.perf_counter() - started, max_rss=peak_rss(),
-                 cpu=cpu_seconds() - cpu_start, **sacks())
+            emit(event="result", elapsed=time.perf_counter() - started, **spent())
         elif args.mode == "bare-recv":
             elapsed = await bare_recv(ch, args.size)
-            emit(event="result", elapsed=elapsed, max_rss=peak_rss(), cpu=cpu_seconds() - cpu_start, **sacks())
+            emit(event="result", elapsed=elapsed, **spent())
     except P2pdError as exc:
-        emit(event="error", type=type(exc).__name__, message=str(exc), max_rss=peak_rss(),
-             cpu=cpu_seconds() - cpu_start, **sacks())
+        emit(event="error", type=type(exc).__name__, message=str(exc), **spent())
         return 1
     finally:
         watcher.cancel()
