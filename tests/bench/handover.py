@@ -126,6 +126,10 @@ class Proc:
         self.cpu = usage.ru_utime + usage.ru_stime
         self.done.set()
 
+    def wait_head_start(self) -> None:
+        """Return HEAD_START seconds after this process (a receiver) started."""
+        time.sleep(max(0.0, self.started + HEAD_START - time.perf_counter()))
+
     def finish(self, timeout: float) -> None:
         if not self.done.wait(timeout):
             self.p.send_signal(signal.SIGKILL)
@@ -186,7 +190,7 @@ def run_p2pd(session: Path, servers: Servers, work: Path, n: int) -> Run:
     if not receiver.code_seen.wait(60):
         receiver.p.kill()
         raise RuntimeError(f"p2pd receive printed no code: {''.join(receiver.stderr_lines)}")
-    time.sleep(max(0.0, receiver.started + HEAD_START - time.perf_counter()))
+    receiver.wait_head_start()
     start = time.perf_counter()
     sender = Proc([str(BIN / "p2pd"), "send", str(session), "--code", str(receiver.code)], env, work)
     sender.finish(900)
@@ -208,7 +212,7 @@ def run_wormhole(session: Path, servers: Servers, wormhole_bin: Path, work: Path
     code = f"{n + 2}-bench-handover"
     receiver = Proc([*common, "receive", "--accept-file", "--hide-progress", "-o", str(out / session.name), code],
                     env, work)
-    time.sleep(max(0.0, receiver.started + HEAD_START - time.perf_counter()))  # waiting first, as with p2pd
+    receiver.wait_head_start()  # waiting first, as with p2pd
     start = time.perf_counter()
     sender = Proc([*common, "send", "--hide-progress", "--code", code, str(session)], env, work)
     sender.finish(900)
