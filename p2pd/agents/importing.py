@@ -11,10 +11,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from p2pd.agents import registry
 from p2pd.agents.spec import ImportResultLike
+from p2pd.conversation.json_text import loads
 from p2pd.conversation.model import ConversationDocument
 from p2pd.errors import InvalidInputError, NotFoundError, TooLargeError
 
@@ -158,4 +157,4 @@ def _records(src: SpooledSource) -> Iterator[tuple[int, Any]]:
     from p2pd.conversation.model import Record
 
     for n, data in src.raw_records():
-        yield n, Record.model_validate(orjson.loads(data))
+        yield n, Record.model_validate(loads(data))

@@ -15,16 +15,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from p2pd.conversation.json_text import escape_lone_surrogates
+import msgspec
+
+from p2pd.conversation.json_text import DECODE_REFUSED, escape_lone_surrogates
+from p2pd.conversation.json_text import loads as _fast_loads
 from p2pd.errors import InvalidInputError, NotFoundError
 
 if TYPE_CHECKING:
     from p2pd.conversation.model import Record
 
-try:
-    import orjson
-except ImportError:  # pragma: no cover - a dependency
-    orjson = None  # type: ignore[assignment, unused-ignore]
 
 _HAS_SURROGATE = re.compile("[\udc80-\udcff]")
 
@@ -95,27 +94,16 @@ def parse_line(n: int, line: str, *, last_without_newline: bool = False,
     return SourceLine(n, line, value=value)
 
 
-def _fast_loads(line: str) -> Any:
-    """``json.loads(line)``, through orjson when it can (3x faster; the same values): what orjson refuses
-    (lone surrogates, NaN, integers past 64 bits, bad JSON) goes to ``json``, which also words the error."""
-    if orjson is not None:
-        try:
-            return orjson.loads(line)
-        except (orjson.JSONDecodeError, UnicodeEncodeError):
-            pass
-    return json.loads(line)
-
-
 def iter_lines(path: Path, *, keep_text: bool = True, only: Container[int] | None = None) -> Iterator[SourceLine]:
     """The lines of a JSONL file, parsed one at a time as :func:`parse_lines` would (same numbers, same
     reasons), reading the file as a stream: memory holds one line, not the file. ``keep_text=False``: a line
     that is a JSON object is parsed from its bytes and carries no ``text`` (for readers of its JSON only).
     ``only``: the numbers of the lines wanted (the others are skipped unparsed)."""
-    if keep_text or orjson is None:
+    if keep_text:
         for n, raw in iter_raw(path, only=only):
             yield exact_line(n, raw)
         return
-    loads, decode_error = orjson.loads, orjson.JSONDecodeError
+    loads, decode_error = msgspec.json.decode, DECODE_REFUSED
     with open_lines(path, buffering=READ_BUFFER) as fh:  # (iter_raw, inline: every line of a session goes by)
         for n, raw in enumerate(fh, start=1):
             if only is not None and n not in only:

@@ -18,9 +18,8 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-import orjson
-
 from p2pd.conversation.document_io import compact_json
+from p2pd.conversation.json_text import loads
 from p2pd.conversation.model import ConversationDocument, Message, Record, SidecarFile, Subagent, Transcript
 from p2pd.conversation.stream_reader import DocumentReader, Item
 
@@ -180,13 +179,13 @@ class SpooledSource(DocumentSource):
 
     def _lines(self, slot: str) -> Iterator[tuple[int, Any]]:
         for n, data in self._read(slot, by_number=True):
-            kind, value = orjson.loads(data)
+            kind, value = loads(data)
             yield n, (RawLine(value) if kind else value)
 
     def messages(self) -> Iterator[Message]:
         from p2pd.conversation.document_io import message_from_json
 
-        return (message_from_json(orjson.loads(data)) for _, data in self._read("messages", by_number=False))
+        return (message_from_json(loads(data)) for _, data in self._read("messages", by_number=False))
 
     def message_count(self) -> int:
         slot = self._slots.get("messages")
@@ -203,7 +202,7 @@ class SpooledSource(DocumentSource):
         return self._lines(f"sub{index}")
 
     def tool_results(self) -> Iterator[SidecarFile]:
-        return (SidecarFile.model_validate(orjson.loads(data)) for _, data in self._read("tools", by_number=False))
+        return (SidecarFile.model_validate(loads(data)) for _, data in self._read("tools", by_number=False))
 
     def close(self) -> None:
         self._out.close()

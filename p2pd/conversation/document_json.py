@@ -1,4 +1,4 @@
-"""Conversation documents from parsed JSON: ``load_json`` (orjson, ``json`` for what orjson refuses; nesting past
+"""Conversation documents from parsed JSON: ``load_json`` (msgspec, ``json`` for what msgspec refuses; nesting past
 MAX_DEPTH refused without recursing), ``document_from_json`` (a p2pd document, a bare list of A2A messages, or
 ``{"messages": [...]}``, validated), and the words of a schema error (with its JSON path). Used by the whole-document
 reader (:mod:`p2pd.conversation.document_io`) and the streamed one (:mod:`p2pd.conversation.stream_reader`).
@@ -10,16 +10,13 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from msgspec.json import decode
 from pydantic import ValidationError
 
+from p2pd.conversation.json_text import DECODE_REFUSED
 from p2pd.conversation.legacy import normalize_message
 from p2pd.conversation.model import FORMAT_NAME, FORMAT_VERSION, ConversationDocument, Message, Origin
 from p2pd.errors import InvalidInputError
-
-try:
-    import orjson
-except ImportError:  # pragma: no cover - a dependency
-    orjson = None  # type: ignore[assignment, unused-ignore]
 
 # JSON nesting a conversation document may have: real ones stay far below (tool arguments included); deeper
 # input is refused before anything recursive (normalization, pydantic) walks it.
@@ -27,15 +24,14 @@ MAX_DEPTH = 256
 
 
 def load_json(raw: bytes, source: str) -> Any:
-    """Parse JSON text (orjson, else ``json`` for what orjson refuses) and refuse nesting past MAX_DEPTH."""
-    if orjson is not None:
-        try:
-            data = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            pass  # json says what is wrong (or reads what orjson does not: NaN, lone surrogate escapes)
-        else:
-            check_depth(data, source=source)
-            return data
+    """Parse JSON text (msgspec, exact; else ``json`` for what msgspec refuses) and refuse nesting past MAX_DEPTH."""
+    try:
+        data = decode(raw)
+    except DECODE_REFUSED:
+        pass  # json says what is wrong (or reads what msgspec does not: NaN, lone surrogate escapes)
+    else:
+        check_depth(data, source=source)
+        return data
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

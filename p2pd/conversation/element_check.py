@@ -6,19 +6,18 @@ It only ever says yes or "not sure": each Struct is the pydantic model's fields 
 the same) under stricter rules — camelCase names only, no coercion, no unknown key, 64-bit integers, the part's
 exactly-one-content rule — so what it accepts the model accepts, with the same role, parts and metadata (tests
 hold it on real and random elements, and on mutated bytes; a kept value read alone — ``p2pd``, a part's data — is
-orjson's reading of it, where a huge integer may come out a float). Anything else (a legacy A2A shape, a snake_case key,
-an error) returns None and goes the usual way: orjson, then the pydantic model, whose error is the one reported.
-2.3x cheaper than orjson plus pydantic on real-shaped sessions (tests/bench/consumer.py).
+read as the usual way reads it). Anything else (a legacy A2A shape, a snake_case key, an error) returns None and goes
+the usual way: a JSON parse, then the pydantic model, whose error is the one reported. 2.3x cheaper than orjson plus
+pydantic on real-shaped sessions (tests/bench/consumer.py).
 """
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
 import msgspec
-import orjson
 
+from p2pd.conversation.json_text import loads
 from p2pd.conversation.shapes import JsonObject, Role
 
 _UNSET: Any = msgspec.UNSET
@@ -57,18 +56,15 @@ class QuickMessage(msgspec.Struct, forbid_unknown_fields=True, rename="camel"):
 
 
 class QuickRecord(msgspec.Struct, forbid_unknown_fields=True):
-    line: Annotated[int, msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)]  # (past 64 bits orjson reads a float, refused)
+    line: Annotated[int, msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)]  # (past 64 bits: the usual way says)
     value: msgspec.Raw | msgspec.UnsetType = _UNSET
     text: str | None = None
     raw: str | None = None
 
 
 def _loads(raw: msgspec.Raw) -> Any:
-    """A kept value as the usual way reads it: orjson, or ``json`` for what orjson does not read (a huge integer)."""
-    try:
-        return orjson.loads(memoryview(raw))
-    except orjson.JSONDecodeError:
-        return json.loads(bytes(raw).decode("utf-8"))
+    """A kept value as the usual way reads it (:func:`~p2pd.conversation.json_text.loads`)."""
+    return loads(raw)
 
 
 QUICK_MODELS: dict[str, type[msgspec.Struct]] = {"messages": QuickMessage, "records": QuickRecord}

@@ -22,10 +22,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-import orjson
+from msgspec.json import decode
 
 from p2pd.conversation.json_limits import DEFAULT_LIMITS, Limits, count_values, opening_brackets, value_depth
 from p2pd.conversation.json_patterns import BODY, COARSE, ELEMENT, FAST_LEVELS, PLAIN, WS
+from p2pd.conversation.json_text import DECODE_REFUSED
 from p2pd.errors import InvalidInputError, TooLargeError
 
 # (array key, subagent index or None, the element's bytes, its value when the scanner parsed it, else UNPARSED)
@@ -378,8 +379,8 @@ class Scanner:
                 value = self._quick(self._array[0], line)
             if value is None:
                 try:
-                    value = orjson.loads(line)
-                except orjson.JSONDecodeError:
+                    value = decode(line)
+                except DECODE_REFUSED:
                     return got or None  # not one object (several, a lone surrogate, not JSON): the scan says
                 if deep and value_depth(value) > depth_left:
                     raise self._too_deep()

@@ -19,10 +19,9 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from p2pd.conversation.document_io import compact_json
 from p2pd.conversation.document_json import document_from_json
+from p2pd.conversation.json_text import loads
 from p2pd.conversation.layout import SubagentLines, Write, write_document
 from p2pd.conversation.legacy import normalize_message
 from p2pd.conversation.model import Message, Role
@@ -98,7 +97,7 @@ def redact_stream(pieces: Iterable[bytes], write: Write, spool_dir: Path, *, tit
                 red.title = ""
             builder = SummaryBuilder()
             for raw in spool.items(("messages", None)):
-                m = Message.model_validate(normalize_message(orjson.loads(raw)))
+                m = Message.model_validate(normalize_message(loads(raw)))
                 if m.p2pd.get("active", True):
                     builder.add(m)
             red.title, red.summary = builder.finish(red.title, red.metadata)

@@ -22,12 +22,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
+from msgspec.json import decode
 from pydantic import BaseModel, ValidationError
 
 from p2pd.conversation.document_json import describe_validation_error, document_from_json, load_json
 from p2pd.conversation.element_check import QuickMessage, QuickRecord, quick_check
 from p2pd.conversation.json_scan import DEFAULT_LIMITS, UNPARSED, Limits, Scanner
+from p2pd.conversation.json_text import DECODE_REFUSED
 from p2pd.conversation.legacy import normalize_message
 from p2pd.conversation.model import ConversationDocument, Counts, Message, Record, SidecarFile, Subagent
 from p2pd.errors import InvalidInputError, TooLargeError
@@ -162,9 +163,9 @@ class DocumentReader:
 
 def _parse(raw: bytes, source: str, scanner: Scanner) -> Any:
     try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        pass  # what orjson refuses but JSON allows (lone surrogate escapes, NaN, huge integers), or not JSON
+        return decode(raw)
+    except DECODE_REFUSED:
+        pass  # what msgspec refuses but JSON allows (lone surrogate escapes, NaN, deep nesting), or not JSON
     try:
         return json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:

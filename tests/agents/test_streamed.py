@@ -165,3 +165,20 @@ def test_odd_lines_stream_the_same(tmp_path):
     doc = load_file(path)
     assert doc.issues and doc.records
     assert data.replace(b"\n", b"") == counts_last(doc)
+
+
+def test_integers_past_64_bits_travel_exactly(tmp_path):
+    """A transcript's integers past 64 bits (a tool's output, an id) are kept exactly, streamed or loaded: not
+    rounded through a float (which orjson reads them as)."""
+    big = 123456789012345678901234567890
+    path = tmp_path / "s1.jsonl"
+    path.write_bytes(_line("u1", None, "user", "Fix the parser")[:-2] + f',"big":{big}}}\n'.encode()
+                     + f'{{"type":"progress","uuid":"p1","n":{-big}}}\n'.encode())
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    data, _, _ = stream(path, spool)
+    doc = load_file(path)
+    assert data.replace(b"\n", b"") == counts_last(doc)
+    streamed_doc = json.loads(data)
+    assert streamed_doc["records"][0]["value"]["n"] == -big
+    assert streamed_doc["messages"][0]["metadata"]["claudeCode"]["lines"][0]["source"]["big"] == big

@@ -186,3 +186,19 @@ def test_limits_hold_while_streaming():
     # the envelope is bounded too (a huge title)
     with pytest.raises(TooLargeError, match="outside its messages"):
         read_stream([HEAD + b'"title":"' + b"t" * 5000 + b'","messages":[]}'], limits=limits)
+
+
+@pytest.mark.parametrize("layout", ["lines", "compact", "pretty"])
+def test_integers_past_64_bits_are_read_exactly(layout):
+    """A tool's output or an id past 64 bits arrives as the integer it is, whole or streamed, in every layout (not
+    rounded through a float, as orjson reads it)."""
+    big = 123456789012345678901234567890
+    doc = {"format": "p2pd.conversation", "contextId": "c", "createdAt": "2026-01-01T00:00:00Z",
+           "origin": {"platform": "a2a"},
+           "messages": [{"messageId": "m", "role": "ROLE_USER", "parts": [{"data": {"id": big}}],
+                         "metadata": {"p2pd": {"n": big}}}],
+           "records": [{"line": 1, "value": {"n": -big}}]}
+    data = layouts(doc, random.Random(0))[layout]
+    for read in (parse_document(data), read_whole(pieces(data, random.Random(1)))):
+        assert read.records[0].value == {"n": -big}
+        assert read.messages[0].parts[0].data_value == {"id": big} and read.messages[0].p2pd == {"n": big}

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+import msgspec
 import orjson
 
 from p2pd.agents.claude_code.export import (
@@ -64,7 +65,7 @@ from p2pd.agents.jsonl import (
     session_time,
     verbatim_json,
 )
-from p2pd.conversation.json_text import compact_json
+from p2pd.conversation.json_text import DECODE_REFUSED, compact_json
 from p2pd.conversation.layout import SubagentLines, Write, write_document
 from p2pd.conversation.shapes import A2A_PROTOCOL_VERSION, FORMAT_NAME, FORMAT_VERSION, Tally
 from p2pd.conversation.summary import SummaryBuilder
@@ -158,7 +159,8 @@ def write_session(path: Path, write: Write, *, spool_dir: Path, on_head: Head | 
         on_head({"title": early, **offer})
 
     def records() -> Iterator[bytes]:  # (records never join a message: they are read on their own)
-        loads, dumps, decode_error, message_types = orjson.loads, orjson.dumps, orjson.JSONDecodeError, MESSAGE_TYPES
+        loads, decode_error, message_types = msgspec.json.decode, DECODE_REFUSED, MESSAGE_TYPES
+        dumps, encode_error = orjson.dumps, orjson.JSONEncodeError
         with open_lines(path, buffering=READ_BUFFER) as fh:
             for n, raw in enumerate(fh, start=1):
                 if n in message_lines:
@@ -168,7 +170,7 @@ def write_session(path: Path, write: Write, *, spool_dir: Path, on_head: Head | 
                     value = loads(raw)
                 except decode_error:
                     value = None
-                if value.__class__ is not dict:  # malformed, or odd (NaN, huge numbers…): the exact way
+                if value.__class__ is not dict:  # malformed, or odd (NaN, a lone surrogate…): the exact way
                     yield from _odd_record(exact_line(n, raw), issues)
                     continue
                 kind = value.get("type")
@@ -176,8 +178,10 @@ def write_session(path: Path, write: Write, *, spool_dir: Path, on_head: Head | 
                     issues.append({"line": n, "reason": "JSON object without a 'type' field"})
                 elif kind in message_types:  # (a user/assistant line that is no message line has a problem)
                     issues.append({"line": n, "reason": message_problem(value)})
-                # (orjson writes every value it read: compact_json's other way is for what it refuses to read)
-                yield dumps({"line": n, "value": value})
+                try:
+                    yield dumps({"line": n, "value": value})
+                except encode_error:  # (an integer past 64 bits, which msgspec reads exactly: json writes it)
+                    yield compact_json({"line": n, "value": value})
 
     def messages() -> Iterator[bytes]:
         nonlocal title, heard
