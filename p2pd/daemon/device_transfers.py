@@ -133,10 +133,12 @@ class DeviceTransfers:
                                                max_message_size=MESSAGE_SIZE, control=control)
             finally:
                 await link.close()
+            late = {"cancel_too_late": f"{session.device.name} had already received it when the cancel reached it"}
             await self._update(tid, state=TransferState.DONE, bytes_done=result.compressed_size,
                                detail={"resumed_bytes": result.resumed_bytes, "elapsed": round(result.elapsed, 3),
                                        "codec": ready.sent_codec,
-                                       "path": link.path.to_dict() if link.path is not None else None})
+                                       "path": link.path.to_dict() if link.path is not None else None,
+                                       **(late if result.cancel_too_late else {})})
         except (P2pdError, OSError) as exc:
             ending = outgoing_ending(exc, cancelled=control.reason, device_online=session.online,
                                      device_name=session.device.name)

@@ -26,6 +26,7 @@ class TransferResult(msgspec.Struct, frozen=True):
     resumed_bytes: int  # payload bytes the receiver already held (not sent again)
     elapsed: float  # from the channel open to the receiver's DONE, the receiver's decision included
     decision_seconds: float = 0.0  # of ``elapsed``, the time the receiver took to accept the offer
+    cancel_too_late: bool = False  # this side cancelled after its last chunk, and the receiver had committed first
 
 
 class ReceivedBlob(msgspec.Struct, frozen=True):

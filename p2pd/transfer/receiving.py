@@ -89,6 +89,7 @@ class ReceiveSide(Runner):
         self.committed = 0  # chunks durable (fsync'd and recorded)
         self.path: Path | None = None
         self.checksum_failed = False
+        self.committing = False  # the commit job runs: the peer's frames wait for its decision (defers)
 
     async def run(self) -> ReceivedBlob:
         try:
@@ -213,6 +214,8 @@ class ReceiveSide(Runner):
     def on_job(self, done: JobDone) -> None:
         m = self.machine
         error = done.error
+        if done.kind is JobKind.COMMIT:
+            self.committing = False  # (the frames held meanwhile are read next: a CANCEL after DONE is ignored)
         if done.kind is JobKind.DECISION:
             if error is not None:
                 if isinstance(error, asyncio.CancelledError):
@@ -258,6 +261,7 @@ class ReceiveSide(Runner):
             assert isinstance(done.result, Path)
             self.path = done.result
             if self.commit is not None:
+                self.committing = True
                 self.start_job(JobKind.COMMIT, self.commit, done.result)
             else:
                 self.perform(m.finalized())
@@ -266,6 +270,11 @@ class ReceiveSide(Runner):
                 self.perform(m.finalized())
             else:  # cancelled before it was committed here: never DONE (the commit removed the blob)
                 self.perform(m.cancel("the sender cancelled it before it was committed here"))
+
+    def defers(self) -> bool:
+        """While the commit job decides, a CANCEL from the sender waits: committed, the conversation is kept and
+        DONE goes first (the sender, cancelling after its last chunk, takes DONE as the answer: SPEC.md §6)."""
+        return self.committing
 
     async def cleanup(self) -> None:
         if self.decision is not None and not self.decision.done():
@@ -290,6 +299,11 @@ class ReceiveSide(Runner):
     def late_result(self, done: JobDone) -> None:
         if done.kind is JobKind.OPEN and isinstance(done.result, PartialBlob | StreamStore):
             done.result.close()  # opened while the transfer was stopping: release its lock
+        failure = self.machine.failure
+        if done.kind is JobKind.FINALIZE and isinstance(done.result, Path) and failure is not None \
+                and failure.by_peer and failure.code == Code.CANCELLED:
+            done.result.unlink(missing_ok=True)  # moved into place as the sender's CANCEL came: nothing is kept
+            # (a local stop keeps it: a daemon commits a verified blob a stop cut off at its next start)
 
     async def wait_peer_close(self) -> None:
         """After DONE: give the sender time to read it and close the channel (closing first could lose it)."""

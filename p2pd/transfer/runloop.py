@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -29,7 +30,7 @@ from p2pd.transfer.frames import Code
 from p2pd.transfer.jobs import JobDone, JobKind
 from p2pd.transfer.receiver import Receiver
 from p2pd.transfer.sender import Sender
-from p2pd.transfer.tap import Closed, Message, Overflow, attach
+from p2pd.transfer.tap import Closed, Message, Overflow, TapEvent, attach
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +57,7 @@ class Runner:
         self.started = time.monotonic()
         self.job: asyncio.Future[Any] | None = None
         self._sent_tail = False  # a frame was sent in the final batch of actions (flush before closing)
+        self._deferred: deque[TapEvent] = deque()  # the peer's events held while :meth:`defers` (jobs go on)
 
     # --- actions ------------------------------------------------------------------------------------------
 
@@ -95,12 +97,23 @@ class Runner:
 
     # --- events and jobs ----------------------------------------------------------------------------------
 
+    def defers(self) -> bool:
+        """Whether the peer's events wait (in order) until a decision in progress is made; job results do not."""
+        return False
+
     def drain(self) -> None:
         """Feed every queued event to the machine, in order, until it finishes or the queue is empty."""
         while not self.machine.finished:
-            event = self.tap.pop()
-            if event is None:
-                return
+            if self._deferred and not self.defers():
+                event: TapEvent = self._deferred.popleft()
+            else:
+                popped = self.tap.pop()
+                if popped is None:
+                    return
+                event = popped
+                if not isinstance(event, JobDone) and self.defers():
+                    self._deferred.append(event)
+                    continue
             if isinstance(event, Message):
                 self.last_activity = self.loop.time()
                 self.perform(self.machine.receive(event.data))

@@ -1,9 +1,11 @@
 """The sending side of the transfer protocol as a sans-I/O state machine (spec: ``SPEC.md``).
 
 Feed it every message from the channel (:meth:`Sender.receive`) and local events (:meth:`cancel`,
-:meth:`timeout`, :meth:`connection_lost`); it returns actions to perform in order. Chunks are pulled by the
-adapter: :meth:`next_chunk` says which chunk may go now (flow-control window permitting) and
-:meth:`send_chunk` turns its bytes into a frame. Nothing here does I/O, and nothing here raises on peer input:
+:meth:`timeout`, :meth:`connection_lost`); it returns actions to perform in order. A cancel after the last chunk
+(END or STREAM_END sent) is a question, not an end: the receiver may have committed first, and its DONE, crossing
+the CANCEL, is the answer (``cancelling``, SPEC.md §6); the adapter waits :data:`CANCEL_ANSWER_WAIT` for it.
+Chunks are pulled by the adapter: :meth:`next_chunk` says which chunk may go now (flow-control window permitting)
+and :meth:`send_chunk` turns its bytes into a frame. Nothing here does I/O, and nothing here raises on peer input:
 a bad frame becomes an ERROR frame to send plus a terminal :class:`Failed`.
 """
 
@@ -27,6 +29,7 @@ from p2pd.transfer.frames import (
     Accept,
     Ack,
     Cancel,
+    Code,
     Done,
     End,
     Error,
@@ -43,10 +46,12 @@ from p2pd.transfer.frames import (
     decode,
     encode,
     encode_chunk,
+    reason_text,
 )
 from p2pd.transfer.plan import Plan
 
 DEFAULT_WINDOW = 8 * 1024 * 1024
+CANCEL_ANSWER_WAIT = 2.0  # seconds a sender that cancelled after its last chunk waits for a DONE crossing it
 
 
 class Encoding(msgspec.Struct, frozen=True):
@@ -64,6 +69,7 @@ class SenderState(Enum):
     AWAIT_DECISION = "await-decision"
     SENDING = "sending"
     AWAIT_DONE = "await-done"
+    CANCELLING = "cancelling"  # cancelled after the last chunk: a DONE crossing the CANCEL still completes it
     COMPLETED = "completed"
     FAILED = "failed"
 
@@ -80,6 +86,7 @@ ALLOWED: dict[SenderState, frozenset[FrameType]] = {
     SenderState.AWAIT_DECISION: _STOP | {FrameType.ACCEPT, FrameType.REJECT},
     SenderState.SENDING: _STOP | {FrameType.ACK},
     SenderState.AWAIT_DONE: _STOP | {FrameType.ACK, FrameType.DONE},
+    SenderState.CANCELLING: _STOP | {FrameType.ACK, FrameType.DONE},
     SenderState.COMPLETED: frozenset(),
     SenderState.FAILED: frozenset(),
 }
@@ -140,6 +147,8 @@ class Sender(Endings):
         self._acked_upto = 0
         self._acked_bytes = 0  # bytes sent by this transfer and acknowledged
         self.bytes_sent = 0
+        self.cancel_reason: str | None = None  # this side's cancel, while cancelling and after
+        self.cancel_too_late = False  # completed: the receiver's DONE crossed this side's CANCEL
 
     # --- local events -------------------------------------------------------------------------------------
 
@@ -157,6 +166,47 @@ class Sender(Endings):
     @property
     def finished(self) -> bool:
         return self.state in _TERMINAL
+
+    @property
+    def cancelling(self) -> bool:
+        """True while a cancel sent after the last chunk waits for its answer (DONE, or anything else)."""
+        return self.state is SenderState.CANCELLING
+
+    def cancel(self, reason: str = "cancelled") -> list[Action]:
+        """This side gives up. Once the last chunk is sent the receiver may have committed already: CANCEL goes,
+        and the transfer stays open (``cancelling``) for the answer — DONE completes it; its CANCEL or ERROR, a
+        closed channel, anything else, or :meth:`cancel_unanswered` end it cancelled."""
+        if self.state is SenderState.CANCELLING:
+            return []
+        if self.state is not SenderState.AWAIT_DONE:
+            return super().cancel(reason)
+        self.cancel_reason = reason
+        self.state = SenderState.CANCELLING
+        return [SendFrame(encode(Cancel(self.transfer_id, Code.CANCELLED, reason_text(reason))))]
+
+    def cancel_unanswered(self) -> list[Action]:
+        """No DONE came for :data:`CANCEL_ANSWER_WAIT`: the cancel stands."""
+        if self.state is not SenderState.CANCELLING:
+            return []
+        return self._cancelled()
+
+    def _cancelled(self) -> list[Action]:
+        return self._fail(Code.CANCELLED, self.cancel_reason or "cancelled", by_peer=False)
+
+    def timeout(self, seconds: float) -> list[Action]:
+        if self.state is SenderState.CANCELLING:
+            return self._cancelled()
+        return super().timeout(seconds)
+
+    def connection_lost(self, reason: str) -> list[Action]:
+        if self.state is SenderState.CANCELLING:  # (the receiver stopped on the CANCEL and closed its end)
+            return self._cancelled()
+        return super().connection_lost(reason)
+
+    def fail(self, code: Code, reason: str) -> list[Action]:
+        if self.state is SenderState.CANCELLING:  # (CANCEL is sent: nothing more goes to the peer)
+            return self._cancelled()
+        return super().fail(code, reason)
 
     @property
     def preparing(self) -> bool:
@@ -288,7 +338,7 @@ class Sender(Endings):
         try:
             return self._dispatch(frame)
         except FrameError as exc:
-            return self._protocol_error(str(exc))
+            return self._protocol_error(str(exc))  # (cancelling: the cancel stands, nothing sent)
 
     def _dispatch(self, frame: Frame) -> list[Action]:
         if frame.type not in ALLOWED[self.state]:
@@ -302,6 +352,8 @@ class Sender(Endings):
         if isinstance(frame, Done):
             return self._on_done(frame)
         if isinstance(frame, Reject | Cancel | Error):  # the peer ended the transfer
+            if self.state is SenderState.CANCELLING:  # (its answer to ours: it stopped first)
+                return self._cancelled()
             return self._fail(frame.code, frame.text, by_peer=True)
         raise AssertionError(f"ALLOWED lets {frame.type.name} through without a handler")
 
@@ -368,6 +420,7 @@ class Sender(Endings):
         assert self.offer is not None
         if done.sha256 != self.sha256:
             raise FrameError("DONE confirms a SHA-256 different from the one offered")
+        self.cancel_too_late = self.state is SenderState.CANCELLING
         self.state = SenderState.COMPLETED
         total = self.end.compressed_size if self.end is not None else self.offer.compressed_size
         return [Progress(total, total), Completed()]

@@ -17,7 +17,7 @@ from p2pd.transfer.events import Action
 from p2pd.transfer.frames import Code, OfferInfo
 from p2pd.transfer.jobs import JobDone, JobKind, read_span
 from p2pd.transfer.runloop import Runner
-from p2pd.transfer.sender import Encoding, Sender
+from p2pd.transfer.sender import CANCEL_ANSWER_WAIT, Encoding, Sender
 
 HIGH_WATER = 1024 * 1024
 LOW_WATER = 256 * 1024
@@ -85,13 +85,15 @@ class SendSide(Runner):
                               raw_size=m.offer.raw_size, compressed_size=m.offer.compressed_size,
                               chunk_size=m.offer.chunk_size, chunks_sent=m.chunks_sent,
                               bytes_sent=m.bytes_sent, resumed_bytes=m.plan.held_bytes,
-                              elapsed=time.monotonic() - self.started, decision_seconds=self.decision_seconds)
+                              elapsed=time.monotonic() - self.started, decision_seconds=self.decision_seconds,
+                              cancel_too_late=m.cancel_too_late)
 
     async def loop_until_finished(self) -> None:
         self.channel.bufferedAmountLowThreshold = self.low_water
         with self.watch_control():
             self.perform(self.machine.start())
             decision_started: float | None = None
+            answer_by: float | None = None  # cancelling: when the cancel stands without a DONE
             while not self.machine.finished:
                 self.drain()
                 self.check_cancel()
@@ -100,7 +102,13 @@ class SendSide(Runner):
                 if self.machine.finished:
                     break
                 delay: float | None = None
-                if self.machine.preparing:
+                if self.machine.cancelling:  # a DONE may cross the CANCEL: the receiver committed first
+                    answer_by = answer_by or self.loop.time() + CANCEL_ANSWER_WAIT
+                    delay = answer_by - self.loop.time()
+                    if delay <= 0:
+                        self.perform(self.machine.cancel_unanswered())
+                        break
+                elif self.machine.preparing:
                     self.prepare()
                     self.last_activity = self.loop.time()  # the peer waits for this side: no idle timeout
                 elif self.machine.awaiting_decision:

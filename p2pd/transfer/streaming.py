@@ -164,7 +164,8 @@ class StreamSendSide(SendSide):
         return TransferResult(transfer_id=m.transfer_id.hex(), sha256=m.end.sha256, raw_size=m.end.raw_size,
                               compressed_size=m.end.compressed_size, chunk_size=m.offer.chunk_size,
                               chunks_sent=m.chunks_sent, bytes_sent=m.bytes_sent, resumed_bytes=0,
-                              elapsed=time.monotonic() - self.started, decision_seconds=self.decision_seconds)
+                              elapsed=time.monotonic() - self.started, decision_seconds=self.decision_seconds,
+                              cancel_too_late=m.cancel_too_late)
 
 
 async def send_stream(channel: DataChannel, source: StreamSource, *, on_progress: ProgressCallback | None = None,

@@ -100,7 +100,9 @@ def sender_to(state: SenderState, name: str, meaning: str) -> Trace:
     s_chunk(t, 16358, 16358)
     s_chunk(t, 32716, SIZE - 32716)
     t.do("end_stream", raw_size=RAW, sha256=sha(SIZE))
-    assert state is SenderState.AWAIT_DONE
+    assert state in (SenderState.AWAIT_DONE, SenderState.CANCELLING)
+    if state is SenderState.CANCELLING:
+        t.do("cancel", reason="user pressed stop")
     return t
 
 
@@ -134,6 +136,16 @@ def sender_traces() -> list[dict[str, Any]]:
     t = sender_to(SenderState.SENDING, "stream-sender-window", "the window holds the next chunk back until an ACK")
     t.recv(Ack(TID, 1))
     out.append(t.end("sending"))
+
+    t = sender_to(SenderState.CANCELLING, "stream-sender-cancel-after-end-crossed-by-done",
+                  "cancelled after STREAM_END: the receiver's DONE crossing the CANCEL completes the transfer")
+    t.recv(Done(TID, bytes.fromhex(sha(SIZE))))
+    out.append(t.end("completed"))
+
+    t = sender_to(SenderState.CANCELLING, "stream-sender-cancel-after-end-stands",
+                  "cancelled after STREAM_END, and the receiver stopped on it: the transfer ends cancelled")
+    t.do("connection_lost", reason="the data channel was closed")
+    out.append(t.end("failed", Code.CANCELLED, False))
 
     t = sender_to(SenderState.AWAIT_DONE, "stream-sender-checksum", "the receiver's digest did not match")
     t.recv(Error(TID, Code.CHECKSUM, "sha256 mismatch"))
@@ -257,14 +269,15 @@ def disallowed() -> list[dict[str, Any]]:
     ``preparing``, and the streamed frames in every other state."""
     out = []
     for sstate in (SenderState.AWAIT_HELLO, SenderState.PREPARING, SenderState.AWAIT_DECISION,
-                   SenderState.SENDING, SenderState.AWAIT_DONE):
+                   SenderState.SENDING, SenderState.AWAIT_DONE, SenderState.CANCELLING):
         for ftype, frame in SAMPLES.items():
             if ftype in SENDER_ALLOWED[sstate] or (sstate is not SenderState.PREPARING and ftype not in NEW):
                 continue
             t = sender_to(sstate, f"sender-{sstate.value}-refuses-{ftype.name}",
                           f"{ftype.name} is not allowed while {sstate.value}")
             t.recv(streaming_receiver_hello() if ftype is FrameType.HELLO else frame)
-            out.append(t.end("failed", Code.PROTOCOL, False))
+            cancelling = sstate is SenderState.CANCELLING  # (the cancel stands; no ERROR after the CANCEL)
+            out.append(t.end("failed", Code.CANCELLED if cancelling else Code.PROTOCOL, False))
     for rstate in (ReceiverState.AWAIT_HELLO, ReceiverState.AWAIT_OFFER, ReceiverState.DECIDING,
                    ReceiverState.RECEIVING, ReceiverState.FINISHING, ReceiverState.VERIFYING,
                    ReceiverState.FINALIZING):

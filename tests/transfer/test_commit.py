@@ -5,12 +5,24 @@ never hears DONE and the receiver keeps nothing. Over in-memory channels (no aio
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from pathlib import Path
 
 from p2pd.errors import Party, TransferCancelledError
 from p2pd.transfer.channel import receive_blob, send_blob
+from p2pd.transfer.control import TransferControl
 from p2pd.transfer.frames import MAX_MESSAGE_SIZE
+from p2pd.transfer.sender import CANCEL_ANSWER_WAIT
+from tests.transfer.memchannel import MemChannel
 from tests.transfer.test_adapter import INFO, accept_all, pair, write_blob
+
+
+def heard_after(channel: MemChannel) -> threading.Event:
+    """Set whenever a frame reaches ``channel`` (a worker thread clears it, then waits for the next one)."""
+    heard = threading.Event()
+    channel.on("message", lambda data: heard.set())
+    return heard
 
 
 async def test_a_commit_comes_before_done_with_the_verified_blob_in_place(tmp_path: Path) -> None:
@@ -42,4 +54,63 @@ async def test_a_commit_refused_sends_cancel_instead_of_done_and_keeps_nothing(t
         return_exceptions=True)
     assert isinstance(receiver, TransferCancelledError) and receiver.party is Party.LOCAL
     assert isinstance(sender, TransferCancelledError) and sender.party is Party.PEER  # never DONE
+    assert [p for p in (tmp_path / "in").rglob("*") if p.is_file() and p.name.endswith(".p2pd")] == []
+
+
+async def test_a_cancel_reaching_the_receiver_while_it_commits_loses_to_the_commit(tmp_path: Path) -> None:
+    """The sender cancels after its last chunk, and the CANCEL reaches the receiver while it commits: the
+    receiver keeps the conversation and sends DONE (the CANCEL, read after the decision, is ignored), and the
+    sender, waiting for the answer, ends completed too — both sides say the same (before, the receiver filed it
+    while the sender said cancelled)."""
+    sent = write_blob(tmp_path / "x.blob", 200_000)
+    loop = asyncio.get_running_loop()
+    control = TransferControl()
+    a, b = pair()
+    heard = heard_after(b)
+    cancel_arrived: list[bool] = []
+
+    def commit(path: Path) -> bool:  # (a worker thread)
+        heard.clear()
+        loop.call_soon_threadsafe(control.cancel, "pressed stop at the last moment")
+        # until the CANCEL frame reached the receiver, where it waits behind this decision
+        cancel_arrived.append(heard.wait(5))
+        return True
+
+    result, got = await asyncio.gather(
+        send_blob(a, tmp_path / "x.blob", INFO, max_message_size=MAX_MESSAGE_SIZE, control=control),
+        receive_blob(b, tmp_path / "in", decide=accept_all, linger=0.5, commit=commit))
+    assert cancel_arrived == [True]
+    assert got.path.read_bytes() == sent
+    assert result.cancel_too_late and result.sha256 == got.offer.sha256
+
+
+async def test_a_cancel_after_the_last_chunk_stands_when_the_receiver_stops_first(tmp_path: Path) -> None:
+    """The sender cancels after its last chunk and the receiver, not yet committed, stops on it: both end
+    cancelled, and the sender learns it when the receiver closes its end (well within the answer's wait)."""
+    write_blob(tmp_path / "x.blob", 200_000)
+    loop = asyncio.get_running_loop()
+    control = TransferControl()
+    a, b = pair()
+    heard = heard_after(b)
+    ended_at: list[float] = []
+
+    def validate(path: Path) -> None:  # (the receiver's check of the verified blob, before the commit point)
+        heard.clear()
+        loop.call_soon_threadsafe(control.cancel, "pressed stop at the last moment")
+        assert heard.wait(5)  # the CANCEL reached the receiver: read once this check is done, before any commit
+
+    async def sending() -> object:
+        try:
+            return await send_blob(a, tmp_path / "x.blob", INFO, max_message_size=MAX_MESSAGE_SIZE, control=control)
+        finally:
+            ended_at.append(time.monotonic())
+
+    started = time.monotonic()
+    sender, receiver = await asyncio.gather(
+        sending(), receive_blob(b, tmp_path / "in", decide=accept_all, linger=0.5, validate=validate,
+                                commit=lambda path: True),
+        return_exceptions=True)
+    assert isinstance(sender, TransferCancelledError) and sender.party is Party.LOCAL
+    assert isinstance(receiver, TransferCancelledError) and receiver.party is Party.PEER
+    assert ended_at[0] - started < CANCEL_ANSWER_WAIT
     assert [p for p in (tmp_path / "in").rglob("*") if p.is_file() and p.name.endswith(".p2pd")] == []

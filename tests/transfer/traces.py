@@ -126,6 +126,8 @@ def apply(m: Machine, step: dict[str, Any], data: bytes) -> Any:
     if call == "connection_lost":
         return m.connection_lost(step["reason"])
     if isinstance(m, Sender):
+        if call == "cancel_unanswered":
+            return m.cancel_unanswered()
         if call == "next_chunk":
             nxt = m.next_chunk()
             return None if nxt is None else list(nxt)
@@ -288,12 +290,14 @@ def sender_to(state: SenderState, name: str, meaning: str, have: tuple[tuple[int
     if state is SenderState.SENDING:
         t.send_next()
         return t
-    assert state is SenderState.AWAIT_DONE
+    assert state in (SenderState.AWAIT_DONE, SenderState.CANCELLING)
     for _ in range(4):
         t.send_next()
     t.recv(Ack(TID, 4))
     for _ in range(3):
         t.send_next()
+    if state is SenderState.CANCELLING:
+        t.do("cancel", reason="user pressed stop")
     return t
 
 
@@ -345,6 +349,35 @@ def sender_traces() -> list[dict[str, Any]]:
     t.do("cancel", reason="user pressed stop")
     t.recv(Ack(TID, 1), note="ignored: the transfer is over")
     out.append(t.end("failed", Code.CANCELLED, False))
+
+    t = sender_to(SenderState.CANCELLING, "sender-cancel-after-end-crossed-by-done",
+                  "this side cancels after END: CANCEL is sent and the transfer waits; the receiver had committed "
+                  "first, and its DONE (crossing the CANCEL) completes the transfer")
+    t.recv(Ack(TID, 7))
+    t.do("cancel", reason="pressed stop again")  # (nothing more: the CANCEL went)
+    t.recv(Done(TID, sha))
+    assert t.m.cancel_too_late
+    out.append(t.end("completed"))
+
+    for name, meaning, step in (
+            ("stopped", "the receiver stopped on the CANCEL and says so", ("recv", Cancel(TID, Code.CANCELLED, "ok"))),
+            ("closed", "the receiver stopped on the CANCEL and closed the channel",
+             ("do", "connection_lost", {"reason": "the data channel was closed"})),
+            ("unanswered", "no DONE within the wait: the cancel stands", ("do", "cancel_unanswered", {})),
+            ("silent", "the idle timer fires first", ("do", "timeout", {"seconds": 30})),
+            ("error", "the receiver answers with an ERROR (its check failed meanwhile)",
+             ("recv", Error(TID, Code.CHECKSUM, "sha256 mismatch"))),
+            ("wrong-done", "a DONE with another digest is no answer: the cancel stands, nothing more is sent",
+             ("recv", Done(TID, bytes(32))))):
+        t = sender_to(SenderState.CANCELLING, f"sender-cancel-after-end-{name}",
+                      f"this side cancels after END and waits for the answer: {meaning}; it ends cancelled by "
+                      "this side")
+        if step[0] == "recv":
+            t.recv(step[1])
+        else:
+            t.do(step[1], **step[2])
+        t.recv(Done(TID, sha), note="ignored: the transfer is over")
+        out.append(t.end("failed", Code.CANCELLED, False))
 
     t = sender_to(SenderState.SENDING, "sender-cancel-by-peer", "the receiver cancels mid-transfer")
     t.recv(Cancel(TID, Code.CANCELLED, "user pressed stop \u202e with a bidi override"))
@@ -561,15 +594,18 @@ def disallowed_traces() -> list[dict[str, Any]]:
 
     out = []
     for sstate in (SenderState.AWAIT_HELLO, SenderState.AWAIT_DECISION, SenderState.SENDING,
-                   SenderState.AWAIT_DONE):
+                   SenderState.AWAIT_DONE, SenderState.CANCELLING):
         for ftype, make in SAMPLES.items():
             if ftype in SENDER_ALLOWED[sstate]:
                 continue
             frame = receiver_hello() if ftype is FrameType.HELLO else make()
+            cancelling = sstate is SenderState.CANCELLING
             t = sender_to(sstate, f"sender-{sstate.value}-refuses-{ftype.name}",
-                          f"{ftype.name} is not allowed while {sstate.value}")
+                          f"{ftype.name} is not allowed while {sstate.value}" +
+                          (": the cancel stands, and nothing more is sent (no ERROR after the CANCEL)"
+                           if cancelling else ""))
             t.recv(frame)
-            out.append(t.end("failed", Code.PROTOCOL, False))
+            out.append(t.end("failed", Code.CANCELLED if cancelling else Code.PROTOCOL, False))
     for rstate in (ReceiverState.AWAIT_HELLO, ReceiverState.AWAIT_OFFER, ReceiverState.DECIDING,
                    ReceiverState.RECEIVING, ReceiverState.FINISHING, ReceiverState.VERIFYING,
                    ReceiverState.FINALIZING):

@@ -5,7 +5,7 @@
 import { sha256 } from './bytes.js';
 import { P2pdError, failed } from './errors.js';
 import { BASE_MESSAGE_SIZE, CODE } from './frames.js';
-import { Receiver, Sender, failureMessage } from './transfer.js';
+import { CANCEL_ANSWER_WAIT_MS, Receiver, Sender, failureMessage } from './transfer.js';
 
 export const CHANNEL_ID = 0;
 const HIGH_WATER = 1 << 20; // send while bufferedAmount ≤ 1 MiB …
@@ -141,10 +141,15 @@ class Run {
     this.perform(this.machine.connectionLost(reason));
   }
 
-  /** The person stopped it: CANCEL goes to the peer (after what is queued) and the run fails as cancelled. */
+  /** The person stopped it: CANCEL goes to the peer (after what is queued) and the run fails as cancelled — or, a
+   * sender past its last chunk, waits a moment for the receiver's answer: its DONE, crossing the CANCEL, means it
+   * kept the conversation (SPEC §6), and the run completes. */
   cancel(reason = 'cancelled by the person at the browser') {
     this.cancelled = true;
     this.perform(this.machine.cancel(reason));
+    if (this.machine.cancelling) {
+      setTimeout(() => this.perform(this.machine.cancelUnanswered()), CANCEL_ANSWER_WAIT_MS);
+    }
   }
 
   /** Resolves once what was queued on the channel went out (the CANCEL frame), or after `ms`. */

@@ -141,7 +141,7 @@ export async function sendConversation({ signalUrl, code, file, ui, signal, time
     const started = performance.now();
     await run.start();
     return { messageCount: packed.messageCount, rawSize: packed.rawSize, verification, sha256: hex(packed.sha256),
-      bytes: packed.payload.length,
+      bytes: packed.payload.length, cancelTooLate: run.machine.cancelTooLate,
       seconds: (performance.now() - started) / 1000 };
   } catch (error) {
     if (run?.cancelled) await run.drained(); // the CANCEL frame goes out before the connection closes

@@ -12,6 +12,8 @@ import {
 } from './frames.js';
 
 export const DEFAULT_WINDOW = 8 * 1024 * 1024;
+// Seconds' worth a sender that cancelled after END waits for a DONE crossing its CANCEL (sender.py's CANCEL_ANSWER_WAIT).
+export const CANCEL_ANSWER_WAIT_MS = 2000;
 
 // State dispatch, as the reference's sender.ALLOWED / receiver.ALLOWED (SPEC.md §4): the frames each state takes
 // from the peer; anything else is a protocol error. CANCEL and ERROR are taken in every state from await-hello on.
@@ -19,7 +21,8 @@ const STOP = [T.CANCEL, T.ERROR];
 export const ALLOWED = {
   sender: {
     idle: [], 'await-hello': [T.HELLO, ...STOP], 'await-decision': [T.ACCEPT, T.REJECT, ...STOP],
-    sending: [T.ACK, ...STOP], 'await-done': [T.ACK, T.DONE, ...STOP], completed: [], failed: [],
+    sending: [T.ACK, ...STOP], 'await-done': [T.ACK, T.DONE, ...STOP], cancelling: [T.ACK, T.DONE, ...STOP],
+    completed: [], failed: [],
   },
   receiver: {
     idle: [], 'await-hello': [T.HELLO, ...STOP], 'await-offer': [T.OFFER, ...STOP], deciding: [...STOP],
@@ -154,10 +157,47 @@ export class Sender extends Machine {
     this.unackedBytes = 0;
     this.ackedUpto = 0;
     this.ackedBytes = 0;
+    this.cancelReason = null;
+    this.cancelTooLate = false; // completed: the receiver's DONE crossed this side's CANCEL
   }
 
   _frameId() {
     return this.transferId;
+  }
+
+  /** True while a cancel sent after END waits for its answer (SPEC §6: a DONE crossing it completes the send). */
+  get cancelling() {
+    return this.state === 'cancelling';
+  }
+
+  cancel(reason = 'cancelled') {
+    if (this.state === 'cancelling') return [];
+    if (this.state !== 'await-done') return super.cancel(reason);
+    this.cancelReason = reason;
+    this.state = 'cancelling';
+    return [{ kind: 'send', data: encode({ type: T.CANCEL, transferId: this.transferId, code: CODE.CANCELLED,
+      text: reasonText(reason) }) }];
+  }
+
+  /** No DONE came within CANCEL_ANSWER_WAIT_MS: the cancel stands. */
+  cancelUnanswered() {
+    return this.state === 'cancelling' ? this.#cancelled() : [];
+  }
+
+  #cancelled() {
+    return this._fail(CODE.CANCELLED, this.cancelReason ?? 'cancelled', false);
+  }
+
+  fail(code, reason) {
+    return this.state === 'cancelling' ? this.#cancelled() : super.fail(code, reason);
+  }
+
+  timeout(seconds) {
+    return this.state === 'cancelling' ? this.#cancelled() : super.timeout(seconds);
+  }
+
+  connectionLost(reason) {
+    return this.state === 'cancelling' ? this.#cancelled() : super.connectionLost(reason);
   }
 
   get awaitingDecision() {
@@ -230,7 +270,8 @@ export class Sender extends Machine {
       case T.ACCEPT: return this.#onAccept(frame);
       case T.ACK: return this.#onAck(frame);
       case T.DONE: return this.#onDone(frame);
-      default: return this._fail(frame.code, frame.text, true); // REJECT, CANCEL, ERROR: the peer ended it
+      default: // REJECT, CANCEL, ERROR: the peer ended it (cancelling: its answer to ours)
+        return this.state === 'cancelling' ? this.#cancelled() : this._fail(frame.code, frame.text, true);
     }
   }
 
@@ -271,6 +312,7 @@ export class Sender extends Machine {
 
   #onDone(done) {
     if (!equal(done.sha256, this.offer.sha256)) throw new FrameError('DONE confirms a SHA-256 different from the one offered');
+    this.cancelTooLate = this.state === 'cancelling';
     this.state = 'completed';
     const total = this.offer.compressedSize;
     return [{ kind: 'progress', done: total, total }, { kind: 'completed' }];

@@ -232,7 +232,7 @@ async function send(codeText) {
       signal: controller.signal });
     show('cancel', false);
     const rate = result.seconds > 0 ? ` (${human(result.bytes / result.seconds)}/s on the wire)` : '';
-    setState('sent', 'Sent.');
+    setState('sent', result.cancelTooLate ? 'Sent: the receiver had it before the cancel reached it.' : 'Sent.');
     $('result-text').textContent = `The receiver verified SHA-256 ${result.sha256.slice(0, 16)}…. ` +
       `${result.messageCount} messages: ${human(result.rawSize)} of conversation, sent as ` +
       `${human(result.bytes)} compressed in ${result.seconds.toFixed(2)} s${rate}.`;

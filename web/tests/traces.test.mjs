@@ -41,6 +41,7 @@ function apply(m, step) {
     case 'fail': return m.fail(step.code, step.reason);
     case 'timeout': return m.timeout(step.seconds);
     case 'connection_lost': return m.connectionLost(step.reason);
+    case 'cancel_unanswered': return m.cancelUnanswered();
     case 'next_chunk': return m.nextChunk();
     case 'send_chunk': return m.sendChunk(step.index, span(step.offset, step.length));
     case 'accept': return m.accept(step.have);
