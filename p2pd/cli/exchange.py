@@ -102,10 +102,13 @@ def cmd_send(args: argparse.Namespace) -> int:
         moving = max(0.0, r.elapsed - r.decision_seconds)
         resumed = f", {human(r.resumed_bytes)} already there" if r.resumed_bytes else ""
         waited = f" (the receiver took {r.decision_seconds:.1f}s to accept)" if r.decision_seconds >= 0.05 else ""
+        if r.cancel_too_late:  # Ctrl-C after the last chunk, answered by the receiver's DONE: it has it
+            waited += "; the receiver had it before the interrupt reached it"
         if args.json:
             print_json({"sent": True, "session": about, "code": outcome.code, "verification": outcome.verification,
                         "bytes_sent": r.bytes_sent, "resumed_bytes": r.resumed_bytes, "seconds": round(moving, 3),
-                        "decision_seconds": round(r.decision_seconds, 3), "sha256": r.sha256.hex()})
+                        "decision_seconds": round(r.decision_seconds, 3), "sha256": r.sha256.hex(),
+                        "cancel_too_late": r.cancel_too_late})
         err.print(f"Sent [bold]{shown(outcome.title)}[/]: {human(r.bytes_sent)}{resumed} in "
                   f"{moving:.1f}s from acceptance to verified{waited}; the receiver checked SHA-256 "
                   f"{r.sha256.hex()[:16]}…")

@@ -60,8 +60,9 @@ class SendSide(Runner):
                 await self.loop_until_finished()
             except asyncio.CancelledError:
                 self.perform(self.machine.cancel("the sender was stopped"))
-                self.close_channel()
-                raise
+                if not await self.answered():
+                    self.close_channel()
+                    raise
             finally:
                 self.stop_source()
                 await self.settle_job()
@@ -74,6 +75,32 @@ class SendSide(Runner):
         if not self.completed:
             self.raise_failure()
         return self.result()
+
+    async def answered(self) -> bool:
+        """This task was stopped (Ctrl-C on ``p2pd send``, a daemon stopping) after its last chunk: wait, at most
+        :data:`CANCEL_ANSWER_WAIT`, for the receiver's answer to the CANCEL just sent. True when its DONE came —
+        the receiver kept the conversation, so the transfer completed and the stop is withdrawn, as both sides
+        then say; False when the cancel stands (or the task is stopped again meanwhile)."""
+        if not self.machine.cancelling:
+            return False
+        deadline = self.loop.time() + CANCEL_ANSWER_WAIT
+        try:
+            while not self.machine.finished:
+                self.drain()
+                left = deadline - self.loop.time()
+                if self.machine.finished:
+                    break
+                if left <= 0:
+                    self.perform(self.machine.cancel_unanswered())
+                    break
+                await self.wait(left)
+        except asyncio.CancelledError:
+            return False
+        task = asyncio.current_task()
+        if not self.completed or task is None:
+            return False
+        task.uncancel()
+        return True
 
     def stop_source(self) -> None:
         """Wake a job waiting on a producer (none here: the blob is complete)."""
