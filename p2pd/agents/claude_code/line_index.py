@@ -150,12 +150,21 @@ class _Odd(Exception):
 
 
 def _fast_lines(path: Path) -> Iterator[tuple[SourceLine, bool]]:
+    for line, team, _, _ in index_lines_raw(path):
+        yield line, team
+
+
+def index_lines_raw(path: Path) -> Iterator[tuple[SourceLine, bool, bytes, bool]]:
+    """:func:`index_lines`, each entry with the line's bytes (newline included) and whether the fast way read
+    them — then they are one well-formed JSON object, UTF-8 throughout, that orjson and msgspec read as they
+    are; else the line went the exact way."""
     with open_lines(path, buffering=READ_BUFFER) as fh:
         for n, raw in enumerate(fh, start=1):
             try:  # (the newline is JSON whitespace: the line is decoded with it, not copied without it)
                 if not raw.isascii():
                     raw.decode("utf-8")  # (the decoder checks only the strings it keeps)
-                yield _fast_line(n, raw)
+                line, team = _fast_line(n, raw)
+                yield line, team, raw, True
             except (_Odd, UnicodeDecodeError, RecursionError, msgspec.MsgspecError):
                 ends = raw.endswith(b"\n")
                 body = raw[:-1] if ends else raw
@@ -163,7 +172,7 @@ def _fast_lines(path: Path) -> Iterator[tuple[SourceLine, bool]]:
                     line = parse_line(n, body.decode("utf-8"), last_without_newline=not ends, maybe_undecodable=False)
                 except UnicodeDecodeError:
                     line = parse_line(n, body.decode("utf-8", errors="surrogateescape"), last_without_newline=not ends)
-                yield light_line(line), team_marker(line)
+                yield light_line(line), team_marker(line), raw, False
 
 
 def _fast_line(n: int, raw: bytes) -> tuple[SourceLine, bool]:

@@ -48,17 +48,15 @@ from p2pd.agents.claude_code.export import (
     subagent_files,
     units,
 )
+from p2pd.agents.claude_code.line_index import index_lines_raw, message_line
 from p2pd.agents.claude_code.line_index import light_line as light_line  # (the importer reads it here)
-from p2pd.agents.claude_code.line_index import message_line, read_index
 from p2pd.agents.claude_code.message_json import MessageView, group_json, iter_messages_json
 from p2pd.agents.claude_code.transcript import MESSAGE_TYPES, active_chain, message_problem
 from p2pd.agents.jsonl import (
-    READ_BUFFER,
     SourceLine,
     exact_line,
     iter_lines,
     line_stamps,
-    open_lines,
     parse_lines,
     read_text,
     require_lines,
@@ -124,10 +122,25 @@ def write_session(path: Path, write: Write, *, spool_dir: Path, on_head: Head | 
     ``counts.messages`` (counted from the line index) — as soon as the title is settled: usually at the first
     prompt, long before the last line is read."""
     path = Path(path)
-    with bulk_work():
-        index = read_index(path)
+    issues: list[dict[str, Any]] = []
+    record_spool = _RecordSpool(spool_dir / "records.spool")
+    try:
+        with bulk_work():
+            index = _index_and_records(path, record_spool, issues)
+    except BaseException:
+        record_spool.close()
+        raise
     if index is None:
+        record_spool.close()
         raise NotStreamable(path)
+    try:
+        return _write(path, index, record_spool, issues, write, spool_dir=spool_dir, on_head=on_head)
+    finally:
+        record_spool.close()
+
+
+def _write(path: Path, index: list[SourceLine], record_spool: _RecordSpool, issues: list[dict[str, Any]],
+           write: Write, *, spool_dir: Path, on_head: Head | None) -> StreamedSession:
     require_lines(index, path)
     session_id = first_str(index, "sessionId") or path.stem
     active = set(active_chain(index))
@@ -144,8 +157,8 @@ def write_session(path: Path, write: Write, *, spool_dir: Path, on_head: Head | 
     del in_messages
     del index
     counts = Tally()
+    counts.records = record_spool.count
     summary = SummaryBuilder()
-    issues: list[dict[str, Any]] = []
     spools: list[_SubagentSpool] = []
     # The envelope (``ConversationDocument.to_json_dict()``'s keys before ``messages``, in order, unset ones left
     # out: a test holds it), without the model.
@@ -157,31 +170,6 @@ def write_session(path: Path, write: Write, *, spool_dir: Path, on_head: Head | 
     if on_head is not None and (early := _peek_title(path, message_lines, session_id, active, title)) is not None:
         heard = True
         on_head({"title": early, **offer})
-
-    def records() -> Iterator[bytes]:  # (records never join a message: they are read on their own)
-        loads, decode_error, message_types = msgspec.json.decode, DECODE_REFUSED, MESSAGE_TYPES
-        dumps, encode_error = orjson.dumps, orjson.JSONEncodeError
-        with open_lines(path, buffering=READ_BUFFER) as fh:
-            for n, raw in enumerate(fh, start=1):
-                if n in message_lines:
-                    continue
-                counts.records += 1  # (the lines read: a session still being written may have grown since)
-                try:
-                    value = loads(raw)
-                except decode_error:
-                    value = None
-                if value.__class__ is not dict:  # malformed, or odd (NaN, a lone surrogate…): the exact way
-                    yield from _odd_record(exact_line(n, raw), issues)
-                    continue
-                kind = value.get("type")
-                if kind.__class__ is not str:
-                    issues.append({"line": n, "reason": "JSON object without a 'type' field"})
-                elif kind in message_types:  # (a user/assistant line that is no message line has a problem)
-                    issues.append({"line": n, "reason": message_problem(value)})
-                try:
-                    yield dumps({"line": n, "value": value})
-                except encode_error:  # (an integer past 64 bits, which msgspec reads exactly: json writes it)
-                    yield compact_json({"line": n, "value": value})
 
     def messages() -> Iterator[bytes]:
         nonlocal title, heard
@@ -215,7 +203,7 @@ def write_session(path: Path, write: Write, *, spool_dir: Path, on_head: Head | 
         subagents = _SubagentSpool(path, session_id, spool_dir / "subagents.spool")
         spools.append(subagents)
         with bulk_work():
-            write_document(write, head, messages(), records(),
+            write_document(write, head, messages(), record_spool.chunks(),
                            lambda: {"issues": issues, "lineCount": line_count}, subagents.items(),
                            (compact_json(t) for t in iter_tool_results_json(path)), tail,
                            records_first=True)
@@ -252,6 +240,97 @@ def _peek_title(path: Path, message_lines: set[int], session_id: str, active: se
             if (settled := summary.settled_title(title)) is not None:
                 return settled
     return None
+
+
+class _RecordSpool:
+    """The records, made during the index pass and kept in a file beside the output until the document reaches
+    them: in chunks of about CHUNK bytes, each its records joined by ``\n,`` (what the line layout writes
+    between elements), so the writer copies a chunk at a time."""
+
+    CHUNK = 1 << 20
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fh: IO[bytes] = path.open("w+b")
+        self._pending: list[bytes] = []
+        self._pending_bytes = 0
+        self._sizes: list[int] = []
+        self.count = 0
+
+    def add(self, element: bytes) -> None:
+        self._pending.append(element)
+        self._pending_bytes += len(element)
+        self.count += 1
+        if self._pending_bytes >= self.CHUNK:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._pending:
+            chunk = b"\n,".join(self._pending)
+            self._fh.write(chunk)
+            self._sizes.append(len(chunk))
+            self._pending.clear()
+            self._pending_bytes = 0
+
+    def chunks(self) -> Iterator[bytes]:
+        self._flush()
+        self._fh.flush()
+        self._fh.seek(0)
+        for size in self._sizes:
+            yield self._fh.read(size)
+
+    def close(self) -> None:
+        self._fh.close()
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+
+
+_WHITESPACE = b" \t\r\n"
+
+
+def _index_and_records(path: Path, spool: _RecordSpool, issues: list[dict[str, Any]]) -> list[SourceLine] | None:
+    """The line index (:func:`~p2pd.agents.claude_code.line_index.read_index`), with the records made on the way
+    into ``spool`` (their issues into ``issues``), in line order; None when a line shows agent-team state.
+
+    An ordinary record — a line the index read the fast way (one well-formed JSON object, UTF-8 throughout), of a
+    string ``type`` that is no message type — is the line's own bytes under its number: the same value as the
+    parsed way writes, spelled as the transcript spells it (Claude Code writes compact JSON, so the same bytes
+    too). Any other line that is no message line is read whole, as :func:`_record` says."""
+    index: list[SourceLine] = []
+    add, message_types = spool.add, MESSAGE_TYPES
+    for line, team, raw, fast in index_lines_raw(path):
+        if team:
+            return None
+        index.append(line)
+        if message_line(line):
+            continue
+        kind = line.type
+        if fast and kind is not None and kind not in message_types:
+            add(b'{"line":%d,"value":%b}' % (line.n, raw.rstrip(_WHITESPACE)))
+        else:
+            for element in _record(line.n, raw, issues):
+                add(element)
+    return index
+
+
+def _record(n: int, raw: bytes, issues: list[dict[str, Any]]) -> Iterator[bytes]:
+    """The record of line ``n`` (no message line) read whole: its issue, if it has one, into ``issues``."""
+    try:
+        value = msgspec.json.decode(raw)
+    except DECODE_REFUSED:
+        value = None
+    if value.__class__ is not dict:  # malformed, or odd (NaN, a lone surrogate…): the exact way
+        yield from _odd_record(exact_line(n, raw), issues)
+        return
+    kind = value.get("type")
+    if kind.__class__ is not str:
+        issues.append({"line": n, "reason": "JSON object without a 'type' field"})
+    elif kind in MESSAGE_TYPES:  # (a user/assistant line that is no message line has a problem)
+        issues.append({"line": n, "reason": message_problem(value)})
+    try:
+        yield orjson.dumps({"line": n, "value": value})
+    except orjson.JSONEncodeError:  # (an integer past 64 bits, which msgspec reads exactly: json writes it)
+        yield compact_json({"line": n, "value": value})
 
 
 def _odd_record(line: SourceLine, issues: list[dict[str, Any]]) -> Iterator[bytes]:
