@@ -1,24 +1,26 @@
 """A Claude Code session written as a conversation document in the line layout, a line at a time.
 
 The same document :func:`p2pd.agents.claude_code.export.export_session` builds (the same keys and values, byte for
-byte per value, modulo the line layout's newlines and its key order; a test holds it), without holding the
-session in memory, and starting to write before the transcript is fully read:
+byte per value where the transcript is compact JSON, modulo the line layout's newlines and its key order; a test
+holds it), without holding the session in memory, and starting to write before the transcript is fully read:
 
 1. an index pass reads every line and keeps only what the active chain, the title, the times, the origin and the
    number of messages need (ids, parent links, a few strings: :mod:`~p2pd.agents.claude_code.line_index`) —
-   small next to the session — and which lines are message lines;
+   small next to the session — and which lines are message lines; on the way it makes the records (the lines
+   that are no messages) and spools them;
 2. the subagents are converted and spooled, one at a time (one holding agent-team state makes the session
    :class:`NotStreamable` before anything is written);
 3. the first messages are converted ahead until they settle the title (usually the first prompt): what a
    transfer offers (``on_head``: title, message count) is known now;
-4. the document is written: its envelope (``format`` first), ``records`` (a pass over the lines that are no
-   messages), ``messages`` (a pass over the message lines, each written as soon as it is converted), the issues,
+4. the document is written: its envelope (``format`` first), ``records`` (copied from their spool),
+   ``messages`` (a pass over the message lines, each written as soon as it is converted), the issues,
    the subagents, the spilled tool results, and ``title``, ``summary`` and ``counts`` — known only now — last
    (JSON objects are unordered: SPEC.md says readers take any key order).
 
 Messages and records are made straight into their JSON, without the pydantic models (the same bytes: a test holds
-it, :mod:`~p2pd.agents.claude_code.message_json`): a record is the line's parsed value under its number, a message
-is built from its lines' dicts, and the counts, summary and title read it through a view.
+it, :mod:`~p2pd.agents.claude_code.message_json`): a record is the line's own bytes under its number (read whole
+when the line is odd), a message is built from its lines' dicts, and the counts, summary and title read it
+through a view.
 
 So the payload is produced, sent and checked while the transcript is still read, with nothing left for the end
 but the last messages. Memory holds the index, one message, one subagent and one tool result at a time.
