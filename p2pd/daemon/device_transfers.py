@@ -133,12 +133,11 @@ class DeviceTransfers:
                                                max_message_size=MESSAGE_SIZE, control=control)
             finally:
                 await link.close()
-            late = {"cancel_too_late": f"{session.device.name} had already received it when the cancel reached it"}
-            await self._update(tid, state=TransferState.DONE, bytes_done=result.compressed_size,
-                               detail={"resumed_bytes": result.resumed_bytes, "elapsed": round(result.elapsed, 3),
-                                       "codec": ready.sent_codec,
-                                       "path": link.path.to_dict() if link.path is not None else None,
-                                       **(late if result.cancel_too_late else {})})
+            detail = {"resumed_bytes": result.resumed_bytes, "elapsed": round(result.elapsed, 3),
+                      "codec": ready.sent_codec, "path": link.path.to_dict() if link.path is not None else None}
+            if result.cancel_too_late:  # (as the receiver's answer to a cancel says it: cancels.py)
+                detail["cancel_too_late"] = f"{session.device.name} had already received it when the cancel reached it"
+            await self._update(tid, state=TransferState.DONE, bytes_done=result.compressed_size, detail=detail)
         except (P2pdError, OSError) as exc:
             ending = outgoing_ending(exc, cancelled=control.reason, device_online=session.online,
                                      device_name=session.device.name)

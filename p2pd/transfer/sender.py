@@ -193,20 +193,16 @@ class Sender(Endings):
     def _cancelled(self) -> list[Action]:
         return self._fail(Code.CANCELLED, self.cancel_reason or "cancelled", by_peer=False)
 
-    def timeout(self, seconds: float) -> list[Action]:
-        if self.state is SenderState.CANCELLING:
-            return self._cancelled()
-        return super().timeout(seconds)
-
-    def connection_lost(self, reason: str) -> list[Action]:
-        if self.state is SenderState.CANCELLING:  # (the receiver stopped on the CANCEL and closed its end)
-            return self._cancelled()
-        return super().connection_lost(reason)
-
     def fail(self, code: Code, reason: str) -> list[Action]:
         if self.state is SenderState.CANCELLING:  # (CANCEL is sent: nothing more goes to the peer)
             return self._cancelled()
         return super().fail(code, reason)
+
+    def _fail(self, code: int, reason: str, *, by_peer: bool) -> list[Action]:
+        if self.state is SenderState.CANCELLING:  # every end of a cancelling transfer (the peer's CANCEL or ERROR,
+            # a closed channel, silence, a bad frame) is this side's cancel standing
+            code, reason, by_peer = Code.CANCELLED, self.cancel_reason or "cancelled", False
+        return super()._fail(code, reason, by_peer=by_peer)
 
     @property
     def preparing(self) -> bool:
@@ -351,9 +347,7 @@ class Sender(Endings):
             return self._on_ack(frame)
         if isinstance(frame, Done):
             return self._on_done(frame)
-        if isinstance(frame, Reject | Cancel | Error):  # the peer ended the transfer
-            if self.state is SenderState.CANCELLING:  # (its answer to ours: it stopped first)
-                return self._cancelled()
+        if isinstance(frame, Reject | Cancel | Error):  # the peer ended the transfer (cancelling: it stopped first)
             return self._fail(frame.code, frame.text, by_peer=True)
         raise AssertionError(f"ALLOWED lets {frame.type.name} through without a handler")
 

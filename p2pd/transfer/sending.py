@@ -29,6 +29,7 @@ class SendSide(Runner):
     """One outgoing transfer of the blob open at ``fd`` (this object closes it)."""
 
     machine: Sender
+    _answer_by: float | None = None  # cancelling: when the cancel stands without a DONE (set at its first wait)
 
     def __init__(self, channel: DataChannel, fd: int, header: BlobHeader, info: OfferInfo, *,
                  max_message_size: int, idle_timeout: float, decision_timeout: float | None,
@@ -83,15 +84,11 @@ class SendSide(Runner):
         then say; False when the cancel stands (or the task is stopped again meanwhile)."""
         if not self.machine.cancelling:
             return False
-        deadline = self.loop.time() + CANCEL_ANSWER_WAIT
         try:
             while not self.machine.finished:
                 self.drain()
-                left = deadline - self.loop.time()
-                if self.machine.finished:
-                    break
-                if left <= 0:
-                    self.perform(self.machine.cancel_unanswered())
+                left = None if self.machine.finished else self.answer_delay()
+                if left is None:
                     break
                 await self.wait(left)
         except asyncio.CancelledError:
@@ -101,6 +98,17 @@ class SendSide(Runner):
             return False
         task.uncancel()
         return True
+
+    def answer_delay(self) -> float | None:
+        """Cancelling: seconds left for the receiver's answer (the wait starts at the first call); once they are
+        over the cancel stands (the machine ends) and None is returned."""
+        if self._answer_by is None:
+            self._answer_by = self.loop.time() + CANCEL_ANSWER_WAIT
+        left = self._answer_by - self.loop.time()
+        if left > 0:
+            return left
+        self.perform(self.machine.cancel_unanswered())
+        return None
 
     def stop_source(self) -> None:
         """Wake a job waiting on a producer (none here: the blob is complete)."""
@@ -120,7 +128,6 @@ class SendSide(Runner):
         with self.watch_control():
             self.perform(self.machine.start())
             decision_started: float | None = None
-            answer_by: float | None = None  # cancelling: when the cancel stands without a DONE
             while not self.machine.finished:
                 self.drain()
                 self.check_cancel()
@@ -130,10 +137,8 @@ class SendSide(Runner):
                     break
                 delay: float | None = None
                 if self.machine.cancelling:  # a DONE may cross the CANCEL: the receiver committed first
-                    answer_by = answer_by or self.loop.time() + CANCEL_ANSWER_WAIT
-                    delay = answer_by - self.loop.time()
-                    if delay <= 0:
-                        self.perform(self.machine.cancel_unanswered())
+                    delay = self.answer_delay()
+                    if delay is None:
                         break
                 elif self.machine.preparing:
                     self.prepare()

@@ -188,16 +188,15 @@ export class Sender extends Machine {
     return this._fail(CODE.CANCELLED, this.cancelReason ?? 'cancelled', false);
   }
 
-  fail(code, reason) {
+  fail(code, reason) { // cancelling: the CANCEL is sent, nothing more goes to the peer
     return this.state === 'cancelling' ? this.#cancelled() : super.fail(code, reason);
   }
 
-  timeout(seconds) {
-    return this.state === 'cancelling' ? this.#cancelled() : super.timeout(seconds);
-  }
-
-  connectionLost(reason) {
-    return this.state === 'cancelling' ? this.#cancelled() : super.connectionLost(reason);
+  // Every end of a cancelling transfer (the peer's CANCEL or ERROR, a closed channel, silence, a bad frame) is this
+  // side's cancel standing.
+  _fail(code, reason, byPeer) {
+    if (this.state === 'cancelling') return super._fail(CODE.CANCELLED, this.cancelReason ?? 'cancelled', false);
+    return super._fail(code, reason, byPeer);
   }
 
   get awaitingDecision() {
@@ -270,8 +269,7 @@ export class Sender extends Machine {
       case T.ACCEPT: return this.#onAccept(frame);
       case T.ACK: return this.#onAck(frame);
       case T.DONE: return this.#onDone(frame);
-      default: // REJECT, CANCEL, ERROR: the peer ended it (cancelling: its answer to ours)
-        return this.state === 'cancelling' ? this.#cancelled() : this._fail(frame.code, frame.text, true);
+      default: return this._fail(frame.code, frame.text, true); // REJECT, CANCEL, ERROR: the peer ended it
     }
   }
 

@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import IO, Any
 
 import msgspec
-import orjson
 
 from p2pd.agents.claude_code.export import (
     PLATFORM,
@@ -128,21 +127,16 @@ def write_session(path: Path, write: Write, *, spool_dir: Path, on_head: Head | 
     record_spool = _RecordSpool(spool_dir / "records.spool")
     try:
         with bulk_work():
-            index = _index_and_records(path, record_spool, issues)
-    except BaseException:
-        record_spool.close()
-        raise
-    if index is None:
-        record_spool.close()
-        raise NotStreamable(path)
-    try:
-        return _write(path, index, record_spool, issues, write, spool_dir=spool_dir, on_head=on_head)
+            indexed = _index_and_records(path, record_spool, issues)
+        if indexed is None:
+            raise NotStreamable(path)
+        return _write(path, *indexed, record_spool, issues, write, spool_dir=spool_dir, on_head=on_head)
     finally:
         record_spool.close()
 
 
-def _write(path: Path, index: list[SourceLine], record_spool: _RecordSpool, issues: list[dict[str, Any]],
-           write: Write, *, spool_dir: Path, on_head: Head | None) -> StreamedSession:
+def _write(path: Path, index: list[SourceLine], in_messages: list[SourceLine], record_spool: _RecordSpool,
+           issues: list[dict[str, Any]], write: Write, *, spool_dir: Path, on_head: Head | None) -> StreamedSession:
     require_lines(index, path)
     session_id = first_str(index, "sessionId") or path.stem
     active = set(active_chain(index))
@@ -152,8 +146,7 @@ def _write(path: Path, index: list[SourceLine], record_spool: _RecordSpool, issu
               "gitBranch": last_str(index, "gitBranch"), "clientVersion": last_str(index, "version"),
               "transcriptPath": str(path.resolve()), "hostname": socket.gethostname()}
     line_count = len(index)
-    in_messages = [line for line in index if message_line(line)]
-    # (the other lines never start, continue or end a message: counted without them, the same number)
+    # (the lines that are no message lines never start, continue or end a message: counted without them)
     n_messages = message_count(in_messages)
     message_lines = {line.n for line in in_messages}
     del in_messages
@@ -290,21 +283,25 @@ class _RecordSpool:
 _WHITESPACE = b" \t\r\n"
 
 
-def _index_and_records(path: Path, spool: _RecordSpool, issues: list[dict[str, Any]]) -> list[SourceLine] | None:
-    """The line index (:func:`~p2pd.agents.claude_code.line_index.read_index`), with the records made on the way
-    into ``spool`` (their issues into ``issues``), in line order; None when a line shows agent-team state.
+def _index_and_records(path: Path, spool: _RecordSpool, issues: list[dict[str, Any]]
+                       ) -> tuple[list[SourceLine], list[SourceLine]] | None:
+    """The line index (:func:`~p2pd.agents.claude_code.line_index.read_index`) and its message lines, with the
+    records made on the way into ``spool`` (their issues into ``issues``), in line order; None when a line shows
+    agent-team state.
 
     An ordinary record — a line the index read the fast way (one well-formed JSON object, UTF-8 throughout), of a
     string ``type`` that is no message type — is the line's own bytes under its number: the same value as the
     parsed way writes, spelled as the transcript spells it (Claude Code writes compact JSON, so the same bytes
     too). Any other line that is no message line is read whole, as :func:`_record` says."""
     index: list[SourceLine] = []
+    in_messages: list[SourceLine] = []
     add, message_types = spool.add, MESSAGE_TYPES
     for line, team, raw, fast in index_lines_raw(path):
         if team:
             return None
         index.append(line)
         if message_line(line):
+            in_messages.append(line)
             continue
         kind = line.type
         if fast and kind is not None and kind not in message_types:
@@ -312,7 +309,7 @@ def _index_and_records(path: Path, spool: _RecordSpool, issues: list[dict[str, A
         else:
             for element in _record(line.n, raw, issues):
                 add(element)
-    return index
+    return index, in_messages
 
 
 def _record(n: int, raw: bytes, issues: list[dict[str, Any]]) -> Iterator[bytes]:
@@ -329,14 +326,11 @@ def _record(n: int, raw: bytes, issues: list[dict[str, Any]]) -> Iterator[bytes]
         issues.append({"line": n, "reason": "JSON object without a 'type' field"})
     elif kind in MESSAGE_TYPES:  # (a user/assistant line that is no message line has a problem)
         issues.append({"line": n, "reason": message_problem(value)})
-    try:
-        yield orjson.dumps({"line": n, "value": value})
-    except orjson.JSONEncodeError:  # (an integer past 64 bits, which msgspec reads exactly: json writes it)
-        yield compact_json({"line": n, "value": value})
+    yield compact_json({"line": n, "value": value})  # (an integer past 64 bits, read exactly: json writes it)
 
 
 def _odd_record(line: SourceLine, issues: list[dict[str, Any]]) -> Iterator[bytes]:
-    """A record line orjson does not take, read the exact way: as :func:`~p2pd.agents.claude_code.export.
+    """A record line msgspec does not take, read the exact way: as :func:`~p2pd.agents.claude_code.export.
     iter_transcript` makes its issue and record (``LineIssue``/``Record.to_json_dict()``), without the models."""
     for unit in units([line]):
         if isinstance(unit, Group):  # (never: a line that makes a message is no record line)
