@@ -144,6 +144,10 @@ def cmd_transfers(args: argparse.Namespace) -> int:
         if row.get("state") == "cancelling":  # a transfer to a device: its receiver decides (DAEMON.md)
             print("cancelling: waiting for the receiving device's answer (asked again whenever it is back); it "
                   "ends cancelled, or done if the device had already received it")
+        elif row.get("state") == "verified" and row.get("error"):  # committed here; this machine refused the filing
+            print("verified: received and checked, and the sender was told so; filing it waits for this machine "
+                  "(the error above). The daemon tries again by itself and at every start; the conversation is "
+                  "kept in the daemon's partial/ folder meanwhile")
     return ExitCode.OK
 
 

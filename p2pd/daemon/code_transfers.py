@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -158,10 +159,15 @@ class CodeTransfers:
             await asyncio.to_thread(self.store.update_transfer, tid, state=TransferState.RUNNING)
             outcome = await receive_document(signal_url=self.signal_url(), code=code, ui=ui,
                                              out_dir=self.home.inbox, peer_timeout=timeout, control=control)
-            digest = await asyncio.to_thread(file_sha256, outcome.path)
-            envelope = await asyncio.to_thread(document_envelope, outcome.path)  # read as a stream
-            entry = await self.inbox.add(envelope, outcome.path, transfer_id=tid, from_peer="code",
-                                         sha256=digest)
+            try:  # the sender was told DONE: the conversation stays here, and an error says where it is
+                digest = await asyncio.to_thread(file_sha256, outcome.path)
+                envelope = await asyncio.to_thread(document_envelope, outcome.path)  # read as a stream
+                entry = await self.inbox.add(envelope, outcome.path, transfer_id=tid, from_peer="code",
+                                             sha256=digest)
+            except (P2pdError, OSError, sqlite3.Error) as exc:
+                cause = exc.cause if isinstance(exc, P2pdError) else Cause.STORAGE
+                raise P2pdError(f"received and verified as {outcome.path}, but it could not be listed in the "
+                                f"inbox: {exc}", cause=cause, details={"path": str(outcome.path)}) from exc
             await asyncio.to_thread(self.store.update_transfer, tid, bytes_done=outcome.bytes_received)
             await self._finish(tid, TransferState.DONE,
                                detail={"inbox_id": entry.id, "resumed_bytes": outcome.resumed_bytes})

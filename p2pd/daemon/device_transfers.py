@@ -29,7 +29,7 @@ from p2pd.daemon.outbox import outbox_info
 from p2pd.daemon.peer_protocol import HandoffOffer, TransferStart
 from p2pd.daemon.pending import PendingOffers
 from p2pd.daemon.ready_blob import opened_for_send
-from p2pd.daemon.refiling import file_verified
+from p2pd.daemon.refiling import Refiler
 from p2pd.daemon.running import ProgressWriter, RunningTransfers
 from p2pd.daemon.store import Store, TransferRow
 from p2pd.daemon.transfers import Ending, TransferState, incoming_ending, outgoing_ending
@@ -97,6 +97,7 @@ class DeviceTransfers:
         # One decision at a time about an incoming transfer's fate: its row made for an offer, its commit (running →
         # verified, before DONE), a cancel the sender asks for (cancels.py). Taken in worker threads.
         self.decisions = threading.Lock()
+        self.refiler = Refiler(self)  # files what was committed here, again and again while this machine refuses
 
     @property
     def policy(self) -> AcceptPolicy:
@@ -204,13 +205,14 @@ class DeviceTransfers:
                 return False
             raw_sizes.append(offer.raw_size)
             row = await asyncio.to_thread(self._incoming_row, device, start, offer, hid)
-            while row.state == TransferState.VERIFIED:  # an earlier attempt is filing it: let it finish
-                await asyncio.sleep(0.2)
+            while row.state == TransferState.VERIFIED and self.refiler.busy(row.id):  # an earlier attempt is
+                await asyncio.sleep(0.2)  # filing it: let it finish
                 row = await asyncio.to_thread(self.store.get_transfer, row.id)
             if row.state == TransferState.CANCELLED:  # its sender asked to cancel it and this side agreed
                 return Refusal(Code.DECLINED, "cancelled by the sender")
-            if row.state == TransferState.DONE:  # filed already; the sender missed the DONE (chaos seed 346): it
-                again.append(row.id)  # gets it again, and nothing is filed twice
+            if row.state in (TransferState.DONE, TransferState.VERIFIED):  # filed already, or committed and
+                # waiting to be filed (refiling.py); the sender missed the DONE (chaos seed 346): it gets it
+                again.append(row.id)  # again, and nothing is filed twice
                 return True
             row_id.append(row.id)
             progress.append(ProgressWriter(self.store, row.id))
@@ -251,15 +253,20 @@ class DeviceTransfers:
             finally:
                 await link.close()
             if again:
-                log.info("transfer %s from %s came again; it was filed as %s", start.tid, device.name, again[0])
+                log.info("transfer %s from %s came again; it was committed here as %s", start.tid, device.name,
+                         again[0])
                 if received is not None:
-                    await asyncio.to_thread(received.path.unlink, missing_ok=True)
+                    row = await asyncio.to_thread(self.store.get_transfer, again[0])
+                    if row.state == TransferState.VERIFIED:  # committed and waiting to be filed: that blob is
+                        self.refiler.try_soon(row.id, device.device_id)  # its own; the filing is tried now
+                    else:
+                        await asyncio.to_thread(received.path.unlink, missing_ok=True)
                 return
             detail: dict[str, Any] = {}
             if received is not None:
                 detail = {"resumed_bytes": received.resumed_bytes, "elapsed": round(received.elapsed, 3),
                           "path": link.path.to_dict() if link.path is not None else None}
-            await self.file(device, row_id[0], committed[0], hid=hid, link_id=start.link, detail=detail)
+            await self.refiler.file(device, row_id[0], committed[0], hid=hid, link_id=start.link, detail=detail)
         except BusyError as exc:  # an older attempt still holds the partial: this one is cut off, tried again
             if row_id:
                 await asyncio.to_thread(self.store.end_transfer, row_id[0], TransferState.INTERRUPTED,
@@ -269,7 +276,7 @@ class DeviceTransfers:
             # the transfer protocol (the row, if any, already ended with the cause)
         except (P2pdError, OSError) as exc:
             ending = incoming_ending(exc, cancelled=control.cancelled, superseded=id(control) in self._superseded)
-            if committed:  # filing failed for good (the disk): the sender has it done; say so here
+            if committed:  # the conversation itself cannot be filed (refiling.py): the sender has it done
                 ending = Ending(TransferState.FAILED, f"could not file the verified conversation: {exc}",
                                 cause_of(exc), handoff="failed", handoff_reason=str(exc))
             if row_id:
@@ -337,7 +344,7 @@ class DeviceTransfers:
 
     async def file_verified(self, devices: dict[str, Device]) -> None:
         """Start-up, before any device connects: what was committed here and not filed is filed (refiling.py)."""
-        await file_verified(self, devices)
+        await self.refiler.at_start(devices)
 
     async def _judge(self, device: Device, tid: str, offer: Offer, *, claimed_handoff: bool) -> bool | Refusal:
         """The accept policy's verdict on an offer (its row is ``tid``): refused with a typed code, accepted, or

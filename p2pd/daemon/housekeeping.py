@@ -6,7 +6,8 @@ pile up.
   than ``outbox_max_mb``;
 - partial: a cut-off receive waits for its resume; one untouched for ``partial_max_age_hours`` is removed, and the
   oldest while they take more than ``partial_max_mb``; one a transfer is writing (locked) is never touched. A
-  received blob left beside them (a crash between receiving and filing it) is removed after an hour.
+  received blob left beside them (a crash between receiving and filing it) is removed after an hour — unless a
+  ``verified`` transfer owns it: that one waits to be filed (refiling.py) and stays.
 
 - session-link messages waiting for a paired device (``session_outbox``): those older than
   ``[session_links] queue_max_age_hours``, and each device's oldest while more than ``queue_max_messages`` wait
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from p2pd.daemon.store import Store
-from p2pd.transfer.partial import PARTIAL_DIR, remove_unlocked
+from p2pd.transfer.partial import PARTIAL_DIR, final_name, remove_unlocked
 
 STRAY_AGE = 3600.0  # seconds a received blob may sit in partial/ before it counts as left behind
 FRESH = 60.0  # seconds: a file younger than this is never removed (it may be in use a moment from now)
@@ -91,6 +92,13 @@ def needed_blobs(store: Store) -> set[str]:
     return {str(Path(p)) for p in paths}
 
 
+def committed_blobs(store: Store) -> set[str]:
+    """Names of the received blobs in ``partial/`` that a committed (``verified``) transfer waits to file
+    (refiling.py): never strays, whatever their age."""
+    return {final_name(bytes.fromhex(t.sha256)) for t in store.list_transfers("verified", limit=1_000_000)
+            if t.direction == "in" and len(t.sha256) == 64}
+
+
 def _select(found: list[Item], max_age: float, max_bytes: int, kind: str, *, everything: bool,
             now: float) -> list[Item]:
     """Of the removable ``found`` items: all (``everything``), else the old ones and the oldest over the cap."""
@@ -129,8 +137,10 @@ def plan(root: Path, store: Store, limits: Limits, *, everything: bool = False,
             continue
         if now - mtime > FRESH:
             partials.append(Item(str(entry), "partial", size, mtime, ""))
+    owned = committed_blobs(store)
     stray = [Item(str(f), "stray", f.lstat().st_size, f.lstat().st_mtime, "received but never filed")
-             for f in sorted((root / "partial").glob("*.a2a.p2pd")) if now - f.lstat().st_mtime > STRAY_AGE]
+             for f in sorted((root / "partial").glob("*.a2a.p2pd"))
+             if f.name not in owned and now - f.lstat().st_mtime > STRAY_AGE]
     return (_select(outbox, limits.outbox_max_age, limits.outbox_max_bytes, "outbox", everything=everything,
                     now=now)
             + _select(partials, limits.partial_max_age, limits.partial_max_bytes, "partial", everything=everything,
@@ -141,7 +151,7 @@ def plan(root: Path, store: Store, limits: Limits, *, everything: bool = False,
 def remove(items: list[Item], store: Store) -> list[Item]:
     """Remove the planned items (checking again that no transfer took up an outbox blob meanwhile, and skipping a
     partial being written); returns those removed."""
-    needed = needed_blobs(store)
+    needed, owned = needed_blobs(store), committed_blobs(store)
     removed = []
     for item in items:
         path = Path(item.path)
@@ -156,6 +166,8 @@ def remove(items: list[Item], store: Store) -> list[Item]:
                 offer = path.with_name(path.name.split(".")[0] + ".offer.json")
                 offer.unlink(missing_ok=True)
             else:
+                if path.name in owned:
+                    continue
                 path.unlink()
         except FileNotFoundError:
             continue

@@ -123,6 +123,7 @@ class DeviceNetwork:
             self._watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._watcher
+        await self.transfers.refiler.stop()
         await asyncio.gather(*(s.stop() for s in self.sessions.values()))
         self.sessions.clear()
 
@@ -137,6 +138,7 @@ class DeviceNetwork:
             if changed:
                 self._sync_sessions()
             await self._check_name()
+            self.transfers.refiler.due(dict(self.book.devices))  # committed conversations this machine refused
 
     async def _check_name(self) -> None:
         """``p2pd devices name NEW`` (another process) renamed this device: tell every connected device."""

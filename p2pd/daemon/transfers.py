@@ -16,7 +16,8 @@ failure means for it.
   again when its device is back;
 - verified (receiving side only): the commit point. The payload is verified and in place and the receiver has
   decided to file it — written *before* it tells the sender DONE, and refused by the store once the row is
-  cancelled. A verified row is always filed (at once, or at the next start), never cancelled;
+  cancelled. A verified row is always filed (at once, or at the next start), never cancelled; while this
+  machine refuses the filing (a full disk) it stays verified and the filing is tried again (refiling.py);
 - cancelling (sending side only): a cancel of a device transfer that may have reached its receiver is a request.
   The receiver decides (``transfer-cancel`` → ``transfer-outcome``, DEVICES.md): ``cancelled`` when it had not
   committed (it then never files it), ``done`` when it had (the cancel came too late: the row says so in
