@@ -37,14 +37,18 @@ class FullDisk:
         if done.returncode != 0:
             pytest.skip(f"a full disk cannot be made here (mount tmpfs: {done.stderr.strip() or done.returncode})")
         self.filler = folder / "filler"
-        fd = os.open(self.filler, os.O_WRONLY | os.O_CREAT, 0o600)
         try:
-            with pytest.raises(OSError) as full:
-                while True:
-                    os.write(fd, b"\0" * 4096)
-            assert full.value.errno == errno.ENOSPC
-        finally:
-            os.close(fd)
+            fd = os.open(self.filler, os.O_WRONLY | os.O_CREAT, 0o600)
+            try:
+                with pytest.raises(OSError) as full:
+                    while True:
+                        os.write(fd, b"\0" * 4096)
+                assert full.value.errno == errno.ENOSPC
+            finally:
+                os.close(fd)
+        except BaseException:
+            self.unmount()
+            raise
 
     def free(self) -> None:
         self.filler.unlink()
