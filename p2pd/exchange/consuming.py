@@ -53,11 +53,17 @@ class ChildUnpacker:
         except BrokenPipeError:
             raise self._refusal() from None
 
-    def _refusal(self) -> InvalidInputError:
+    def _refusal(self) -> InvalidInputError | OSError:
+        """Why the checking process ended: the payload refused (InvalidInputError), or a write this machine
+        refused (OSError: reported as a storage failure, not as the peer's fault)."""
+        from p2pd.exchange.consumer import STORAGE
+
         assert self._proc is not None and self._proc.stderr is not None
-        self._proc.wait()
+        status = self._proc.wait()
         text = self._proc.stderr.read().decode("utf-8", "replace").strip()
-        return InvalidInputError(text or f"the checking process ended with status {self._proc.returncode}")
+        if status == STORAGE:
+            return OSError(text or "the checking process could not write the conversation")
+        return InvalidInputError(text or f"the checking process ended with status {status}")
 
     def feed(self, data: bytes) -> None:
         self._send(b"D", data)

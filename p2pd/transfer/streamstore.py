@@ -22,7 +22,8 @@ from p2pd.transfer.partial import UnreadableBlob, Validate
 class StreamSink(Protocol):
     """Where a streamed payload goes, in order: ``feed`` compressed bytes; ``finish(raw_size)`` once the digest
     matched — check the whole, place nothing yet, return what to report (a staged file); ``abort`` removes what
-    was staged. Each may raise (the content is not a conversation): reported as invalid, never DONE."""
+    was staged. Each may raise: an OSError when this machine cannot store it (a full disk: reported as an I/O
+    failure), anything else when the content is not a conversation (reported as invalid); never DONE."""
 
     def feed(self, data: bytes) -> None: ...
 
@@ -70,11 +71,15 @@ class StreamStore:
         return self._hash.digest()
 
     def finalize(self, validate: Validate | None = None) -> Path:
-        """The digest matched: let the sink check the whole; its staged result's path (UnreadableBlob if not)."""
+        """The digest matched: let the sink check the whole; its staged result's path (UnreadableBlob if the
+        content is not readable, OSError if this machine could not store it)."""
         try:
             if self._error is not None:
                 raise self._error
             path = self.sink.finish(self.expected_raw)
+        except OSError:  # this machine's storage, not the content: the receiving side reports an I/O failure
+            self.discard()
+            raise
         except Exception as exc:
             self.discard()
             raise UnreadableBlob(exc) from exc

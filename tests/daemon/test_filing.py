@@ -1,16 +1,14 @@
 """A receiving daemon whose disk refuses the filing of a conversation it already committed (its sender was told
 DONE): the row stays ``verified``, the blob stays, and the filing is tried again until it works — at once, after a
-restart, or when the sender sends it again. Two real daemons; the receiver's inbox folder is a real, full tmpfs
-(ENOSPC from the kernel), so these need root (as CI has) and are skipped, with the reason, elsewhere."""
+restart, or when the sender sends it again. Two real daemons; the receiver's inbox folder is a real full disk
+(tests/full_disk.py: ENOSPC from the kernel; root, as CI has, else skipped with the reason)."""
 
 from __future__ import annotations
 
 import asyncio
-import errno
 import os
 import signal
 import sqlite3
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,40 +19,9 @@ from p2pd.daemon.outbox import Source, pack_outbox
 from p2pd.daemon.store import Store
 from p2pd.transfer.partial import final_name
 from tests.daemon.conftest import SESSION_ID, Daemon, PairMaker, corpus_session, device_id, wait_for
+from tests.full_disk import FullDisk
 
 pytestmark = pytest.mark.slow
-
-
-class FullDisk:
-    """A 64 KiB tmpfs mounted on ``folder`` and filled up: every write there fails with ENOSPC until
-    :meth:`free`."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        folder.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)],
-                              capture_output=True, text=True)
-        if done.returncode != 0:
-            pytest.skip(f"a full disk cannot be made here (mount tmpfs: {done.stderr.strip() or done.returncode})")
-        self.filler = folder / "filler"
-        try:
-            fd = os.open(self.filler, os.O_WRONLY | os.O_CREAT, 0o600)
-            try:
-                with pytest.raises(OSError) as full:
-                    while True:
-                        os.write(fd, b"\0" * 4096)
-                assert full.value.errno == errno.ENOSPC
-            finally:
-                os.close(fd)
-        except BaseException:
-            self.unmount()
-            raise
-
-    def free(self) -> None:
-        self.filler.unlink()
-
-    def unmount(self) -> None:
-        subprocess.run(["umount", "-l", str(self.folder)], check=False, capture_output=True)
 
 
 @pytest.fixture

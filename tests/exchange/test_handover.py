@@ -17,6 +17,7 @@ from p2pd.errors import ExitCode
 from tests import pipe_lines
 from tests.cli.terminal import Terminal
 from tests.corpus import claude_code_files
+from tests.full_disk import FullDisk
 
 SESSION = next(f for f in claude_code_files(include_subagents=False) if f.name.startswith("4d5611e5"))
 SMALL = next(f for f in claude_code_files(include_subagents=False) if f.name == "short.jsonl")
@@ -127,6 +128,28 @@ def test_the_configured_receive_cap_refuses_a_larger_conversation(server, tmp_pa
     assert rc == ExitCode.TOO_LARGE and src == ExitCode.DECLINED, rerr + serr
     assert "2000 bytes" in rerr and "over its size limit" in serr
     assert not inbox.exists() or not [p for p in inbox.rglob("*") if p.is_file()]
+
+
+def test_a_receiver_whose_disk_is_full_says_so_on_both_sides_and_keeps_nothing(server, tmp_path):
+    """ENOSPC while the conversation is written is this machine's failure, not a payload p2pd cannot read: both
+    sides say the receiver could not store it (it used to say the conversation was unreadable)."""
+    _, url = server
+    disk = FullDisk(tmp_path / "inbox")
+    try:
+        sender = p2pd("send", str(SESSION), "--code", "4246-amber-river", "--timeout", "60", env=_env(url),
+                      cwd=tmp_path)
+        wait_for_code(sender)
+        receiver = p2pd("receive", "4246-amber-river", "--yes", "-o", str(disk.folder), env=_env(url))
+        rc, _, rerr = finish(receiver)
+        src, _, serr = finish(sender)
+        assert rc != 0 and src != 0, rerr + serr
+        assert "could not store the conversation" in rerr and "No space left on device" in rerr, rerr
+        assert str(disk.folder) in rerr
+        assert "the receiver could not store the conversation" in serr, serr
+        assert "not one p2pd can read" not in rerr + serr
+        assert disk.files() == []  # nothing half-written where the user looks
+    finally:
+        disk.unmount()
 
 
 def test_no_peer_falls_back_to_a_file_that_imports(server, tmp_path):
