@@ -13,6 +13,9 @@ codes' words.
 
 from __future__ import annotations
 
+import contextlib
+import os
+from collections.abc import Iterator
 from enum import IntEnum, StrEnum
 from typing import Any
 
@@ -141,6 +144,29 @@ class CodecError(InvalidInputError):
     cause = Cause.CODEC
 
 
+class StorageError(P2pdError):
+    """This machine refused a write: a full disk, a missing folder, no permission (``details.errno``)."""
+
+    cause = Cause.STORAGE
+
+
+def storage_error(exc: OSError, what: object) -> StorageError:
+    """The typed error for an OSError met while writing ``what`` (a path, or words naming it)."""
+    return StorageError(f"cannot write {what}: {exc.strerror or exc}", details={"errno": exc.errno})
+
+
+@contextlib.contextmanager
+def writing(what: object, *, reading: str | os.PathLike[str] | None = None) -> Iterator[None]:
+    """An OSError inside is a write this machine refused, raised as :func:`storage_error` naming ``what``; one
+    about the file being read (``reading``) goes on as it is."""
+    try:
+        yield
+    except OSError as exc:
+        if reading is not None and exc.filename is not None and os.fspath(exc.filename) == os.fspath(reading):
+            raise
+        raise storage_error(exc, what) from exc
+
+
 class TooLargeError(P2pdError):
     exit_code = ExitCode.TOO_LARGE
     cause = Cause.TOO_LARGE
@@ -259,7 +285,7 @@ CLASS_BY_CAUSE: dict[Cause, type[P2pdError]] = {
     Cause.CODEC: CodecError,
     Cause.TOO_LARGE: TooLargeError,
     Cause.CONFLICT: ConflictError,
-    Cause.STORAGE: P2pdError,
+    Cause.STORAGE: StorageError,
     Cause.UNAUTHORIZED: P2pdError,
     Cause.DAEMON_NOT_RUNNING: P2pdError,
     Cause.NO_NETWORK: ConflictError,

@@ -13,7 +13,7 @@ from typing import Any
 
 from p2pd.cli import options
 from p2pd.cli.output import err, escape, human, out, print_json, real_console, shown, shown_block, status, table
-from p2pd.errors import ExitCode, InvalidInputError
+from p2pd.errors import ExitCode, InvalidInputError, writing
 from p2pd.support.text import counted
 
 
@@ -142,7 +142,9 @@ def cmd_export(args: argparse.Namespace) -> int:
     session = None if args.pretty else streamable_session(args.session)
     suffix = ".a2a.p2pd" if args.compressed else ".a2a.json"
     if session is not None:  # converted as it is written: memory bounded by a message, not the session
-        doc, target, size = _export_streamed(args, session, suffix, masking)
+        folder = Path(args.output).parent if args.output else Path(".")
+        with writing(args.output or f"the export into {folder.resolve()}", reading=session):
+            doc, target, size = _export_streamed(args, session, suffix, masking)
     else:
         with status(f"Reading and converting {escape(args.session)}…"):
             doc = load_conversation(args.session)
@@ -152,7 +154,7 @@ def cmd_export(args: argparse.Namespace) -> int:
                 raise InvalidInputError("malformed lines found (--strict): nothing written")
         doc = redacted(doc, args.redact)
         target = Path(args.output) if args.output else Path(document_file_name(doc, suffix))
-        with status(f"Writing {escape(str(target))}…"):
+        with status(f"Writing {escape(str(target))}…"), writing(target):
             size = write_document(doc, target, compressed=args.compressed, codec=args.codec, pretty=args.pretty)
     c = doc.counts
     seconds = time.perf_counter() - started
@@ -257,7 +259,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
     own = doc.origin.platform if doc.origin.platform in registry.restore_targets() else "claude-code"
     to = args.format or (own if dst.suffix == ".jsonl" else "a2a")  # a .jsonl goes back to the agent it came from
     if to == "a2a":
-        with status(f"Writing {escape(str(dst))}…"):
+        with status(f"Writing {escape(str(dst))}…"), writing(dst):
             size = write_document(doc, dst, compressed=dst.name.endswith(".p2pd"))
         err.print(f"Wrote A2A conversation {escape(str(dst))} ({human(size)})")
         return ExitCode.OK
@@ -266,7 +268,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
         raise InvalidInputError(agent.no_restore_reason)
     with status(f"Converting to {agent.display} and writing {escape(str(dst))}…"):
         data = agent.restore(doc, keep_ids=args.keep_ids)
-        atomic_write_bytes(dst, data)
+        with writing(dst):
+            atomic_write_bytes(dst, data)
     err.print(f"Wrote {agent.display} session file {escape(str(dst))} ({human(len(data))}"
               f"{', ids kept' if args.keep_ids else ''})")
     return ExitCode.OK

@@ -13,7 +13,7 @@ from typing import Any
 from p2pd.cli import netopts, options
 from p2pd.cli.conversations import import_json, load_conversation, redacted
 from p2pd.cli.output import CliUI, err, escape, human, print_json, run, shown, status
-from p2pd.errors import ConflictError, ExitCode, NotFoundError, P2pdError
+from p2pd.errors import ConflictError, ExitCode, NotFoundError, P2pdError, writing
 from p2pd.support.text import counted
 
 
@@ -174,7 +174,7 @@ def cmd_receive(args: argparse.Namespace) -> int:
         path = Path(args.file)
         move = out_file is not None or path.resolve().parent != out_dir.resolve()
         if is_document_file(path) and not args.pretty:  # read (and copied) as a stream, within the limits
-            with status(f"Reading {escape(args.file)}…"):
+            with status(f"Reading {escape(args.file)}…"), writing(out_file or out_dir, reading=path):
                 staged = out_dir / f".{path.name}.part" if move else None
                 if staged is not None:
                     out_dir.mkdir(parents=True, exist_ok=True)
@@ -189,7 +189,7 @@ def cmd_receive(args: argparse.Namespace) -> int:
             with status(f"Reading {escape(args.file)}…"):
                 doc = load_file(args.file)
             if move:
-                with status("Writing the conversation document…"):
+                with status("Writing the conversation document…"), writing(out_file or out_dir):
                     path = _place(fallback_file(doc, out_dir, pretty=args.pretty), out_file)
         err.print(f"Read [bold]{shown(doc.title or doc.context_id)}[/] ({counted(doc.counts.messages, 'message')}) "
                   f"→ {escape(str(path))}")

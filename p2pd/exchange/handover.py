@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from p2pd.errors import Cause, ConflictError, P2pdError, TransferFailedError
+from p2pd.errors import Cause, ConflictError, P2pdError, StorageError, TransferFailedError, storage_error
 from p2pd.exchange.notice import GRACE, PeerSignals, sender_fell_back, tell_receiver
 from p2pd.exchange.producing import Production
 from p2pd.support import staging
@@ -184,7 +184,14 @@ async def send_document(doc: ConversationDocument | Path | Prepared, *, signal_u
         if named is not None:
             await named
         stem = safe_file_stem(outcome.about.get("session_id") or "conversation")
-        outcome.fallback_path = await asyncio.to_thread(blob_to_file, blob, fallback_dir or Path.cwd(), stem)
+        folder = fallback_dir or Path.cwd()
+        try:
+            outcome.fallback_path = await asyncio.to_thread(blob_to_file, blob, folder, stem)
+        except OSError as exc:  # the conversation stays where it was read from; say both things that failed
+            refused = storage_error(exc, f"the fallback file into {folder.resolve()}")
+            raise StorageError(f"no peer connection ({reason}); {refused}",
+                               details={**refused.details, "fallback_reason": reason,
+                                        "fallback_cause": cause.value}) from exc
         return outcome
 
     def start_packing() -> None:

@@ -3,7 +3,10 @@ peer comes, and ``demo`` — the main job across three real processes."""
 
 from __future__ import annotations
 
+import errno
+import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,6 +15,7 @@ from p2pd.cli.main import main
 from p2pd.errors import ExitCode
 from tests.agents.claude_code.helpers import Session
 from tests.cli.helpers import SHORT, run
+from tests.full_disk import FullDisk
 
 
 def test_receive_a_fallback_file_and_import_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -38,6 +42,38 @@ def test_send_without_a_peer_writes_the_fallback(tmp_path: Path) -> None:
     written = list(tmp_path.glob("*.a2a.json"))
     assert len(written) == 1 and r.stdout == f"p2pd import {written[0].name}\n"
     assert "No peer connection" in r.stderr
+
+
+@pytest.fixture
+def full_disk(tmp_path: Path) -> Iterator[FullDisk]:
+    disk = FullDisk(tmp_path / "full")
+    try:
+        yield disk
+    finally:
+        disk.unmount()
+
+
+def test_a_full_disk_is_named_as_such_and_nothing_half_written_is_left(full_disk: FullDisk,
+                                                                        tmp_path: Path) -> None:
+    """Writes this machine refuses (ENOSPC from a real full disk, a missing folder) are storage errors naming what
+    could not be written; they used to be "unexpected OSError … (run with --debug)"."""
+    target = full_disk.folder / "x.a2a.json"
+    for args in (("export", str(SHORT), "-o", str(target)), ("export", str(SHORT), "--pretty", "-o", str(target)),
+                 ("convert", str(SHORT), str(target))):
+        r = run(*args)
+        assert (r.returncode, r.stderr) == (ExitCode.ERROR, f"error: cannot write {target}: No space left on "
+                                                              "device\n"), args
+    missing = tmp_path / "no" / "such" / "x.a2a.json"
+    r = run("export", str(SHORT), "-o", str(missing), "--json")
+    assert json.loads(r.stdout)["cause"] == "storage" and json.loads(r.stdout)["details"]["errno"] == errno.ENOENT
+    assert f"cannot write {missing}: No such file or directory" in r.stderr
+    # no peer, and no room for the fallback file either: both are said, and the session is where it was
+    r = run("send", str(SHORT), "--signal", "ws://127.0.0.1:9/", "--timeout", "2", "--fallback-dir",
+            str(full_disk.folder))
+    assert r.returncode == ExitCode.ERROR, r.stderr
+    assert "no peer connection (signaling server unreachable" in r.stderr
+    assert f"cannot write the fallback file into {full_disk.folder}: No space left on device" in r.stderr
+    assert full_disk.files() == []
 
 
 def test_demo_runs_the_main_job(tmp_path: Path) -> None:
