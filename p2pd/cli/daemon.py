@@ -133,7 +133,7 @@ def cmd_transfers(args: argparse.Namespace) -> int:
             return print_rows(rows, as_json=args.json, empty="No transfers yet.",
                               columns=("id", "dir", "peer", "state", "title", "progress", "updated"),
                               cells=lambda t: (shown(t["id"]), t["direction"], shown(names.get(t["peer"], t["peer"])),
-                                               t["state"],
+                                               _state_cell(t),
                                                shown(t["title"]),
                                                f"{human(t['bytes_done'])}/{human(t['size'])}" if t["size"] else "",
                                                when(t["updated_at"])))
@@ -149,6 +149,13 @@ def cmd_transfers(args: argparse.Namespace) -> int:
                   "(the error above). The daemon tries again by itself and at every start; the conversation is "
                   "kept in the daemon's partial/ folder meanwhile")
     return ExitCode.OK
+
+
+def _state_cell(row: dict[str, Any]) -> str:
+    """A transfer's state in the list; a committed one this machine could not file yet says so."""
+    if row["state"] == "verified" and row.get("error"):
+        return "verified, filing waits"
+    return str(row["state"])
 
 
 def cmd_inbox(args: argparse.Namespace) -> int:

@@ -75,6 +75,8 @@ def test_a_full_disk_keeps_the_committed_conversation_and_files_it_once_there_is
         assert blob.is_file()
         shown = b.p2pd("transfers", str(row["id"]))
         assert shown.returncode == 0 and "filing it waits" in shown.stdout, shown
+        listed = b.p2pd("transfers")
+        assert listed.returncode == 0 and "verified, filing waits" in listed.stdout, listed
         disk.free()
         done = wait_for(lambda: (r := c.get(f"/transfers/{row['id']}").json())["state"] != "verified" and r,
                         timeout=60, what="filed after the disk was freed")
