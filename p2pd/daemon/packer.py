@@ -183,10 +183,19 @@ def run(job: Job) -> dict[str, Any]:
         return {"head": head, "sha256": w.header.sha256.hex(), "masked": dict(masked)}
 
 
+def _run_for_daemon(arg: str) -> dict[str, Any]:
+    """The daemon's job: a write this machine refuses comes back as a storage error naming the file."""
+    from p2pd.errors import writing
+
+    job = Job.from_arg(arg)
+    with writing(job.out, reading=job.source):
+        return run(job)
+
+
 def main(argv: list[str]) -> int:
     from p2pd.daemon.children import child_main
 
-    return child_main(lambda arg: run(Job.from_arg(arg)), argv)
+    return child_main(_run_for_daemon, argv)
 
 
 if __name__ == "__main__":
