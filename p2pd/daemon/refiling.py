@@ -125,14 +125,15 @@ class Refiler:
                 if isinstance(exc, sqlite3.Error):
                     raise P2pdError(f"the daemon's database refused: {exc}", cause=Cause.STORAGE) from exc
                 raise
-            await self._wait(device, row_id, exc)
+            await self._wait(device, row_id, exc, detail)
             return False
         finally:
             self.filing.discard(row_id)
         self.waiting.pop(row_id, None)
         return True
 
-    async def _wait(self, device: Device, row_id: str, exc: BaseException) -> None:
+    async def _wait(self, device: Device, row_id: str, exc: BaseException,
+                    detail: dict[str, Any] | None = None) -> None:
         before = self.waiting.get(row_id)
         attempts = 1 if before is None else before.attempts + 1
         delay = self.delays[min(attempts, len(self.delays)) - 1]
@@ -144,7 +145,8 @@ class Refiler:
         # the store may be what refused (a full disk): the row stays verified all the same, and so it is retried
         with contextlib.suppress(P2pdError, sqlite3.Error, OSError):
             await asyncio.to_thread(self.store.update_transfer, row_id, error=reason, cause=cause,
-                                    detail={"filing_attempts": attempts, "filing_retry_in": delay})
+                                    detail={**(detail or {}), "filing_attempts": attempts,
+                                            "filing_retry_in": delay})
 
     async def at_start(self, devices: dict[str, Device]) -> None:
         """Start-up, before any device connects: every conversation committed here (``verified``: the sender was

@@ -64,6 +64,7 @@ def test_a_full_disk_keeps_the_committed_conversation_and_files_it_once_there_is
     _send(a)
     row = _refused(b)
     assert "tried again" in str(row["error"])
+    assert isinstance(row["detail"], dict) and "elapsed" in row["detail"]  # the transfer's own figures are kept
     blob = b.home / "partial" / final_name(bytes.fromhex(str(row["sha256"])))
     assert blob.is_file()
     # housekeeping would remove a received blob left over an hour; not this one: a verified transfer owns it
