@@ -177,6 +177,25 @@ def test_only_claude_code_sessions_are_streamable():
     assert streamable_session(str(codex_files()[0])) is None
 
 
+@pytest.mark.parametrize("content", [b"", b"\n\n \n", b"\x8f\x00random bytes\xff\n", b'{"type":"user"',
+                                     b'[{"a":1}]\n', b"1\n2\n"], ids=["empty", "blank", "binary", "truncated",
+                                                                      "array", "numbers"])
+def test_a_file_that_is_no_transcript_is_refused_in_the_loaded_reading_s_words(content, tmp_path):
+    """The streamed reading (export, send) used to call every such file "empty"; it now says what the loaded
+    reading says (not JSON, truncated, one array, empty)."""
+    from p2pd.errors import InvalidInputError
+
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(content)
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    with pytest.raises(InvalidInputError) as loaded:
+        load_file(path)
+    with pytest.raises(InvalidInputError) as streaming:
+        stream(path, spool)
+    assert str(streaming.value) == str(loaded.value)
+
+
 def test_odd_lines_stream_the_same(tmp_path):
     """Records made straight from their bytes (and the exact way for what orjson refuses) are the loaded ones:
     lines of every odd shape, untyped objects, user/assistant lines that are no messages, between real ones."""

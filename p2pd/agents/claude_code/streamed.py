@@ -137,7 +137,9 @@ def write_session(path: Path, write: Write, *, spool_dir: Path, on_head: Head | 
 
 def _write(path: Path, index: list[SourceLine], in_messages: list[SourceLine], record_spool: _RecordSpool,
            issues: list[dict[str, Any]], write: Write, *, spool_dir: Path, on_head: Head | None) -> StreamedSession:
-    require_lines(index, path)
+    if all(ln.obj is None for ln in index):  # no JSON object line (the index keeps no text): say why as the
+        # loaded reading does, from the file's first line that is not blank
+        require_lines([next((ln for ln in iter_lines(path) if ln.text.strip()), exact_line(1, b""))], path)
     session_id = first_str(index, "sessionId") or path.stem
     active = set(active_chain(index))
     title = line_title(index)
