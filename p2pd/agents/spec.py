@@ -77,6 +77,17 @@ class Note(str):
         return note
 
 
+def missing_folder_note(cwd: str) -> Note | None:
+    """The note for a session imported to work in ``cwd`` when that folder does not exist here (the resume
+    command starts there), else None."""
+    import os
+
+    if os.path.isdir(cwd):
+        return None
+    return Note(NoteKind.LOCATION, f"{cwd} is not a folder on this machine: create it (or import again with --cwd) "
+                                   "before resuming, since the resume command starts there")
+
+
 def moved_images_note(n: int) -> str:
     """The text put before images moved out of an agent turn into the user turn that follows."""
     return (f"[{n} image(s) shown in the agent's previous turn, moved here: model APIs take images only in user "

@@ -40,7 +40,7 @@ from p2pd.agents.claude_code.restore import restore_message_lines, restore_trans
 from p2pd.agents.claude_code.synthesize import synthesize_lines
 from p2pd.agents.claude_code.transcript import active_chain, message_problem
 from p2pd.agents.jsonl import SourceLine, dumps_line
-from p2pd.agents.spec import Note, NoteKind
+from p2pd.agents.spec import Note, NoteKind, missing_folder_note
 from p2pd.agents.spooled import DocumentSource, MemorySource
 from p2pd.conversation.model import ConversationDocument, Message, Transcript
 from p2pd.errors import Cause, ConflictError, InvalidInputError, P2pdError
@@ -352,6 +352,9 @@ def _warn(result: ImportResult, *, tool_results: bool) -> None:
         result.warnings.append(Note(NoteKind.LOCATION, "tool outputs saved to files are copied, but the "
                                                        "conversation still names them by their path on the "
                                                        "original machine"))
+    missing = missing_folder_note(result.cwd)
+    if missing is not None:
+        result.warnings.append(missing)
 
 
 def _write_file(staged: Path, data: Iterable[bytes]) -> None:

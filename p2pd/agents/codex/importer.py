@@ -35,7 +35,7 @@ from p2pd.agents.codex.paths import codex_home
 from p2pd.agents.codex.restore import has_codex_source, restore_rollout
 from p2pd.agents.crossagent import CarryReport, carry_warnings, readable_turns
 from p2pd.agents.jsonl import dumps_line
-from p2pd.agents.spec import Note, NoteKind
+from p2pd.agents.spec import Note, NoteKind, missing_folder_note
 from p2pd.conversation.model import ConversationDocument, Role
 from p2pd.errors import Cause, ConflictError, InvalidInputError, P2pdError
 from p2pd.support.atomic import atomic_write_bytes
@@ -212,6 +212,9 @@ def import_to_codex(doc: ConversationDocument, *, cwd: str | os.PathLike[str] | 
     if not any(isinstance(v, dict) and v.get("type") == "response_item" for v in lines):
         raise InvalidInputError("the conversation has no messages to import")
     result.lines = len(lines)
+    missing = missing_folder_note(target_cwd)
+    if missing is not None:
+        result.warnings.append(missing)
     result.warnings.append(Note(NoteKind.LOCATION,
         f"Codex opens the session by its id (`codex resume {new_id}`, or `{result.exec_command}`); Codex CLI 0.99 "
         f"and later list it in `codex resume`'s picker and `--last` only after its first resume (their index "

@@ -47,6 +47,19 @@ def test_rule1_location_and_cwd(home, project, monkeypatch):
     assert all(line["cwd"] == real for line in _lines(r.path))
 
 
+def test_a_folder_that_does_not_exist_here_is_noted(home, project, tmp_path):
+    from p2pd.agents.codex.importer import import_to_codex
+    from p2pd.agents.spec import NoteKind
+
+    elsewhere = tmp_path / "not" / "here"
+    for result in (import_to_claude_code(_corpus_doc(), cwd=elsewhere, config=home),
+                   import_to_codex(_corpus_doc(), cwd=elsewhere, home=tmp_path / "codex")):
+        notes = [w for w in result.warnings if w.startswith(f"{elsewhere} is not a folder on this machine")]
+        assert len(notes) == 1 and notes[0].kind is NoteKind.LOCATION, result.warnings
+    assert not any("is not a folder" in w for w in import_to_claude_code(_corpus_doc(), cwd=project,
+                                                                         config=home).warnings)
+
+
 def test_rule2_session_id_is_file_name_everywhere(home, project):
     r = import_to_claude_code(_corpus_doc("fa812bfe"), cwd=project, config=home)
     import uuid
