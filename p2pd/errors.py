@@ -35,6 +35,7 @@ class ExitCode(IntEnum):
     WRONG_CODE = 9  # the pairing code did not match on both sides
     CONFLICT = 10  # refusing to overwrite something that exists
     KEY_CHANGED = 11  # a paired device presented another key than the one pinned when it paired
+    STORAGE = 12  # this machine refused a write: a full disk, a missing folder, no permission
     INTERRUPTED = 130
 
 
@@ -147,6 +148,7 @@ class CodecError(InvalidInputError):
 class StorageError(P2pdError):
     """This machine refused a write: a full disk, a missing folder, no permission (``details.errno``)."""
 
+    exit_code = ExitCode.STORAGE
     cause = Cause.STORAGE
 
 

@@ -31,6 +31,7 @@ EXIT_MEANINGS: dict[ExitCode, str] = {
     ExitCode.WRONG_CODE: "the code did not match on both sides",
     ExitCode.CONFLICT: "refused to overwrite something that exists",
     ExitCode.KEY_CHANGED: "a paired device presented another key than the one it paired with",
+    ExitCode.STORAGE: "this machine refused a write: a full disk, a missing folder, no permission",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
 }
 

@@ -61,7 +61,7 @@ def test_a_full_disk_is_named_as_such_and_nothing_half_written_is_left(full_disk
     for args in (("export", str(SHORT), "-o", str(target)), ("export", str(SHORT), "--pretty", "-o", str(target)),
                  ("convert", str(SHORT), str(target))):
         r = run(*args)
-        assert (r.returncode, r.stderr) == (ExitCode.ERROR, f"error: cannot write {target}: No space left on "
+        assert (r.returncode, r.stderr) == (ExitCode.STORAGE, f"error: cannot write {target}: No space left on "
                                                               "device\n"), args
     missing = tmp_path / "no" / "such" / "x.a2a.json"
     r = run("export", str(SHORT), "-o", str(missing), "--json")
@@ -70,7 +70,7 @@ def test_a_full_disk_is_named_as_such_and_nothing_half_written_is_left(full_disk
     # no peer, and no room for the fallback file either: both are said, and the session is where it was
     r = run("send", str(SHORT), "--signal", "ws://127.0.0.1:9/", "--timeout", "2", "--fallback-dir",
             str(full_disk.folder))
-    assert r.returncode == ExitCode.ERROR, r.stderr
+    assert r.returncode == ExitCode.STORAGE, r.stderr
     assert "no peer connection (signaling server unreachable" in r.stderr
     assert f"cannot write the fallback file into {full_disk.folder}: No space left on device" in r.stderr
     assert full_disk.files() == []
