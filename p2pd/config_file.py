@@ -48,6 +48,18 @@ class SessionLinksTable(BaseModel):
     delivered_max_age_hours: Positive = 168.0  # messages a session was given, kept this long for reading back
 
 
+Command = Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)] \
+    | Annotated[str, Field(min_length=1)]  # an argv list, or one string split as a shell would
+
+
+class DelegateCommands(BaseModel):
+    """``[delegate_command]`` as a table: the command for each agent a delegation may start."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=False)
+    claude_code: Command | None = Field(default=None, alias="claude-code")
+    codex: Command | None = None
+
+
 class ConfigFile(BaseModel):
     """Every key of ``config.toml``; all optional (the defaults are the accessors')."""
 
@@ -78,9 +90,9 @@ class ConfigFile(BaseModel):
     outbox_max_mb: Positive | None = None
     accept: dict[str, Any] | None = None
     session_links: SessionLinksTable | None = None
-    # delegation (seed 002): the command that starts an agent on a delegated session; absent: never started
-    delegate_command: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)] \
-        | Annotated[str, Field(min_length=1)] | None = None
+    # delegation (seed 002): the command that starts an agent on a delegated session (one for every agent, or a
+    # table of them by agent); absent: never started
+    delegate_command: Command | DelegateCommands | None = None
 
     @field_validator("handoff_agent")
     @classmethod

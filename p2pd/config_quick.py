@@ -35,6 +35,15 @@ class QuickSessionLinks(msgspec.Struct, forbid_unknown_fields=True):
     delivered_max_age_hours: _Positive = 168.0
 
 
+_Command = Annotated[list[Annotated[str, msgspec.Meta(min_length=1)]], msgspec.Meta(min_length=1)] \
+    | Annotated[str, msgspec.Meta(min_length=1)]
+
+
+class QuickDelegateCommands(msgspec.Struct, forbid_unknown_fields=True, rename={"claude_code": "claude-code"}):
+    claude_code: _Command | None = None
+    codex: _Command | None = None
+
+
 class QuickConfig(msgspec.Struct, forbid_unknown_fields=True):
     redact: bool | None = None
     signal: Annotated[str, msgspec.Meta(pattern=r"^wss?://[!-~]+\Z")] | None = None
@@ -58,8 +67,7 @@ class QuickConfig(msgspec.Struct, forbid_unknown_fields=True):
     outbox_max_mb: _Positive | None = None
     accept: dict[str, Any] | None = None
     session_links: QuickSessionLinks | None = None
-    delegate_command: Annotated[list[Annotated[str, msgspec.Meta(min_length=1)]], msgspec.Meta(min_length=1)] \
-        | Annotated[str, msgspec.Meta(min_length=1)] | None = None
+    delegate_command: _Command | QuickDelegateCommands | None = None
 
 
 def fits(data: dict[str, Any]) -> bool:

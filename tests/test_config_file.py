@@ -99,3 +99,10 @@ def test_a_typo_in_the_config_stops_the_command(tmp_path: Path) -> None:
                             "PYTHONPATH": str(ROOT)})
     assert r.returncode == ExitCode.INVALID_INPUT, r.stderr
     assert f"config file {config}: unknown key 'redakt' (did you mean 'redact'?)" in " ".join(r.stderr.split())
+
+
+def test_the_delegate_command_table_has_an_entry_per_import_target() -> None:
+    from p2pd.agents.registry import import_targets
+    from p2pd.config_file import DelegateCommands
+
+    assert tuple(f.alias or name for name, f in DelegateCommands.model_fields.items()) == import_targets()

@@ -16,8 +16,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from p2pd.config_file import ConfigFile, IceServer, SessionLinksTable, validate
-from p2pd.config_quick import QuickConfig, QuickIceServer, QuickSessionLinks, fits
+from p2pd.config_file import ConfigFile, DelegateCommands, IceServer, SessionLinksTable, validate
+from p2pd.config_quick import QuickConfig, QuickDelegateCommands, QuickIceServer, QuickSessionLinks, fits
 from p2pd.errors import InvalidInputError
 from tests.seeds import seeded
 from tests.test_config_file import FULL_VALID
@@ -36,10 +36,12 @@ def _model_takes(data: dict[str, Any]) -> bool:
 
 
 @pytest.mark.parametrize(("struct", "model"), [(QuickConfig, ConfigFile), (QuickIceServer, IceServer),
-                                               (QuickSessionLinks, SessionLinksTable)])
+                                               (QuickSessionLinks, SessionLinksTable),
+                                               (QuickDelegateCommands, DelegateCommands)])
 def test_the_structs_declare_the_models_keys(struct: Any, model: Any) -> None:
     """A key added to the model and not here would make every file using it "not sure" (slow, still right)."""
-    assert [f.name for f in msgspec.structs.fields(struct)] == list(model.model_fields)
+    assert [f.encode_name for f in msgspec.structs.fields(struct)] == [
+        f.alias or name for name, f in model.model_fields.items()]
 
 
 def test_the_usual_files_fit() -> None:
@@ -56,7 +58,9 @@ _ANY = [True, False, 0, 1, -1, 0.0, 1.5, -0.5, math.inf, -math.inf, math.nan, 1 
         ["x", 1], [1], {}, {"urls": "stun:x"}, {"urls": []}, {"urls": ["a"], "username": 1},
         {"urls": "a", "usrname": "u"}, {"username": "u"}, {"max_size": 5}, {"rate_per_minute": 0},
         {"rate_per_minute": 100_000}, {"queue_max_age_hours": 0}, {"queue_max_age_hours": math.inf},
-        {"backlog": 1}, datetime.date(2026, 1, 1), datetime.datetime(2026, 1, 1, 12), datetime.time(1, 2)]
+        {"backlog": 1}, {"codex": ["codex", "exec"]}, {"claude-code": "claude -p", "codex": "codex"},
+        {"claude_code": ["x"]}, {"cursor": ["x"]}, {"codex": []}, {"codex": [""]}, {"codex": 1},
+        datetime.date(2026, 1, 1), datetime.datetime(2026, 1, 1, 12), datetime.time(1, 2)]
 
 
 def _value(rng: random.Random) -> Any:

@@ -14,6 +14,8 @@ from p2pd.errors import ExitCode
 
 
 def register(sub: Any) -> None:
+    from p2pd.agents.registry import import_targets
+
     s = sub.add_parser("delegate", help="fork an agent session into a new local session in a folder or a new git "
                        "worktree (and start the agent there)")
     s.add_argument("session", nargs="?", help="the session to fork (id; default: the one the hook recorded for "
@@ -25,6 +27,8 @@ def register(sub: Any) -> None:
     s.add_argument("--path", help="--branch: where the worktree goes (default: beside the repository)")
     s.add_argument("--cwd", help="the session's folder (default: this one)")
     s.add_argument("--prompt", default="", help="the new session's task")
+    s.add_argument("--agent", choices=import_targets(),
+                   help="the agent the fork is imported into (default: the parent's; Claude Code otherwise)")
     s.add_argument("--start", action="store_true", help="start the agent there (needs delegate_command)")
     s.add_argument("--json", action="store_true", help="machine-readable output")
     s.set_defaults(func=cmd_delegate)
@@ -72,7 +76,8 @@ def cmd_delegate(args: argparse.Namespace) -> int:
     import os
 
     body = {"session_id": args.session, "cwd": args.cwd or os.getcwd(), "directory": args.directory,
-            "branch": args.branch, "base": args.base, "path": args.path, "prompt": args.prompt, "start": args.start}
+            "branch": args.branch, "base": args.base, "path": args.path, "prompt": args.prompt, "start": args.start,
+            "agent": args.agent}
     with _client() as c:
         row = c.post("/delegations", body, timeout=300)
     if args.json:

@@ -59,17 +59,26 @@ class DelegationOwner(Protocol):
                      redact: bool | None = None) -> Source: ...
 
 
-def configured_command() -> list[str] | None:
-    """``delegate_command`` (environment ``P2PD_DELEGATE_COMMAND``, split like a shell would): None when off."""
+def configured_command(agent: str | None = None) -> list[str] | None:
+    """The command that starts ``agent`` on a delegated session (``None``: whether any is set): the environment's
+    ``P2PD_DELEGATE_COMMAND`` (for every agent, split like a shell would), else the config file's
+    ``delegate_command`` — one command for every agent, or a table of them by agent. None when off."""
     env = os.environ.get("P2PD_DELEGATE_COMMAND", "").strip()
     if env:
         return shlex.split(env)
     from p2pd.config import load_config
 
     value = load_config().get("delegate_command")
+    if isinstance(value, dict):
+        value = value.get(agent) if agent is not None else next((v for v in value.values() if v), None)
     if isinstance(value, str):
         return shlex.split(value) or None
     return [str(v) for v in value] if value else None
+
+
+def _no_command(agent: str) -> InvalidInputError:
+    return InvalidInputError(f"starting {agent} is off: the delegate_command table in the config file has no "
+                             f"entry for {agent}; the delegation can be resumed by hand instead")
 
 
 class Delegator:
@@ -102,6 +111,10 @@ class Delegator:
             packed = await pack_file(src, work / "fork.a2a.json")
             doc = packed.envelope
             to = agent or (doc.origin.platform if doc.origin.platform in import_targets() else "claude-code")
+            if command is not None:  # the command for that agent (one for all, or its entry in the table)
+                command = configured_command(to)
+                if command is None:
+                    raise _no_command(to)
             parent_cwd = Path(cwd or doc.origin.cwd or "")
             repo = worktree = None
             if branch is not None:
@@ -138,6 +151,9 @@ class Delegator:
             raise InvalidInputError("starting the agent is off: set delegate_command in the config file (or "
                                     "P2PD_DELEGATE_COMMAND)")
         row = await asyncio.to_thread(self.sessions.get_delegation, delegation_id)
+        command = configured_command(row.agent)
+        if command is None:
+            raise _no_command(row.agent)
         if row.state == "running":
             raise ConflictError(f"delegation {delegation_id} is running already (pid {row.pid})")
         await self._start(row, command, prompt)

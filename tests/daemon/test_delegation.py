@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from p2pd.errors import ExitCode
 from tests.daemon.conftest import SESSION_ID, Daemon
 from tests.daemon.sessions_fixtures import (
     claude_daemon,
@@ -177,6 +178,45 @@ def test_the_cli_and_a_delegated_agent_that_outlives_its_daemon(tmp_path: Path) 
 
         final = wait_sync(ended)
         assert final["exit_code"] is None and "not watching" in final["reason"] and final["messages_waiting"] == 1
+    finally:
+        d.kill()
+
+
+def test_a_delegate_command_per_agent(tmp_path: Path) -> None:
+    """``delegate_command`` as a table: each delegation starts the command of the agent its fork was imported
+    into; an agent without an entry is refused before anything is made."""
+    record = tmp_path / "record.py"  # the "agents": each writes which one it is and its arguments
+    record.write_text("import json, sys\nopen(sys.argv[1], 'a').write(json.dumps(sys.argv[2:]) + '\\n')\n")
+    ran = tmp_path / "ran.jsonl"
+    d = Daemon(tmp_path / "m")
+    (d.base / "config.toml").write_text(
+        "[delegate_command]\n"
+        f"claude-code = {json.dumps([sys.executable, str(record), str(ran), 'claude', '{session_id}'])}\n"
+        f"codex = {json.dumps([sys.executable, str(record), str(ran), 'codex', '{session_id}', '{prompt}'])}\n")
+    folder = tmp_path / "there"
+    folder.mkdir()
+    try:
+        d.start()
+        made = {}
+        for agent in ("codex", "claude-code"):
+            r = d.p2pd("delegate", SESSION_ID, "--dir", str(folder), "--agent", agent, "--prompt", "go", "--start",
+                       "--json")
+            assert r.returncode == 0, r.stderr
+            made[agent] = json.loads(r.stdout)
+            assert made[agent]["agent"] == agent
+
+        def both_ran() -> Any:
+            lines = ran.read_text().splitlines() if ran.exists() else []
+            return lines if len(lines) == 2 else None
+
+        runs = sorted(json.loads(x) for x in wait_sync(both_ran))
+        assert runs == [["claude", made["claude-code"]["session_id"]], ["codex", made["codex"]["session_id"], "go"]]
+        # a table without Codex: a delegation to Codex is refused, and none is made
+        (d.base / "config.toml").write_text(
+            f"[delegate_command]\nclaude-code = {json.dumps([sys.executable, str(record), str(ran), 'claude'])}\n")
+        r = d.p2pd("delegate", SESSION_ID, "--dir", str(folder), "--agent", "codex", "--start")
+        assert r.returncode == ExitCode.INVALID_INPUT and "no entry for codex" in r.stderr, r.stderr
+        assert len(json.loads(d.p2pd("delegations", "--json").stdout)) == 2
     finally:
         d.kill()
 
