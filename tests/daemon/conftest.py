@@ -4,6 +4,7 @@ paired with the real ``p2pd pair`` command through it."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import re
@@ -13,7 +14,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -186,6 +187,34 @@ def wait_for(check: Callable[[], Any], timeout: float = 60.0, what: str = "condi
             return value
         time.sleep(0.1)
     raise AssertionError(f"{what} not met within {timeout} s")
+
+
+async def until(check: Callable[[], Awaitable[Any]], timeout: float = 120.0, what: str = "condition",
+                every: float = 0.3) -> Any:
+    """Await ``check`` until it returns something true (returned); fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = await check()
+        if value:
+            return value
+        await asyncio.sleep(every)
+    raise AssertionError(f"{what} not met within {timeout} s")
+
+
+def sent_again_after_a_kill(a: Daemon, tid: str) -> dict[str, Any]:
+    """Kill sender ``a`` as if before it recorded DONE for transfer ``tid`` (its row put back to running, as its
+    store held it then — chaos seed 346), start it again, and return the row once the resend ended."""
+    import sqlite3
+
+    a.stop(signal.SIGKILL)
+    with sqlite3.connect(a.home / "state.sqlite3") as db:
+        db.execute("UPDATE transfers SET state='running' WHERE id=?", (tid,))
+    a.start()
+    with a.client() as c:
+        row: dict[str, Any] = wait_for(
+            lambda: (r := c.get(f"/transfers/{tid}").json())["state"] in ("done", "failed") and r, timeout=120,
+            what="sent again")
+    return row
 
 
 def pair(a: Daemon, b: Daemon) -> None:

@@ -7,17 +7,15 @@ next run (UserPromptSubmit)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shlex
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.daemon.conftest import SESSION_ID, Daemon
+from tests.daemon.conftest import SESSION_ID, Daemon, until
 from tests.daemon.sessions_fixtures import hook, model_api, parent_transcript
 from tests.daemon.test_codex_session_links import Codex
 from tests.daemon.test_mcp import call, mcp_client
@@ -49,15 +47,6 @@ def codex_delegating(tmp_path: Path, model_api: standin.StandIn) -> Iterator[tup
         d.kill()
 
 
-async def _until(check: Any, timeout: float = 120.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = await check()
-        if value:
-            return value
-        await asyncio.sleep(0.3)
-    raise AssertionError(f"{what} not met within {timeout} s")
-
 
 def _asked(api: standin.StandIn, text: str) -> list[str]:
     return [s for s in (json.dumps(b, ensure_ascii=False) for b in api.model_requests("/v1/responses")) if text in s]
@@ -81,7 +70,7 @@ async def test_an_agent_delegates_its_claude_code_conversation_to_codex(
             s = await call(parent, "get_delegation", delegation_id=made["id"])
             return s if s["state"] in ("exited", "failed") else None
 
-        status = await _until(ended, what="the delegated Codex run ended")
+        status = await until(ended, what="the delegated Codex run ended")
         log = Path(status["log_path"]).read_text(errors="replace")
         assert status["state"] == "exited" and status["exit_code"] == 0, (status, log)
         assert status["session_started"], (status, log)  # Codex's SessionStart hook reached the daemon
@@ -98,7 +87,7 @@ async def test_an_agent_delegates_its_claude_code_conversation_to_codex(
         await call(parent, "message_delegation", delegation_id=made["id"], text="Also keep parse() as a wrapper.")
         assert (await call(parent, "get_delegation", delegation_id=made["id"]))["messages_waiting"] == 1
         await call(parent, "start_delegation", delegation_id=made["id"], prompt="Next step, please.")
-        status = await _until(ended, what="the second run ended")
+        status = await until(ended, what="the second run ended")
         assert status["exit_code"] == 0 and status["messages_waiting"] == 0, status
         later = _asked(model_api, "Next step, please.")
         assert later and "Also keep parse() as a wrapper." in later[-1]

@@ -5,7 +5,6 @@ stand-in model API) and is shown, through its own p2pd hooks, the parent's messa
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shlex
 import sys
@@ -16,7 +15,7 @@ from typing import Any
 import pytest
 
 from p2pd.errors import ExitCode
-from tests.daemon.conftest import SESSION_ID, Daemon
+from tests.daemon.conftest import SESSION_ID, Daemon, until
 from tests.daemon.sessions_fixtures import (
     claude_daemon,
     context_of,
@@ -32,15 +31,6 @@ from tests.realclients import programs, standin
 pytestmark = pytest.mark.slow
 __all__ = ["claude_daemon", "model_api"]  # fixtures
 
-
-async def _until(check: Any, timeout: float = 120.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = await check()
-        if value:
-            return value
-        await asyncio.sleep(0.3)
-    raise AssertionError(f"{what} not met within {timeout} s")
 
 
 def _texts(request: dict[str, Any]) -> str:
@@ -81,7 +71,7 @@ async def test_an_agent_delegates_to_a_new_worktree_where_claude_code_resumes_th
             s = await call(parent, "get_delegation", delegation_id=made["id"])
             return s if s["state"] in ("exited", "failed") else None
 
-        status = await _until(ended, what="the delegated Claude Code run ended")
+        status = await until(ended, what="the delegated Claude Code run ended")
         log = Path(status["log_path"]).read_text(errors="replace")
         assert status["state"] == "exited" and status["exit_code"] == 0, (status, log)
         assert status["session_started"]  # its SessionStart hook reached the daemon
@@ -104,7 +94,7 @@ async def test_an_agent_delegates_to_a_new_worktree_where_claude_code_resumes_th
         assert (await call(parent, "get_delegation", delegation_id=made["id"]))["messages_waiting"] == 1
         # started again with a new prompt (start_delegation): Claude Code's UserPromptSubmit hook adds the message
         await call(parent, "start_delegation", delegation_id=made["id"], prompt="Next step, please.")
-        status = await _until(ended, what="the second run ended")
+        status = await until(ended, what="the second run ended")
         assert status["exit_code"] == 0 and status["messages_waiting"] == 0
         later = [r for r in model_api.model_requests("/v1/messages") if "Next step, please." in _texts(r)]
         assert later and "Also keep parse() as a wrapper." in _texts(later[-1])

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +17,15 @@ import pytest
 from p2pd.daemon.outbox import Source, pack_outbox
 from p2pd.daemon.store import Store
 from p2pd.transfer.partial import final_name
-from tests.daemon.conftest import SESSION_ID, Daemon, PairMaker, corpus_session, device_id, wait_for
+from tests.daemon.conftest import (
+    SESSION_ID,
+    Daemon,
+    PairMaker,
+    corpus_session,
+    device_id,
+    sent_again_after_a_kill,
+    wait_for,
+)
 from tests.full_disk import FullDisk
 
 pytestmark = pytest.mark.slow
@@ -104,13 +111,7 @@ def test_a_restart_with_the_disk_still_full_keeps_waiting_and_a_resend_keeps_the
     assert blob.is_file()
     # the desk, killed before it recorded DONE, sends the same transfer again (chaos seed 346's shape): the
     # laptop answers DONE from its commit and keeps the blob it still has to file
-    a.stop(signal.SIGKILL)
-    with sqlite3.connect(a.home / "state.sqlite3") as db:
-        db.execute("UPDATE transfers SET state='running' WHERE id=?", (tid,))
-    a.start()
-    with a.client() as c:
-        resent = wait_for(lambda: (r := c.get(f"/transfers/{tid}").json())["state"] in ("done", "failed") and r,
-                          timeout=120, what="sent again")
+    resent = sent_again_after_a_kill(a, tid)
     assert resent["state"] == "done", resent
     with b.client() as c:
         assert [t["state"] for t in c.get("/transfers").json()] == ["verified"]

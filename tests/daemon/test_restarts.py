@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import shutil
 import signal
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -28,6 +27,7 @@ from tests.daemon.conftest import (
     corpus_session,
     device_id,
     frozen_under_way,
+    sent_again_after_a_kill,
     wait_for,
 )
 
@@ -87,13 +87,7 @@ def test_a_transfer_filed_already_and_sent_again_is_not_filed_twice(paired: Pair
         wait_for(lambda: c.get(f"/transfers/{tid}").json()["state"] == "done", timeout=90, what="sent")
     with b.client() as c:
         wait_for(lambda: c.get("/transfers").json()[0]["state"] == "done", what="filed at the laptop")
-    a.stop(signal.SIGKILL)
-    with sqlite3.connect(a.home / "state.sqlite3") as db:  # what the desk's store held when it was killed
-        db.execute("UPDATE transfers SET state='running' WHERE id=?", (tid,))
-    a.start()
-    with a.client() as c:
-        row = wait_for(lambda: (r := c.get(f"/transfers/{tid}").json())["state"] in ("done", "failed") and r,
-                       timeout=120, what="sent again")
+    row = sent_again_after_a_kill(a, tid)
     assert row["state"] == "done", row
     with b.client() as c:
         assert [t["state"] for t in c.get("/transfers").json()] == ["done"]

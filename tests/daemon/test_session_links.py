@@ -9,16 +9,14 @@ other daemon is down, and only the creator closes while either member severs."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.daemon.conftest import SESSION_ID, Daemon, device_id, online, wait_for
+from tests.daemon.conftest import SESSION_ID, Daemon, device_id, online, until, wait_for
 from tests.daemon.sessions_fixtures import claude_daemon, context_of, hook, model_api, paired, parent_transcript
 from tests.daemon.test_mcp import call, call_error, mcp_client
 from tests.realclients import standin
@@ -26,15 +24,6 @@ from tests.realclients import standin
 pytestmark = pytest.mark.slow
 __all__ = ["claude_daemon", "model_api", "paired"]  # fixtures
 
-
-async def _until(check: Any, timeout: float = 120.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = await check()
-        if value:
-            return value
-        await asyncio.sleep(0.3)
-    raise AssertionError(f"{what} not met within {timeout} s")
 
 
 async def _run(client: Any, delegation_id: str, prompt: str) -> dict[str, Any]:
@@ -45,7 +34,7 @@ async def _run(client: Any, delegation_id: str, prompt: str) -> dict[str, Any]:
         s = await call(client, "get_delegation", delegation_id=delegation_id)
         return s if s["state"] in ("exited", "failed") else None
 
-    status = await _until(ended, what=f"the run of {delegation_id}")
+    status = await until(ended, what=f"the run of {delegation_id}")
     assert status["exit_code"] == 0, Path(status["log_path"]).read_text(errors="replace")
     return status
 
@@ -121,7 +110,7 @@ async def test_a_link_between_sessions_on_two_paired_machines(paired: tuple[Daem
             view = (await call(at_desk, "list_session_links", session_id=a))["links"]
             return [v for v in view if v["id"] == ghost["id"] and v["state"] == "ended"]
 
-        await _until(refused, what="the laptop's refusal of an unknown session")
+        await until(refused, what="the laptop's refusal of an unknown session")
         assert (await call(at_laptop, "list_session_links"))["links"] == []
         hook(laptop, "session-start", session_id=b, cwd=str(laptop.base))  # now B is a session of the laptop
         link = await call(at_desk, "link_sessions", session_id=a, members=[{"session": b, "device": "laptop"}])
@@ -131,7 +120,7 @@ async def test_a_link_between_sessions_on_two_paired_machines(paired: tuple[Daem
         async def at_laptop_links() -> Any:
             return (await call(at_laptop, "list_session_links", session_id=b))["links"]
 
-        seen = await _until(at_laptop_links, what="the link known at the laptop")
+        seen = await until(at_laptop_links, what="the link known at the laptop")
         assert seen[0]["id"] == lid and seen[0]["members"][0]["device_name"] == "desk"
 
         # A's turn (read from its transcript by the Stop hook) reaches B at the laptop, not A
@@ -140,7 +129,7 @@ async def test_a_link_between_sessions_on_two_paired_machines(paired: tuple[Daem
         async def for_b() -> Any:
             return await _messages(at_laptop, b)
 
-        got = (await _until(for_b, what="A's turn output at the laptop"))[0]
+        got = (await until(for_b, what="A's turn output at the laptop"))[0]
         assert got["from_session"] == a and got["kind"] == "link" and got["text"]
         assert await _messages(at_desk, a) == []
         ctx = context_of(hook(laptop, "prompt-submit", session_id=b, prompt="go on"))
@@ -153,7 +142,7 @@ async def test_a_link_between_sessions_on_two_paired_machines(paired: tuple[Daem
         async def for_a() -> Any:
             return await _messages(at_desk, a)
 
-        back = (await _until(for_a, what="B's turn output at the desk"))[0]
+        back = (await until(for_a, what="B's turn output at the desk"))[0]
         assert secret not in back["text"] and "[REDACTED:aws-access-key]" in back["text"]
         ctx = context_of(hook(desk, "prompt-submit", session_id=a))
         assert "\\x1b[31m" in ctx and "\x1b" not in ctx
@@ -169,7 +158,7 @@ async def test_a_link_between_sessions_on_two_paired_machines(paired: tuple[Daem
             async def arrived() -> Any:
                 return [m for m in await _messages(again, b) if m["text"] == "while you were away"]
 
-            await _until(arrived, what="the queued turn at the laptop")
+            await until(arrived, what="the queued turn at the laptop")
             # only the creator closes; a member severs from inside its session
             assert "[conflict]" in await call_error(again, "sever_session_link", link_id=lid, session_id=b,
                                                     close=True)
@@ -182,7 +171,7 @@ async def test_a_link_between_sessions_on_two_paired_machines(paired: tuple[Daem
             views = (await call(at_desk, "list_session_links", session_id=a))["links"]
             return views if views[0]["state"] == "ended" else None
 
-        await _until(ended_at_desk, what="the desk sees B left")
+        await until(ended_at_desk, what="the desk sees B left")
         with desk.client() as c:  # A's next turn is for nobody: nothing is queued for the laptop
             r = c.post("/hooks/stop", json={"session_id": a, "last_assistant_message": "anyone?"})
             assert r.status_code == 200 and r.json() == {"delivered": []}

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.daemon.conftest import SESSION_ID, Daemon, PairMaker, device_id, online, wait_for
+from tests.daemon.conftest import SESSION_ID, Daemon, PairMaker, device_id, online, until, wait_for
 from tests.daemon.test_mcp import call, call_error, mcp_client
 
 pytestmark = pytest.mark.slow
@@ -24,15 +23,6 @@ pytestmark = pytest.mark.slow
 def desk_and_laptop(paired: PairMaker) -> tuple[Daemon, Daemon]:
     return paired(names=("desk", "laptop"), b_env={"P2PD_ACCEPT_HANDOFFS": "false"})
 
-
-async def _until(check: Any, timeout: float = 60.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = await check()
-        if value:
-            return value
-        await asyncio.sleep(0.2)
-    raise AssertionError(f"{what} not met within {timeout} s")
 
 
 async def test_a_worker_agent_claims_starts_and_completes_and_the_sender_sees_its_result(
@@ -58,7 +48,7 @@ async def test_a_worker_agent_claims_starts_and_completes_and_the_sender_sees_it
         async def offered() -> Any:
             return next((o for o in (await call(worker, "list_offered_handoffs"))["offers"] if o["id"] == hid), None)
 
-        offer = await _until(offered, what="the offer listed at the laptop")
+        offer = await until(offered, what="the offer listed at the laptop")
         assert offer["state"] == "offered" and offer["from_name"] == "desk"
         assert offer["summary"] == "Parser split; 3 tests red"
         listed = b.p2pd("handoffs", "offered")
@@ -77,7 +67,7 @@ async def test_a_worker_agent_claims_starts_and_completes_and_the_sender_sees_it
             o = await call(worker, "get_offered_handoff", handoff_id=hid)
             return o if o.get("resume_command") else None
 
-        offer = await _until(arrived, timeout=90, what="the conversation imported at the laptop")
+        offer = await until(arrived, timeout=90, what="the conversation imported at the laptop")
         assert offer["package"]["goal"] == "make the tests green" and offer["inbox_id"]
         with b.client() as c:
             imported = c.get(f"/inbox/{offer['inbox_id']}").json()["imported"]
@@ -100,10 +90,10 @@ async def test_a_worker_agent_claims_starts_and_completes_and_the_sender_sees_it
             h = await call(sender, "get_handoff", handoff_id=hid)
             return h if h["state"] == state else None
 
-        await _until(lambda: sender_state("started"), what="started at the desk")
+        await until(lambda: sender_state("started"), what="started at the desk")
         done = await call(worker, "complete_handoff", handoff_id=hid, result="3 tests fixed, PR #12 opened")
         assert done["state"] == "completed"
-        final = await _until(lambda: sender_state("completed"), what="completed at the desk")
+        final = await until(lambda: sender_state("completed"), what="completed at the desk")
         assert final["result"] == "3 tests fixed, PR #12 opened"
         assert "--resume" in (final["output"] or "")
         # a second report is refused: completed is final
@@ -123,15 +113,15 @@ async def test_a_declining_worker_fails_it_with_a_reason(desk_and_laptop: tuple[
         async def offered() -> Any:
             return [o for o in (await call(worker, "list_offered_handoffs"))["offers"] if o["id"] == hid]
 
-        await _until(offered, what="offered")
+        await until(offered, what="offered")
         claim = b.p2pd("handoffs", "claim", hid)
         assert claim.returncode == 0, claim.stderr
         # the folder does not exist here: received into the inbox, not imported, still the worker's to finish
-        got = await _until(lambda: _with_inbox(worker, hid), timeout=90, what="received")
+        got = await until(lambda: _with_inbox(worker, hid), timeout=90, what="received")
         assert got["state"] == "claimed" and not got["resume_command"] and "does not exist" in got["reason"]
         failed = b.p2pd("handoffs", "fail", hid, "--reason", "no such project here")
         assert failed.returncode == 0, failed.stderr
-        h = await _until(lambda: _state_is(sender, hid, "failed"), what="failed at the desk")
+        h = await until(lambda: _state_is(sender, hid, "failed"), what="failed at the desk")
         assert h["reason"] == "no such project here"
 
 
@@ -156,9 +146,9 @@ async def test_a_handoff_cancelled_by_its_sender_is_closed_on_the_worker_side(
         async def offered() -> Any:
             return [o for o in (await call(worker, "list_offered_handoffs"))["offers"] if o["id"] == hid]
 
-        await _until(offered, what="offered")
+        await until(offered, what="offered")
         await call(worker, "claim_handoff", handoff_id=hid)
-        await _until(lambda: _with_inbox(worker, hid), timeout=90, what="received")
+        await until(lambda: _with_inbox(worker, hid), timeout=90, what="received")
         cancelled = a.p2pd("handoffs", "cancel", hid)
         assert cancelled.returncode == 0, cancelled.stderr
 
@@ -166,6 +156,6 @@ async def test_a_handoff_cancelled_by_its_sender_is_closed_on_the_worker_side(
             o = await call(worker, "get_offered_handoff", handoff_id=hid)
             return o if o["state"] == "cancelled" else None
 
-        await _until(closed, what="cancelled at the laptop")
+        await until(closed, what="cancelled at the laptop")
         assert (await call_error(worker, "start_handoff", handoff_id=hid)).count("[conflict]")
         assert (await call(sender, "get_handoff", handoff_id=hid))["state"] == "cancelled"
