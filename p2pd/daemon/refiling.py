@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from p2pd.daemon.offer_desk import OfferDesk
 from p2pd.daemon.store import Store, TransferRow
 from p2pd.daemon.transfers import TransferState
-from p2pd.errors import Cause, ConflictError, P2pdError, cause_of
+from p2pd.errors import Cause, ConflictError, P2pdError, StorageError, cause_of
 from p2pd.support.memory import release
 from p2pd.transfer.partial import final_name
 
@@ -123,7 +123,7 @@ class Refiler:
             if not can_wait(exc) or not await asyncio.to_thread(path.is_file):
                 self.waiting.pop(row_id, None)
                 if isinstance(exc, sqlite3.Error):
-                    raise P2pdError(f"the daemon's database refused: {exc}", cause=Cause.STORAGE) from exc
+                    raise StorageError(f"the daemon's database refused: {exc}") from exc
                 raise
             await self._wait(device, row_id, exc, detail)
             return False

@@ -73,7 +73,14 @@ def test_a_full_disk_is_named_as_such_and_nothing_half_written_is_left(full_disk
     assert r.returncode == ExitCode.STORAGE, r.stderr
     assert "no peer connection (signaling server unreachable" in r.stderr
     assert f"cannot write the fallback file into {full_disk.folder}: No space left on device" in r.stderr
-    assert full_disk.files() == []
+    # a received document that cannot be imported: the agent's folder is on the full disk
+    doc = tmp_path / "short.a2a.json"
+    assert run("export", str(SHORT), "-o", str(doc)).returncode == 0
+    for agent, home in (("claude-code", "CLAUDE_CONFIG_DIR"), ("codex", "CODEX_HOME")):
+        r = run("import", str(doc), "--agent", agent, "--cwd", str(tmp_path), env={home: str(full_disk.folder)})
+        assert r.returncode == ExitCode.STORAGE and "No space left on device" in r.stderr, (agent, r.stderr)
+        assert f"cannot write the session into {full_disk.folder}" in r.stderr, r.stderr
+    assert [p for p in full_disk.files() if p.is_file()] == []
 
 
 def test_demo_runs_the_main_job(tmp_path: Path) -> None:

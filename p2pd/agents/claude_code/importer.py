@@ -43,7 +43,7 @@ from p2pd.agents.jsonl import SourceLine, dumps_line
 from p2pd.agents.spec import Note, NoteKind, missing_folder_note
 from p2pd.agents.spooled import DocumentSource, MemorySource
 from p2pd.conversation.model import ConversationDocument, Message, Transcript
-from p2pd.errors import Cause, ConflictError, InvalidInputError, P2pdError
+from p2pd.errors import ConflictError, InvalidInputError, storage_error
 from p2pd.support import staging
 from p2pd.support.atomic import fsync_dir
 from p2pd.support.text import counted
@@ -299,8 +299,7 @@ def import_source(src: DocumentSource, *, cwd: str | os.PathLike[str] | None = N
         try:
             _write_staged(project_dir, new_id, writes, files)
         except OSError as exc:
-            raise P2pdError(f"cannot write the session into {project_dir}: {exc.strerror or exc}",
-                            cause=Cause.STORAGE) from None
+            raise storage_error(exc, f"the session into {project_dir}") from None
     _warn(result, tool_results=bool(result.tool_result_files))
     return result
 

@@ -37,7 +37,7 @@ from p2pd.agents.crossagent import CarryReport, carry_warnings, readable_turns
 from p2pd.agents.jsonl import dumps_line
 from p2pd.agents.spec import Note, NoteKind, missing_folder_note
 from p2pd.conversation.model import ConversationDocument, Role
-from p2pd.errors import Cause, ConflictError, InvalidInputError, P2pdError
+from p2pd.errors import ConflictError, InvalidInputError, storage_error
 from p2pd.support.atomic import atomic_write_bytes
 from p2pd.support.text import counted
 
@@ -224,6 +224,5 @@ def import_to_codex(doc: ConversationDocument, *, cwd: str | os.PathLike[str] | 
         try:
             atomic_write_bytes(path, data.encode("utf-8", errors="surrogateescape"), overwrite=False)
         except OSError as exc:
-            raise P2pdError(f"cannot write the session into {path.parent}: {exc.strerror or exc}",
-                            cause=Cause.STORAGE) from None
+            raise storage_error(exc, f"the session into {path.parent}") from None
     return result
