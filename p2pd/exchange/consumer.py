@@ -6,8 +6,8 @@ then ``b"D"`` compressed bytes; ``b"E"`` the raw size as 8 bytes, last. It decom
 checking each element of the document (:class:`~p2pd.exchange.packing.StreamUnpacker`), and at the end writes
 what it checked as JSON to its standard output (context id, title, counts, origin). A payload that is not a
 conversation ends it at once with status 3 and the reason on standard error; a write this machine refuses (a
-full disk) with status 4. Its own process: the receiver's
-event loop (aiortc) keeps its core while the document is checked.
+full disk) with status 4. Its own process: the receiver's event loop (aiortc) keeps its core while the document
+is checked.
 """
 
 from __future__ import annotations
