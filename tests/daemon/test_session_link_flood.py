@@ -32,9 +32,8 @@ from p2pd.daemon.peer_protocol import (
 from p2pd.pairing.client import Rendezvous
 from p2pd.pairing.codes import Code
 from p2pd.pairing.seal import other_role
-from tests.daemon.conftest import SESSION_ID, Daemon, device_id, online, pair, wait_for
+from tests.daemon.conftest import SESSION_ID, Daemon, device_id, online, pair, until, wait_for
 from tests.daemon.sessions_fixtures import hook
-from tests.daemon.test_session_links import _until
 from tests.signal_process import SignalProcess
 
 LIMITS = {"rate_per_minute": 120, "backlog_per_session": 5, "backlog_per_device": 8, "links_per_device": 4}
@@ -154,7 +153,7 @@ async def test_a_hostile_paired_device_cannot_fill_the_store_nor_stall_the_daemo
                 assert n < 2000, "the rate limit never tripped"
             for m in range(60):  # far over the rate: refused, not answered again in this window
                 await bad.send(SessionTurn(id=f"more{m}", link=link(0).id, sender=me, text="more"))
-            await _until(_true, timeout=2)  # what is in flight arrives
+            await until(_true, timeout=2)  # what is in flight arrives
         prober.stop.set()
         prober.thread.join(10)
 
