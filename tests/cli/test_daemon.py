@@ -73,6 +73,7 @@ def test_transfers_table_and_record(daemon: dict[tuple[str, str], Any], capsys: 
 def test_inbox_and_handoffs(daemon: dict[tuple[str, str], Any], capsys: pytest.CaptureFixture[str]) -> None:
     daemon[("GET", "/inbox")] = []
     daemon[("GET", "/inbox/pending")] = []
+    daemon[("GET", "/transfers")] = []  # (state=verified: none waits to be filed)
     assert main(["inbox"]) == ExitCode.OK
     assert capsys.readouterr().err.startswith("The inbox is empty.")
     daemon[("DELETE", "/inbox/in-1")] = {"title": EVIL}
@@ -91,6 +92,7 @@ def test_inbox_and_handoffs(daemon: dict[tuple[str, str], Any], capsys: pytest.C
 def test_pending_transfers_are_listed_and_answered(daemon: dict[tuple[str, str], Any],
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     daemon[("GET", "/inbox")] = []
+    daemon[("GET", "/transfers")] = []
     daemon[("GET", "/inbox/pending")] = [{**TRANSFER, "direction": "in", "state": "queued",
                                           "created_at": "2026-11-23T10:00:00+00:00",
                                           "detail": {"pending": True, "raw_size": 4096, "device": "lap\u202etop"}}]

@@ -85,6 +85,8 @@ def test_a_full_disk_keeps_the_committed_conversation_and_files_it_once_there_is
         assert shown.returncode == 0 and "filing it waits" in shown.stdout, shown
         listed = b.p2pd("transfers")
         assert listed.returncode == 0 and "verified, filing waits" in listed.stdout, listed
+        inbox = b.p2pd("inbox")  # where a person looks for what was sent to them
+        assert inbox.returncode == 0 and "Received, not filed yet" in inbox.stderr and row["id"] in inbox.stdout, inbox
         disk.free()
         done = wait_for(lambda: (r := c.get(f"/transfers/{row['id']}").json())["state"] != "verified" and r,
                         timeout=60, what="filed after the disk was freed")
