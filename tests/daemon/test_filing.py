@@ -116,11 +116,18 @@ def test_a_restart_with_the_disk_still_full_keeps_waiting_and_a_resend_keeps_the
     resent = sent_again_after_a_kill(a, tid)
     assert resent["state"] == "done", resent
     with b.client() as c:
-        assert [t["state"] for t in c.get("/transfers").json()] == ["verified"]
+        # the resend made the laptop try again at once (its disk still full): counted, still verified
+        tried = wait_for(lambda: (r := c.get(f"/transfers/{row['id']}").json())["detail"]["filing_attempts"] >= 3
+                         and r, timeout=30, what="tried again on the resend")
+        assert [t["state"] for t in c.get("/transfers").json()] == ["verified"] and tried["state"] == "verified"
         assert blob.is_file()
-        disk.free()
+    # room again; the next try is a minute off (the backoff after three refusals): a restart files it at once
+    disk.free()
+    b.stop(signal.SIGTERM)
+    b.start()
+    with b.client() as c:
         wait_for(lambda: c.get(f"/transfers/{row['id']}").json()["state"] == "done", timeout=60,
-                 what="filed after the disk was freed")
+                 what="filed at the start after the disk was freed")
         assert len(c.get("/inbox").json()) == 1  # filed once
     assert not blob.exists()
 
