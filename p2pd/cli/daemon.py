@@ -162,25 +162,22 @@ def cmd_inbox(args: argparse.Namespace) -> int:
     with _client("the inbox is the daemon's") as c:
         if args.action == "list":
             names = _device_names(c)
-            pending = c.get("/inbox/pending")
-            if pending and not args.json:
-                err.print("Waiting for your decision (`p2pd inbox accept ID` or `p2pd inbox decline ID`):")
-                print_rows(pending, as_json=False, empty="",
-                           columns=("id", "from", "title", "size", "since"),
+            def incoming(rows: list[dict[str, Any]], first: str) -> None:
+                print_rows(rows, as_json=False, empty="", columns=(first, "from", "title", "size", "since"),
                            cells=lambda t: (shown(t["id"]),
                                             shown(names.get(t["peer"]) or t["detail"].get("device") or t["peer"]),
                                             shown(t["title"]), human(t["detail"].get("raw_size") or t["size"]),
                                             when(t["created_at"])))
+
+            pending = c.get("/inbox/pending")
+            if pending and not args.json:
+                err.print("Waiting for your decision (`p2pd inbox accept ID` or `p2pd inbox decline ID`):")
+                incoming(pending, "id")
             waiting = [t for t in c.get("/transfers", state="verified") if t["direction"] == "in" and t["error"]]
             if waiting and not args.json:  # received and checked, but this machine refused to file them yet
                 err.print("Received, not filed yet (this machine refused; the daemon tries again by itself — "
                           "`p2pd transfers ID` says why):")
-                print_rows(waiting, as_json=False, empty="",
-                           columns=("transfer", "from", "title", "size", "since"),
-                           cells=lambda t: (shown(t["id"]),
-                                            shown(names.get(t["peer"]) or t["detail"].get("device") or t["peer"]),
-                                            shown(t["title"]), human(t["detail"].get("raw_size") or t["size"]),
-                                            when(t["created_at"])))
+                incoming(waiting, "transfer")
             return print_rows(c.get("/inbox"), as_json=args.json,
                               empty="The inbox is empty. Receive with `p2pd receive CODE`, or have a paired device "
                                     "send here.",
