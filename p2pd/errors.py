@@ -160,9 +160,14 @@ def storage_error(exc: OSError, what: object) -> StorageError:
 @contextlib.contextmanager
 def writing(what: object, *, reading: str | os.PathLike[str] | None = None) -> Iterator[None]:
     """An OSError inside is a write this machine refused, raised as :func:`storage_error` naming ``what``; one
-    about the file being read (``reading``) goes on as it is."""
+    about the file being read (``reading``) goes on as it is. A StorageError from further in (a child process
+    that named its staging file) is named ``what`` too: the file or folder the person knows."""
     try:
         yield
+    except StorageError as exc:
+        errno = exc.details.get("errno")
+        reason = os.strerror(errno) if isinstance(errno, int) else str(exc)
+        raise StorageError(f"cannot write {what}: {reason}", details=exc.details) from exc
     except OSError as exc:
         if reading is not None and exc.filename is not None and os.fspath(exc.filename) == os.fspath(reading):
             raise

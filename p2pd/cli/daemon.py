@@ -144,24 +144,28 @@ def cmd_transfers(args: argparse.Namespace) -> int:
         if row.get("state") == "cancelling":  # a transfer to a device: its receiver decides (DAEMON.md)
             print("cancelling: waiting for the receiving device's answer (asked again whenever it is back); it "
                   "ends cancelled, or done if the device had already received it")
-        elif row.get("state") == "verified" and row.get("error"):  # committed here; this machine refused the filing
+        elif _filing_waits(row):  # committed here; this machine refused the filing
             print("verified: received and checked, and the sender was told so; filing it waits for this machine "
                   "(the error above). The daemon tries again by itself and at every start; the conversation is "
                   "kept in the daemon's partial/ folder meanwhile")
     return ExitCode.OK
 
 
+def _filing_waits(row: dict[str, Any]) -> bool:
+    """Whether a transfer was received and committed here, and this machine refused to file it yet."""
+    return row.get("state") == "verified" and bool(row.get("error"))
+
+
 def _state_cell(row: dict[str, Any]) -> str:
     """A transfer's state in the list; a committed one this machine could not file yet says so."""
-    if row["state"] == "verified" and row.get("error"):
-        return "verified, filing waits"
-    return str(row["state"])
+    return "verified, filing waits" if _filing_waits(row) else str(row["state"])
 
 
 def cmd_inbox(args: argparse.Namespace) -> int:
     with _client("the inbox is the daemon's") as c:
         if args.action == "list":
             names = _device_names(c)
+
             def incoming(rows: list[dict[str, Any]], first: str) -> None:
                 print_rows(rows, as_json=False, empty="", columns=(first, "from", "title", "size", "since"),
                            cells=lambda t: (shown(t["id"]),
@@ -173,7 +177,7 @@ def cmd_inbox(args: argparse.Namespace) -> int:
             if pending and not args.json:
                 err.print("Waiting for your decision (`p2pd inbox accept ID` or `p2pd inbox decline ID`):")
                 incoming(pending, "id")
-            waiting = [t for t in c.get("/transfers", state="verified") if t["direction"] == "in" and t["error"]]
+            waiting = [t for t in c.get("/transfers", state="verified") if t["direction"] == "in" and _filing_waits(t)]
             if waiting and not args.json:  # received and checked, but this machine refused to file them yet
                 err.print("Received, not filed yet (this machine refused; the daemon tries again by itself — "
                           "`p2pd transfers ID` says why):")

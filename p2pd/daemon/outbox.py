@@ -11,11 +11,9 @@ holds a whole document, only its envelope (title, origin, counts). Exports are w
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +21,7 @@ from typing import Any
 from p2pd.conversation.model import ConversationDocument
 from p2pd.daemon.children import run_child
 from p2pd.daemon.packer import Job
-from p2pd.errors import StorageError, from_wire, writing
+from p2pd.errors import from_wire, writing
 from p2pd.support import staging
 from p2pd.support.atomic import atomic_write_bytes
 from p2pd.transfer.frames import OfferInfo
@@ -78,37 +76,24 @@ def envelope_of(head: dict[str, Any]) -> ConversationDocument:
     return document_from_json({**head, "messages": []}, source="the packed conversation")
 
 
-@contextlib.contextmanager
-def _naming(what: object) -> Iterator[None]:
-    """A storage error inside names ``what`` (the folder or file the person knows) instead of a staging file."""
-    try:
-        yield
-    except StorageError as exc:
-        errno = exc.details.get("errno")
-        reason = os.strerror(errno) if isinstance(errno, int) else str(exc)
-        raise StorageError(f"cannot write {what}: {reason}", details=exc.details) from exc
-
-
 async def pack_outbox(source: Source, outbox: Path, *, codec: str = "zstd") -> Packed:
     """Pack ``source`` as a blob named by its payload's SHA-256 in ``outbox`` (kept for resume), with its offer
     description beside it. zstd: what every daemon and the CLI speak (2.3× smaller than lz4 on sessions); a
     receiver without it gets an lz4 copy made at send time (:func:`p2pd.daemon.ready_blob.opened_for_send`)."""
-    with writing(f"into the outbox {outbox}"):
+    with writing(f"into the outbox {outbox}"):  # (whichever step refused: the packer names its staging file)
         work = await asyncio.to_thread(_work_folder, outbox)
-    held = staging.hold(work)
-    try:
-        out = work / "conversation.a2a.p2pd"
-        with _naming(f"into the outbox {outbox}"):  # (the packer named its staging file)
+        held = staging.hold(work)
+        try:
+            out = work / "conversation.a2a.p2pd"
             result = await run_packer(Job(source.ref, str(out), kind=codec, redact=source.redact,
                                           metadata=source.metadata))
-        envelope = envelope_of(result["head"])
-        sha = str(result["sha256"])
-        with writing(f"into the outbox {outbox}"):
+            envelope = envelope_of(result["head"])
+            sha = str(result["sha256"])
             path = await asyncio.to_thread(_keep, out, outbox / f"{sha}.a2a.p2pd", offer_info(envelope))
-        return Packed(path, sha, envelope)
-    finally:
-        os.close(held)
-        await asyncio.to_thread(shutil.rmtree, work, True)
+            return Packed(path, sha, envelope)
+        finally:
+            os.close(held)
+            await asyncio.to_thread(shutil.rmtree, work, True)
 
 
 async def pack_file(source: Source, target: Path, *, compressed: bool = False, codec: str = "lz4",
@@ -130,7 +115,7 @@ async def export_file(source: Source, exports: Path, output: str | None, *, comp
     exports.mkdir(parents=True, exist_ok=True)
     await asyncio.to_thread(staging.sweep_files, exports, "*.export-*.part")  # killed exports' (by age)
     staged = exports / f".export-{os.urandom(6).hex()}{suffix}.part"
-    with _naming(Path(output).expanduser() if output else f"into {exports}"):
+    with writing(Path(output).expanduser() if output else f"into {exports}"):
         packed = await pack_file(source, Path(output).expanduser() if output else staged, compressed=compressed)
     if not output:  # named by the conversation, once it is known
         named = exports / document_file_name(packed.envelope, suffix)

@@ -81,9 +81,8 @@ class Waiting:
     """A committed conversation this machine could not file yet."""
 
     device_id: str
-    attempts: int
+    attempts: int  # refusals so far
     next_at: float  # on the refiler's clock
-    cause: Cause
 
 
 class Refiler:
@@ -102,6 +101,10 @@ class Refiler:
     def store(self) -> Store:
         return self.transfers.store
 
+    def delay(self, attempts: int) -> float:
+        """Seconds before the next try after ``attempts`` refusals (the last delay once they run out)."""
+        return self.delays[min(max(attempts, 1), len(self.delays)) - 1]
+
     def busy(self, row_id: str) -> bool:
         """Whether the conversation of ``row_id`` is being filed right now."""
         return row_id in self.filing
@@ -109,8 +112,7 @@ class Refiler:
     def try_soon(self, row_id: str, device_id: str) -> None:
         """Try the filing of committed ``row_id`` again at the next :meth:`due` (its device is back)."""
         before = self.waiting.get(row_id)
-        self.waiting[row_id] = Waiting(device_id, 0 if before is None else before.attempts, self.clock(),
-                                       Cause.STORAGE if before is None else before.cause)
+        self.waiting[row_id] = Waiting(device_id, 0 if before is None else before.attempts, self.clock())
 
     async def file(self, device: Device, row_id: str, path: Path, *, hid: str | None, link_id: str | None,
                    detail: dict[str, Any] | None = None) -> bool:
@@ -136,9 +138,9 @@ class Refiler:
                     detail: dict[str, Any] | None = None) -> None:
         before = self.waiting.get(row_id)
         attempts = 1 if before is None else before.attempts + 1
-        delay = self.delays[min(attempts, len(self.delays)) - 1]
+        delay = self.delay(attempts)
         cause = Cause.STORAGE if not isinstance(exc, P2pdError) else exc.cause
-        self.waiting[row_id] = Waiting(device.device_id, attempts, self.clock() + delay, cause)
+        self.waiting[row_id] = Waiting(device.device_id, attempts, self.clock() + delay)
         reason = f"received and verified; filing it here failed ({exc}); it is tried again in {delay:g} s"
         log.warning("could not file the verified conversation of transfer %s (attempt %d): %s; again in %g s",
                     row_id, attempts, exc, delay)
@@ -162,7 +164,7 @@ class Refiler:
                 continue
             tried = row.detail.get("filing_attempts")
             if row.state == TransferState.VERIFIED and isinstance(tried, int) and tried > 0:  # refused before the
-                self.waiting[row.id] = Waiting(device.device_id, tried, self.clock(), Cause.STORAGE)  # stop: counted on
+                self.waiting[row.id] = Waiting(device.device_id, tried, self.clock())  # stop: counted on
             await self.refile(device, row)
 
     def due(self, devices: dict[str, Device]) -> None:
@@ -183,7 +185,7 @@ class Refiler:
                 if isinstance(exc, P2pdError) and exc.cause is Cause.NOT_FOUND:
                     self.waiting.pop(row_id, None)
                 else:  # the store itself refuses for now: next time
-                    waiting.next_at = self.clock() + self.delays[min(max(waiting.attempts, 1), len(self.delays)) - 1]
+                    waiting.next_at = self.clock() + self.delay(waiting.attempts)
                 continue
             if row.state != TransferState.VERIFIED or device is None:  # filed meanwhile, or the device unpaired:
                 self.waiting.pop(row_id, None)  # (an unpaired device's conversation is filed at the next start
