@@ -11,13 +11,13 @@ import json
 import shlex
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.daemon.conftest import SESSION_ID, Daemon, until
+from tests.daemon.conftest import SESSION_ID, Daemon
 from tests.daemon.sessions_fixtures import hook, model_api, parent_transcript
 from tests.daemon.test_codex_session_links import Codex
+from tests.daemon.test_delegation import run_ended
 from tests.daemon.test_mcp import call, mcp_client
 from tests.realclients import programs, standin
 
@@ -66,11 +66,7 @@ async def test_an_agent_delegates_its_claude_code_conversation_to_codex(
         rollouts = list((Path(d.env["CODEX_HOME"]) / "sessions").rglob(f"rollout-*{child}.jsonl"))
         assert len(rollouts) == 1, rollouts  # imported as a Codex session
 
-        async def ended() -> Any:
-            s = await call(parent, "get_delegation", delegation_id=made["id"])
-            return s if s["state"] in ("exited", "failed") else None
-
-        status = await until(ended, what="the delegated Codex run ended")
+        status = await run_ended(parent, made["id"], "the delegated Codex run")
         log = Path(status["log_path"]).read_text(errors="replace")
         assert status["state"] == "exited" and status["exit_code"] == 0, (status, log)
         assert status["session_started"], (status, log)  # Codex's SessionStart hook reached the daemon
@@ -87,7 +83,7 @@ async def test_an_agent_delegates_its_claude_code_conversation_to_codex(
         await call(parent, "message_delegation", delegation_id=made["id"], text="Also keep parse() as a wrapper.")
         assert (await call(parent, "get_delegation", delegation_id=made["id"]))["messages_waiting"] == 1
         await call(parent, "start_delegation", delegation_id=made["id"], prompt="Next step, please.")
-        status = await until(ended, what="the second run ended")
+        status = await run_ended(parent, made["id"], "the second run")
         assert status["exit_code"] == 0 and status["messages_waiting"] == 0, status
         later = _asked(model_api, "Next step, please.")
         assert later and "Also keep parse() as a wrapper." in later[-1]

@@ -37,6 +37,15 @@ def _texts(request: dict[str, Any]) -> str:
     return json.dumps(request.get("messages", []), ensure_ascii=False)
 
 
+async def run_ended(parent: Any, delegation_id: str, what: str) -> Any:
+    """The delegation's status (through the parent's MCP session) once its agent's run has ended."""
+    async def ended() -> Any:
+        s = await call(parent, "get_delegation", delegation_id=delegation_id)
+        return s if s["state"] in ("exited", "failed") else None
+
+    return await until(ended, what=f"{what} ended")
+
+
 async def test_an_agent_delegates_to_a_new_worktree_where_claude_code_resumes_the_fork(
         claude_daemon: Daemon, model_api: standin.StandIn, tmp_path: Path) -> None:
     d = claude_daemon
@@ -67,11 +76,7 @@ async def test_an_agent_delegates_to_a_new_worktree_where_claude_code_resumes_th
         assert "[conflict]" in await call_error(parent, "delegate", cwd=str(repo / "src"),
                                                 branch="feature/split-parser")
 
-        async def ended() -> Any:
-            s = await call(parent, "get_delegation", delegation_id=made["id"])
-            return s if s["state"] in ("exited", "failed") else None
-
-        status = await until(ended, what="the delegated Claude Code run ended")
+        status = await run_ended(parent, made["id"], "the delegated Claude Code run")
         log = Path(status["log_path"]).read_text(errors="replace")
         assert status["state"] == "exited" and status["exit_code"] == 0, (status, log)
         assert status["session_started"]  # its SessionStart hook reached the daemon
@@ -94,7 +99,7 @@ async def test_an_agent_delegates_to_a_new_worktree_where_claude_code_resumes_th
         assert (await call(parent, "get_delegation", delegation_id=made["id"]))["messages_waiting"] == 1
         # started again with a new prompt (start_delegation): Claude Code's UserPromptSubmit hook adds the message
         await call(parent, "start_delegation", delegation_id=made["id"], prompt="Next step, please.")
-        status = await until(ended, what="the second run ended")
+        status = await run_ended(parent, made["id"], "the second run")
         assert status["exit_code"] == 0 and status["messages_waiting"] == 0
         later = [r for r in model_api.model_requests("/v1/messages") if "Next step, please." in _texts(r)]
         assert later and "Also keep parse() as a wrapper." in _texts(later[-1])
