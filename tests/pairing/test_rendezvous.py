@@ -199,6 +199,13 @@ async def test_the_mitm_double_is_real_it_wins_only_with_the_right_code(shared_s
         receiver = await Rendezvous.open(url, role="receiver", code=code)
         try:
             verifications = await asyncio.gather(sender.pair(timeout=10), receiver.pair(timeout=10))
+            # Each real side is done once it has the double's confirmation; the real sender's own confirmation
+            # may still be on its way through the server to the double's fake receiver (CI once checked too early).
+            deadline = asyncio.get_running_loop().time() + 10
+            while not (relay.fake_receiver is not None and relay.fake_receiver.state == "paired"):
+                if asyncio.get_running_loop().time() > deadline:
+                    break
+                await asyncio.sleep(0.02)
         finally:
             await sender.close()
             await receiver.close()
