@@ -60,6 +60,7 @@ class Cause(StrEnum):
     TOO_LARGE = "too_large"
     CONFLICT = "conflict"
     STORAGE = "storage"  # a local file system refused a write (disk full, name too long, permission)
+    PEER_STORAGE = "peer_storage"  # the receiver's file system refused what was sent (its disk is full…)
     UNAUTHORIZED = "unauthorized"  # the daemon refused the token
     DAEMON_NOT_RUNNING = "daemon_not_running"
     NO_NETWORK = "no_network"  # the daemon runs without a device network
@@ -293,6 +294,7 @@ CLASS_BY_CAUSE: dict[Cause, type[P2pdError]] = {
     Cause.TOO_LARGE: TooLargeError,
     Cause.CONFLICT: ConflictError,
     Cause.STORAGE: StorageError,
+    Cause.PEER_STORAGE: TransferFailedError,
     Cause.UNAUTHORIZED: P2pdError,
     Cause.DAEMON_NOT_RUNNING: P2pdError,
     Cause.NO_NETWORK: ConflictError,

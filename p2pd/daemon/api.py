@@ -49,6 +49,7 @@ HTTP_STATUS: dict[Cause, int] = {
     Cause.TOO_LARGE: 413,
     Cause.CONFLICT: 409,
     Cause.STORAGE: 507,
+    Cause.PEER_STORAGE: 502,  # (the receiver's storage: for this daemon, a failure upstream)
     Cause.UNAUTHORIZED: 401,
     Cause.DAEMON_NOT_RUNNING: 503,
     Cause.NO_NETWORK: 409,

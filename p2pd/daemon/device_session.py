@@ -47,7 +47,7 @@ class SessionOwner(Protocol):
 
     async def dispatch(self, session: DeviceSession, message: Control) -> None: ...
 
-    def next_outgoing(self, device_id: str) -> TransferRow | None: ...
+    def next_outgoing(self, device_id: str) -> tuple[TransferRow | None, float | None]: ...
 
     async def run_outgoing(self, session: DeviceSession, row: TransferRow) -> None: ...
 
@@ -247,9 +247,10 @@ class DeviceSession:
             await self.online_event.wait()
             await self.greeted.wait()
             self.kick.clear()
-            row = await asyncio.to_thread(self.net.next_outgoing, self.device.device_id)
-            if row is None:
-                await self.kick.wait()
+            row, due_in = await asyncio.to_thread(self.net.next_outgoing, self.device.device_id)
+            if row is None:  # (due_in: a transfer waits to be sent again, e.g. the device's disk was full)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.kick.wait(), due_in)
                 continue
             # its own task, so a cancel through the API can wait for it (and stop it) without stopping this worker
             send = asyncio.create_task(self.net.run_outgoing(self, row), name=f"p2pd-send-{row.id}")

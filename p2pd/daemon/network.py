@@ -308,6 +308,7 @@ class DeviceNetwork:
         in, and — from the store, so nothing waits in memory for a device that is away — how transfers and
         handoffs between the two ended while it was away (:mod:`p2pd.daemon.notices`)."""
         device_id = session.device.device_id
+        await asyncio.to_thread(self.transfers.device_back, device_id)  # (it may have restarted with room for what its disk refused)
         await session.send(features_message())  # before the hello: an older daemon ignores it (DEVICES.md)
         await session.send(Hello(name=self.identity.name))
         for row in await asyncio.to_thread(self.store.pending_handoffs_for, device_id):
@@ -430,7 +431,7 @@ class DeviceNetwork:
 
     # ---- transfers (the device sessions' owner) --------------------------------------------------------------
 
-    def next_outgoing(self, device_id: str) -> TransferRow | None:
+    def next_outgoing(self, device_id: str) -> tuple[TransferRow | None, float | None]:
         return self.transfers.next_outgoing(device_id)
 
     async def run_outgoing(self, session: DeviceSession, row: TransferRow) -> None:

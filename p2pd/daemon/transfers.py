@@ -121,6 +121,7 @@ class Ending:
     reason: str
     cause: Cause
     backoff: int = 0  # > 0: pause (jittered backoff for this many failures) before the device's next send
+    retry_later: bool = False  # the receiver's disk refused it: this transfer is sent again after a delay
     handoff: str | None = None  # "failed" | "cancelled": what happens to the handoff the transfer carries
     handoff_reason: str = ""
 
@@ -141,6 +142,8 @@ def outgoing_ending(exc: BaseException, *, cancelled: str | None, device_online:
                       handoff_reason=f"declined by {device_name}")
     if cancelled is not None:
         return Ending(S.CANCELLED, cancelled, Cause.CANCELLED, handoff="cancelled", handoff_reason=cancelled)
+    if cause is Cause.PEER_STORAGE:  # a full disk there is fixed there: sent again later (device_transfers.py)
+        return Ending(S.INTERRUPTED, text, cause, retry_later=True)
     if not device_online or cause in RETRYABLE:
         return Ending(S.INTERRUPTED, text, cause, backoff=1)  # sent again when the device is back
     return Ending(S.FAILED, text, cause, handoff="failed", handoff_reason=text)
@@ -155,7 +158,8 @@ def incoming_ending(exc: BaseException, *, cancelled: bool, superseded: bool = F
         return Ending(S.INTERRUPTED, "the sender started it again", Cause.INTERRUPTED)
     cause = Cause.CANCELLED if cancelled else cause_of(exc)
     cancelled = cancelled or cause is Cause.CANCELLED  # the sender's CANCEL frame: the cancel won here
-    worth_retry = not cancelled and cause in RETRYABLE
+    # (a write this machine refused: the sender sends it again later, after its failure said it was the disk)
+    worth_retry = not cancelled and (cause in RETRYABLE or cause is Cause.STORAGE)
     # cut off: interrupted, and the sender's next attempt takes the row over (or its transfer-closed ends it)
     state = S.CANCELLED if cancelled else S.INTERRUPTED if worth_retry else S.FAILED
     # (a cancelled one leaves its handoff to the sender, whose handoff-closed says how it ended)

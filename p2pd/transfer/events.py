@@ -18,6 +18,7 @@ from p2pd.errors import (
     PeerGoneError,
     PeerTimeoutError,
     ProtocolError,
+    StorageError,
     TooLargeError,
     TransferCancelledError,
     TransferFailedError,
@@ -46,6 +47,8 @@ class Failure(msgspec.Struct, frozen=True):
         cls, cause, local_party = _ERRORS.get(self.code, _OTHER)
         if self.code == Code.TOO_LARGE and self.by_peer:
             cls, cause = DeclinedError, Cause.DECLINED  # the peer refused a size: a refusal, not our input
+        elif self.code == Code.IO and self.by_peer:
+            cls, cause = TransferFailedError, Cause.PEER_STORAGE  # the peer's disk: nothing this side's is at fault
         party = Party.PEER if self.by_peer else local_party
         return cls(self.message(), cause=cause, party=party,
                    peer_text=self.reason if self.by_peer else None, details={"code": code_name(self.code)})
@@ -94,7 +97,7 @@ _ERRORS: dict[int, tuple[type[P2pdError], Cause, Party]] = {
     Code.PROTOCOL: (ProtocolError, Cause.PROTOCOL, Party.PEER),  # this side saw the peer break the protocol
     Code.CHECKSUM: (TransferFailedError, Cause.CHECKSUM_MISMATCH, Party.PEER),  # what the peer sent is wrong
     Code.TIMEOUT: (PeerTimeoutError, Cause.TIMEOUT, Party.PEER),  # the peer stopped answering
-    Code.IO: (TransferFailedError, Cause.TRANSFER_FAILED, Party.LOCAL),
+    Code.IO: (StorageError, Cause.STORAGE, Party.LOCAL),  # this side's disk (the peer's: PEER_STORAGE, below)
     Code.INTERNAL: (TransferFailedError, Cause.TRANSFER_FAILED, Party.LOCAL),
     Code.INVALID: (InvalidInputError, Cause.INVALID_INPUT, Party.PEER),  # what the peer sent does not parse
     Code.PEER_GONE: (PeerGoneError, Cause.PEER_GONE, Party.PEER),

@@ -127,6 +127,20 @@ def test_send_to_a_device_exit_code_follows_the_state(daemon: dict[tuple[str, st
     assert ("Still under way" in captured.err) == (state == "running")
 
 
+def test_send_to_a_device_whose_disk_refused_it_says_so_not_that_the_device_is_away(
+        daemon: dict[tuple[str, str], Any], capsys: pytest.CaptureFixture[str]) -> None:
+    row = {**TRANSFER, "state": "interrupted", "cause": "peer_storage", "detail": {"storage_refusals": 1},
+           "error": "the receiver could not store the conversation (is its disk full?); it is sent again in 10 s"}
+    daemon[("POST", "/send")] = row
+    daemon[("GET", "/transfers/tr-0001")] = row
+    daemon[("GET", "/devices")] = [{"id": "dev \u202e1", "name": "laptop", "state": "online"}]
+    assert main(["send", "latest", "--to", "laptop", "--timeout", "0.3"]) == ExitCode.OK  # (it stays queued)
+    err = capsys.readouterr().err
+    assert "laptop (online): interrupted, the receiver could not store the conversation" in err, err
+    assert "The daemon sends it again by itself: `p2pd transfers tr-0001` shows it." in err, err
+    assert "sent when the device is online" not in err and "Still under way" not in err, err
+
+
 def test_without_a_daemon_the_commands_say_how_to_start_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("P2PD_HOME", str(tmp_path / "home"))

@@ -124,3 +124,23 @@ def test_the_receiving_side_reports_a_handoff_failed_only_when_no_retry_will_com
     assert (stopped.state, stopped.cause, stopped.handoff) == (S.CANCELLED, Cause.CANCELLED, None)
     by_sender = incoming_ending(TransferCancelledError("the transfer was cancelled by the peer"), cancelled=False)
     assert (by_sender.state, by_sender.cause, by_sender.handoff) == (S.CANCELLED, Cause.CANCELLED, None)
+
+
+def test_a_disk_that_refused_the_transfer_waits_on_both_sides_for_it_to_be_sent_again() -> None:
+    from p2pd.errors import StorageError
+    from p2pd.transfer.events import Failure
+    from p2pd.transfer.frames import Code
+
+    theirs = Failure(Code.IO, TEXT, True).exception()  # the receiver's `io` frame, as the sender reads it
+    ending = outgoing_ending(theirs, cancelled=None, device_online=True, device_name="b")
+    assert (ending.state, ending.cause, ending.retry_later, ending.handoff) == (
+        S.INTERRUPTED, Cause.PEER_STORAGE, True, None)
+    cancelled = outgoing_ending(theirs, cancelled="by me", device_online=True, device_name="b")
+    assert (cancelled.state, cancelled.retry_later) == (S.CANCELLED, False)  # a cancel still wins
+    ours = Failure(Code.IO, TEXT, False).exception()  # the receiver's own side of it
+    assert isinstance(ours, StorageError)
+    ending = incoming_ending(ours, cancelled=False)
+    assert (ending.state, ending.cause, ending.handoff) == (S.INTERRUPTED, Cause.STORAGE, None)
+    # not a retry for any other failure of the transfer, whatever it says
+    other = outgoing_ending(TransferFailedError(TEXT), cancelled=None, device_online=True, device_name="b")
+    assert (other.state, other.retry_later) == (S.FAILED, False)

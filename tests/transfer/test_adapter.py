@@ -260,7 +260,7 @@ async def test_a_disk_full_receive_leaves_no_partial_and_the_next_receive_works(
     """Red-team finding: after a disk-full error the partial stayed, so the next small receive failed too."""
     import errno
 
-    from p2pd.errors import TransferFailedError
+    from p2pd.errors import Cause, StorageError, TransferFailedError
     from p2pd.transfer.partial import PartialBlob
 
     write_blob(tmp_path / "big.blob", 300_000)
@@ -276,7 +276,9 @@ async def test_a_disk_full_receive_leaves_no_partial_and_the_next_receive_works(
     sender, receiver = await asyncio.gather(
         send_blob(a, tmp_path / "big.blob", INFO, max_message_size=MAX_MESSAGE_SIZE),
         receive_blob(b, tmp_path / "in", decide=accept_all, linger=0.2), return_exceptions=True)
-    assert isinstance(receiver, TransferFailedError) and isinstance(sender, TransferFailedError)
+    # each side says whose disk it was: this machine's (exit 12, as any write it refuses), or the receiver's
+    assert isinstance(receiver, StorageError) and receiver.cause is Cause.STORAGE, repr(receiver)
+    assert isinstance(sender, TransferFailedError) and sender.cause is Cause.PEER_STORAGE, repr(sender)
     assert not (tmp_path / "in" / PARTIAL_DIR).exists()
     monkeypatch.setattr(PartialBlob, "write", real_write)
     small = write_blob(tmp_path / "small.blob", 2_000)

@@ -14,6 +14,7 @@ from p2pd.errors import (
     PeerGoneError,
     PeerTimeoutError,
     ProtocolError,
+    StorageError,
     TooLargeError,
     TransferCancelledError,
     TransferFailedError,
@@ -38,8 +39,8 @@ from p2pd.transfer.frames import Code, code_name
     (Code.TIMEOUT, False, PeerTimeoutError, Cause.TIMEOUT, Party.PEER),
     (Code.PEER_GONE, False, PeerGoneError, Cause.PEER_GONE, Party.PEER),
     (Code.CHECKSUM, False, TransferFailedError, Cause.CHECKSUM_MISMATCH, Party.PEER),
-    (Code.IO, False, TransferFailedError, Cause.TRANSFER_FAILED, Party.LOCAL),
-    (Code.IO, True, TransferFailedError, Cause.TRANSFER_FAILED, Party.PEER),
+    (Code.IO, False, StorageError, Cause.STORAGE, Party.LOCAL),  # this side's disk refused: exit 12, as a write
+    (Code.IO, True, TransferFailedError, Cause.PEER_STORAGE, Party.PEER),  # the peer's disk: sent again later
     (Code.INTERNAL, False, TransferFailedError, Cause.TRANSFER_FAILED, Party.LOCAL),
     (999, True, TransferFailedError, Cause.TRANSFER_FAILED, Party.PEER),  # a code from a newer peer
 ])

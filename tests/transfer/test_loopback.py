@@ -15,12 +15,14 @@ import pytest
 from p2pd.blob import container as blob
 from p2pd.errors import (
     BusyError,
+    Cause,
     DeclinedError,
     InvalidInputError,
     NotFoundError,
     Party,
     PeerGoneError,
     PeerTimeoutError,
+    StorageError,
     TooLargeError,
     TransferCancelledError,
     TransferFailedError,
@@ -382,8 +384,9 @@ async def test_a_storage_failure_on_the_receiver_stops_both_with_the_reason(tmp_
         sender, receiver = await asyncio.gather(
             send_blob(ca, tmp_path / "x.blob", INFO),
             receive_blob(cb, tmp_path / "not-a-folder", decide=accept_all), return_exceptions=True)
-    assert isinstance(receiver, TransferFailedError) and receiver.party is Party.LOCAL
+    assert isinstance(receiver, StorageError) and receiver.party is Party.LOCAL and receiver.cause is Cause.STORAGE
     assert "could not store the conversation: cannot store the blob" in str(receiver)
     assert isinstance(sender, TransferFailedError) and sender.party is Party.PEER
+    assert sender.cause is Cause.PEER_STORAGE  # the receiver's disk: a daemon sends it again later
     assert str(sender) == "the receiver could not store the conversation (is its disk full?)"
     assert sender.peer_text is not None and "cannot store the blob" in sender.peer_text
