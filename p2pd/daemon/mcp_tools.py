@@ -101,10 +101,13 @@ def build_mcp(service: DaemonService) -> MCPServer:
 
     @mcp.tool()
     async def list_inbox(limit: Annotated[int, Field(ge=1, le=500)] = 50) -> dict[str, Any]:
-        """Conversations received on this machine (verified), newest first, with any handoff they belong to; and
-        `pending`: incoming transfers waiting for a decision (the accept policy asks) — see answer_transfer."""
+        """Conversations received on this machine (verified), newest first, with any handoff they belong to;
+        `pending`: incoming transfers waiting for a decision (the accept policy asks) — see answer_transfer; and
+        `not_filed_yet`: transfers received and verified here that this machine refused to file so far (a full
+        disk: `error` says why); the daemon files them by itself once it can, and they then appear in `inbox`."""
         return {"inbox": [r.to_json() for r in await _call(service.list_inbox(limit))],
-                "pending": [r.to_json() for r in await _call(service.pending_transfers())]}
+                "pending": [r.to_json() for r in await _call(service.pending_transfers())],
+                "not_filed_yet": [r.to_json() for r in await _call(service.not_filed_yet())]}
 
     @mcp.tool()
     async def answer_transfer(transfer_id: str, accept: bool) -> dict[str, Any]:

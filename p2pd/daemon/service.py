@@ -301,6 +301,12 @@ class DaemonService:
     async def list_inbox(self, limit: int = 100) -> list[InboxRow]:
         return await self.inbox.list(limit)
 
+    async def not_filed_yet(self) -> list[TransferRow]:
+        """Incoming transfers received and verified here (their senders were told DONE) that this machine refused
+        to file so far — a full disk, a folder it may not write: the daemon tries again by itself (refiling.py)."""
+        rows = await asyncio.to_thread(self.store.list_transfers, TransferState.VERIFIED, 1000)
+        return [r for r in rows if r.direction == "in" and r.error]
+
     async def get_inbox(self, inbox_id: str) -> dict[str, Any]:
         return await self.inbox.get(inbox_id)
 

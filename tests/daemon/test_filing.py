@@ -11,6 +11,7 @@ import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,6 +27,7 @@ from tests.daemon.conftest import (
     sent_again_after_a_kill,
     wait_for,
 )
+from tests.daemon.test_mcp import call, mcp_client
 from tests.full_disk import FullDisk
 
 pytestmark = pytest.mark.slow
@@ -65,6 +67,11 @@ def _refused(b: Daemon) -> dict[str, object]:
     return row
 
 
+async def _mcp_inbox(d: Daemon) -> dict[str, Any]:
+    async with mcp_client(d.url, d.token) as client:
+        return await call(client, "list_inbox")
+
+
 def test_a_full_disk_keeps_the_committed_conversation_and_files_it_once_there_is_room(
         full_inbox: tuple[Daemon, Daemon, FullDisk]) -> None:
     a, b, disk = full_inbox
@@ -87,6 +94,8 @@ def test_a_full_disk_keeps_the_committed_conversation_and_files_it_once_there_is
         assert listed.returncode == 0 and "verified, filing waits" in listed.stdout, listed
         inbox = b.p2pd("inbox")  # where a person looks for what was sent to them
         assert inbox.returncode == 0 and "Received, not filed yet" in inbox.stderr and row["id"] in inbox.stdout, inbox
+        listed_for_agent = asyncio.run(_mcp_inbox(b))  # and where an agent looks
+        assert listed_for_agent["inbox"] == [] and [t["id"] for t in listed_for_agent["not_filed_yet"]] == [row["id"]]
         disk.free()
         done = wait_for(lambda: (r := c.get(f"/transfers/{row['id']}").json())["state"] != "verified" and r,
                         timeout=60, what="filed after the disk was freed")
@@ -151,3 +160,41 @@ def test_a_committed_conversation_that_cannot_be_read_fails_and_is_not_tried_aga
         assert (failed["state"], failed["cause"]) == ("failed", "checksum_mismatch"), failed
         assert "filing_attempts" not in failed["detail"]
         assert c.get("/inbox").json() == []
+
+
+def test_a_receiver_whose_disk_refuses_the_transfer_gets_it_again_once_there_is_room(paired: PairMaker) -> None:
+    """Before the commit: the laptop's partial folder (where a transfer is received) is full. Both rows wait —
+    interrupted, the cause on each side its own (``storage`` here, ``peer_storage`` on the desk) — and nothing is
+    filed; the desk sends it again after a delay (10 s first), and once there is room it arrives once. It used
+    to end failed on both sides, to be sent again by hand."""
+    a, b = paired(names=("desk", "laptop"), wait_online=True)
+    disk = FullDisk(b.home / "partial")
+    try:
+        with a.client() as c:
+            tid = c.post("/send", json={"session": SESSION_ID, "to": {"device": "laptop"}}).json()["id"]
+            sent = wait_for(lambda: (r := c.get(f"/transfers/{tid}").json())["state"] not in ("queued", "running")
+                            and r, timeout=90, what="the first attempt ended")
+            assert (sent["state"], sent["cause"]) == ("interrupted", "peer_storage"), sent
+            assert "could not store" in sent["error"] and "sent again in 10 s" in sent["error"], sent
+            assert sent["detail"]["storage_refusals"] == 1
+            shown = a.p2pd("transfers", tid)
+            assert shown.returncode == 0 and "sent again in 10 s" in shown.stdout, shown
+        with b.client() as c:
+            rows = c.get("/transfers").json()
+            assert [(r["state"], r["cause"]) for r in rows] == [("interrupted", "storage")], rows
+            assert c.get("/inbox").json() == []
+        assert disk.files() == []  # nothing half-written left in the full folder
+        disk.free()
+        with a.client() as c:
+            done = wait_for(lambda: (r := c.get(f"/transfers/{tid}").json())["state"] not in ("interrupted", "queued",
+                                                                                                "running") and r,
+                            timeout=60, what="sent again after the room was made")
+            assert (done["state"], done["error"], done["cause"]) == ("done", None, None), done
+        with b.client() as c:
+            rows = c.get("/transfers").json()
+            assert [r["state"] for r in rows] == ["done"], rows  # the same row, taken over by the new attempt
+            assert [e["transfer_id"] for e in c.get("/inbox").json()] == [rows[0]["id"]]
+    finally:
+        a.kill()
+        b.kill()
+        disk.unmount()
