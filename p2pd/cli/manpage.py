@@ -25,7 +25,8 @@ EXIT_MEANINGS: dict[ExitCode, str] = {
     ExitCode.NOT_FOUND: "a session, file or id that does not exist",
     ExitCode.INVALID_INPUT: "a malformed transcript, document or blob; a checksum mismatch",
     ExitCode.TOO_LARGE: "over a size limit",
-    ExitCode.TRANSFER_FAILED: "the transfer failed: the peer went away, a protocol error, cancelled",
+    ExitCode.TRANSFER_FAILED: "the transfer failed: the peer went away, a protocol error, cancelled, the receiver's "
+                              "disk refused it",
     ExitCode.FALLBACK_WRITTEN: "no peer connection: the conversation was written to a file instead",
     ExitCode.DECLINED: "the other side declined the offer",
     ExitCode.WRONG_CODE: "the code did not match on both sides",

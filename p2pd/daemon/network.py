@@ -308,7 +308,8 @@ class DeviceNetwork:
         in, and — from the store, so nothing waits in memory for a device that is away — how transfers and
         handoffs between the two ended while it was away (:mod:`p2pd.daemon.notices`)."""
         device_id = session.device.device_id
-        await asyncio.to_thread(self.transfers.device_back, device_id)  # (it may have restarted with room for what its disk refused)
+        # (it may have restarted with room for what its disk refused: that is sent again now)
+        await asyncio.to_thread(self.transfers.device_back, device_id)
         await session.send(features_message())  # before the hello: an older daemon ignores it (DEVICES.md)
         await session.send(Hello(name=self.identity.name))
         for row in await asyncio.to_thread(self.store.pending_handoffs_for, device_id):
