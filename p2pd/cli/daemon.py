@@ -148,7 +148,16 @@ def cmd_transfers(args: argparse.Namespace) -> int:
             print("verified: received and checked, and the sender was told so; filing it waits for this machine "
                   "(the error above). The daemon tries again by itself and at every start; the conversation is "
                   "kept in the daemon's partial/ folder meanwhile")
+        elif _room_waits(row):  # the receiving device's disk refused it (DAEMON.md)
+            print("interrupted: the receiving device could not store it (the error above). The daemon sends it "
+                  "again by itself, and at once when the device connects again; `p2pd transfers ID --cancel` "
+                  "gives up")
     return ExitCode.OK
+
+
+def _room_waits(row: dict[str, Any]) -> bool:
+    """Whether a transfer to a device waits to be sent again because the device's disk refused it."""
+    return row.get("state") == "interrupted" and row.get("cause") == "peer_storage"
 
 
 def _filing_waits(row: dict[str, Any]) -> bool:
@@ -157,8 +166,11 @@ def _filing_waits(row: dict[str, Any]) -> bool:
 
 
 def _state_cell(row: dict[str, Any]) -> str:
-    """A transfer's state in the list; a committed one this machine could not file yet says so."""
-    return "verified, filing waits" if _filing_waits(row) else str(row["state"])
+    """A transfer's state in the list; a committed one this machine could not file yet says so, and so does one
+    the receiving device's disk refused."""
+    if _filing_waits(row):
+        return "verified, filing waits"
+    return "interrupted, no room there" if _room_waits(row) else str(row["state"])
 
 
 def cmd_inbox(args: argparse.Namespace) -> int:

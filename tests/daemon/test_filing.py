@@ -179,6 +179,9 @@ def test_a_receiver_whose_disk_refuses_the_transfer_gets_it_again_once_there_is_
             assert sent["detail"]["storage_refusals"] == 1
             shown = a.p2pd("transfers", tid)
             assert shown.returncode == 0 and "sent again in 10 s" in shown.stdout, shown
+            assert "The daemon sends it again by itself" in shown.stdout, shown
+            listed = a.p2pd("transfers")
+            assert listed.returncode == 0 and "interrupted, no room there" in listed.stdout, listed
         with b.client() as c:
             rows = c.get("/transfers").json()
             assert [(r["state"], r["cause"]) for r in rows] == [("interrupted", "storage")], rows
