@@ -18,6 +18,7 @@ the last chunk, ~60 ms during which the sender waited for DONE. Blocking I/O: ca
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -41,6 +42,22 @@ except ImportError:  # pragma: no cover - not POSIX
 
 
 Validate = Callable[[Path], object]
+
+
+class NoRoomError(OSError):
+    """The destination's file system has less room than the payload needs (an OSError with ENOSPC, so it is
+    reported as this machine's storage failure: the transfer protocol's ``io``)."""
+
+    def __init__(self, folder: Path, free: int, need: int) -> None:
+        super().__init__(errno.ENOSPC, f"not enough room in {folder}: {_size(free)} free, {_size(need)} needed")
+        self.folder, self.free, self.need = folder, free, need
+
+    def __str__(self) -> str:
+        return str(self.strerror)  # (it names the folder already; no "[Errno 28]")
+
+
+def _size(n: int) -> str:
+    return f"{n / 1e6:.1f} MB" if n >= 100_000 else f"{n} bytes"
 
 
 class UnreadableBlob(Exception):
@@ -177,6 +194,7 @@ class PartialBlob:
             except BlockingIOError:
                 raise BusyError("this blob is being received by another transfer right now") from None
         self.have = self._load_state()
+        self._check_room()
         self._fd = os.open(self.part_path, os.O_RDWR | os.O_CREAT, 0o600)
         size = os.fstat(self._fd).st_size
         if self.have and size < HEADER_SIZE + self.have[-1][1]:
@@ -184,6 +202,20 @@ class PartialBlob:
         if not self.have:
             os.ftruncate(self._fd, 0)
         self.resumed_bytes = sum(end - start for start, end in self.have)
+
+    def _check_room(self) -> None:
+        """Refuse (NoRoomError) when the folder's file system has less room than the payload still missing here:
+        the sender learns it before a byte is sent (a disk that fills up meanwhile still fails the write)."""
+        need = HEADER_SIZE + self.offer.compressed_size - sum(end - start for start, end in self.have)
+        try:
+            stat = os.statvfs(self.dir)
+        except (OSError, AttributeError):  # (no statvfs here: the writes will say)
+            return
+        free = stat.f_bavail * stat.f_frsize
+        if free < need:
+            if not self.have:
+                self._remove_dir()  # nothing of it was here before: nothing is left behind
+            raise NoRoomError(self.dest_dir, free, need)
 
     def _load_state(self) -> list[tuple[int, int]]:
         try:

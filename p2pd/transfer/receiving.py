@@ -20,7 +20,7 @@ from p2pd.transfer.datachannel import DataChannel
 from p2pd.transfer.events import Action, FinalizeBlob, OfferReceived, VerifyPayload, WriteChunk
 from p2pd.transfer.frames import Code, Offer
 from p2pd.transfer.jobs import JobDone, JobKind, write_batch
-from p2pd.transfer.partial import PartialBlob, UnreadableBlob, Validate
+from p2pd.transfer.partial import NoRoomError, PartialBlob, UnreadableBlob, Validate
 from p2pd.transfer.receiver import Receiver, ReceiverState
 from p2pd.transfer.runloop import Runner
 from p2pd.transfer.streamstore import SinkFactory, StreamStore
@@ -234,6 +234,8 @@ class ReceiveSide(Runner):
         if done.kind is JobKind.OPEN:
             if isinstance(error, BusyError):
                 self.perform(m.reject(str(error), Code.BUSY))
+            elif isinstance(error, NoRoomError):  # (before ACCEPT: the sender learns it before sending a byte)
+                self.perform(m.fail(Code.IO, str(error)))
             elif error is not None:
                 self.perform(m.fail(Code.IO, f"cannot store the blob in {self.dest_dir}: {error}"))
             else:

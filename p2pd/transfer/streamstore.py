@@ -5,7 +5,9 @@ payload is kept, so there is nothing to resume — a cut transfer starts again f
 It has the same face as :class:`~p2pd.transfer.partial.PartialBlob` (``write``/``commit``/``digest``/``finalize``
 /``discard``/``close``), so the receiving side runs it through the same worker-thread jobs. A sink that refuses the
 content does not stop the hashing: the digest is compared first (a damaged payload is a checksum mismatch), and
-only a payload that verified yet could not be read is reported as unreadable.
+only a payload that verified yet could not be read is reported as unreadable. A sink this machine cannot write
+(an OSError: a full disk) stops the transfer at once: whatever the payload, it cannot be kept, and the rest of it
+would cross the network for nothing.
 """
 
 from __future__ import annotations
@@ -61,6 +63,9 @@ class StreamStore:
         if self._error is None:
             try:
                 self.sink.feed(bytes(data))  # sinks take bytes; a CHUNK's payload is a view into its message
+            except OSError:  # this machine's storage: the transfer stops now (the module docstring)
+                self.discard()
+                raise
             except Exception as exc:  # kept: reported after the digest (see the module docstring)
                 self._error = exc
 

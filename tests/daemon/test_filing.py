@@ -185,6 +185,8 @@ def test_a_receiver_whose_disk_refuses_the_transfer_gets_it_again_once_there_is_
         with b.client() as c:
             rows = c.get("/transfers").json()
             assert [(r["state"], r["cause"]) for r in rows] == [("interrupted", "storage")], rows
+            # refused before a byte was sent: the laptop measured its room against the offer
+            assert "not enough room in" in rows[0]["error"] and "needed" in rows[0]["error"], rows
             assert c.get("/inbox").json() == []
         assert disk.files() == []  # nothing half-written left in the full folder
         disk.free()

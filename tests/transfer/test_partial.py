@@ -138,3 +138,40 @@ def test_the_digest_covers_every_byte_whatever_order_they_came_in(tmp_path: Path
     assert part.digest() == offer.sha256
     assert part.digest() == offer.sha256  # asking twice gives the same answer
     part.close()
+
+
+def test_a_folder_without_room_for_what_is_missing_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    """A real full file system (tests/full_disk.py): the payload still missing must fit, or the open refuses with
+    ENOSPC (the receiver's `io`, before ACCEPT: the sender learns it before sending a byte) and leaves nothing;
+    a partial that already holds most of it needs only the rest."""
+    import errno
+
+    from p2pd.transfer.partial import NoRoomError
+    from tests.full_disk import FullDisk
+
+    disk = FullDisk(tmp_path / "full")
+    try:
+        payload = os.urandom(48_000)
+        offer = make_offer(payload)
+        with pytest.raises(NoRoomError) as refused:
+            PartialBlob.open(disk.folder, offer)
+        assert refused.value.errno == errno.ENOSPC and refused.value.need >= 48_000 and refused.value.free < 4096
+        assert "not enough room in" in str(refused.value) and str(disk.folder) in str(refused.value)
+        assert disk.files() == []  # not even an empty partial folder
+        disk.free()  # 64 KiB
+        part = PartialBlob.open(disk.folder, offer)
+        part.write(0, payload[:40_960])
+        part.commit()
+        part.close()
+        # what is left (~20 KiB) holds the 7 KB still missing, not another whole 48 KB payload
+        other = os.urandom(48_000)
+        with pytest.raises(NoRoomError):
+            PartialBlob.open(disk.folder, make_offer(other))
+        held = PartialBlob.open(disk.folder, offer)
+        assert held.resumed_bytes == 40_960
+        held.write(40_960, payload[40_960:])
+        held.commit()
+        assert held.digest() == hashlib.sha256(payload).digest()
+        held.close()
+    finally:
+        disk.unmount()

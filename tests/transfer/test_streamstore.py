@@ -73,3 +73,20 @@ def test_close_without_finalize_aborts_and_writes_must_be_in_order() -> None:
     assert store.held_chunks() == []  # nothing kept for a resume
     store.close()
     assert sink.aborted
+
+
+def test_a_sink_this_machine_cannot_write_stops_the_transfer_at_once() -> None:
+    """A full disk is no question of the payload: the store raises at the write (the receiver sends `io`, and the
+    rest of the stream does not cross the network for nothing), and the sink is aborted."""
+    class FullSink(Sink):
+        def feed(self, data: bytes) -> None:
+            if self.fed:
+                raise OSError(28, "No space left on device")
+            self.fed += data
+
+    sink = FullSink()
+    store = StreamStore(sink)
+    store.write(0, b"a" * 100)
+    with pytest.raises(OSError, match="No space left"):
+        store.write(100, b"b" * 100)
+    assert sink.aborted
