@@ -287,7 +287,7 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
 
     caps = limits or receive_limits()
     from p2pd.config import partial_max_age_hours
-    from p2pd.transfer.partial import sweep
+    from p2pd.transfer.partial import check_room, sweep
 
     await asyncio.to_thread(sweep, out_dir, partial_max_age_hours() * 3600)  # killed receives' partials
     await asyncio.to_thread(staging.sweep_files, out_dir, f"{STAGING_PREFIX}*")  # and streamed receives' staging
@@ -305,6 +305,9 @@ async def receive_document(*, signal_url: str, code: str | None, ui: UI, out_dir
     spare: list[Any] = []  # the checker of a streamed payload, started early: it imports while the peers pair
 
     def stream_sink(offer: Any) -> consuming.ChildUnpacker:
+        # The document will take about the transcript's size (the offer's estimate): a folder with less than
+        # half of that is refused before a byte is sent (not a closer bound: it is an estimate)
+        check_room(out_dir, offer.raw_size, at_least=offer.raw_size // 2)
         proc = spare.pop() if spare else None
         sinks.append(consuming.ChildUnpacker(offer.codec or "", out_dir, max_raw_size=caps.max_size, proc=proc))
         return sinks[-1]

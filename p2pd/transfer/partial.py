@@ -48,8 +48,9 @@ class NoRoomError(OSError):
     """The destination's file system has less room than the payload needs (an OSError with ENOSPC, so it is
     reported as this machine's storage failure: the transfer protocol's ``io``)."""
 
-    def __init__(self, folder: Path, free: int, need: int) -> None:
-        super().__init__(errno.ENOSPC, f"not enough room in {folder}: {_size(free)} free, {_size(need)} needed")
+    def __init__(self, folder: Path, free: int, need: int, *, about: bool = False) -> None:
+        super().__init__(errno.ENOSPC, f"not enough room in {folder}: {_size(free)} free, "
+                                       f"{'about ' if about else ''}{_size(need)} needed")
         self.folder, self.free, self.need = folder, free, need
 
     def __str__(self) -> str:
@@ -58,6 +59,23 @@ class NoRoomError(OSError):
 
 def _size(n: int) -> str:
     return f"{n / 1e6:.1f} MB" if n >= 100_000 else f"{n} bytes"
+
+
+def free_space(folder: Path) -> int | None:
+    """Bytes an unprivileged write may still use on ``folder``'s file system (``df``'s Avail); None: unknown."""
+    try:
+        stat = os.statvfs(folder)
+    except (OSError, AttributeError):  # (no statvfs here: the writes will say)
+        return None
+    return stat.f_bavail * stat.f_frsize
+
+
+def check_room(folder: Path, need: int, *, at_least: int | None = None) -> None:
+    """Raise NoRoomError when ``folder``'s file system has less than ``at_least`` bytes free (default ``need``:
+    an exact size; a smaller ``at_least`` for an estimate, which is then said as "about")."""
+    free = free_space(folder)
+    if free is not None and free < (need if at_least is None else at_least):
+        raise NoRoomError(folder, free, need, about=at_least is not None)
 
 
 class UnreadableBlob(Exception):
@@ -207,12 +225,8 @@ class PartialBlob:
         """Refuse (NoRoomError) when the folder's file system has less room than the payload still missing here:
         the sender learns it before a byte is sent (a disk that fills up meanwhile still fails the write)."""
         need = HEADER_SIZE + self.offer.compressed_size - sum(end - start for start, end in self.have)
-        try:
-            stat = os.statvfs(self.dir)
-        except (OSError, AttributeError):  # (no statvfs here: the writes will say)
-            return
-        free = stat.f_bavail * stat.f_frsize
-        if free < need:
+        free = free_space(self.dir)
+        if free is not None and free < need:
             if not self.have:
                 self._remove_dir()  # nothing of it was here before: nothing is left behind
             raise NoRoomError(self.dest_dir, free, need)

@@ -143,11 +143,39 @@ def test_a_receiver_whose_disk_is_full_says_so_on_both_sides_and_keeps_nothing(s
         rc, _, rerr = finish(receiver)
         src, _, serr = finish(sender)
         assert rc != 0 and src != 0, rerr + serr
-        assert "could not store the conversation" in rerr and "No space left on device" in rerr, rerr
+        # refused at the offer: the room measured against the sender's estimate, before a byte was sent
+        assert "could not store the conversation: not enough room in" in rerr and "needed" in rerr, rerr
         assert str(disk.folder) in rerr
+        assert rc == ExitCode.STORAGE and src == ExitCode.TRANSFER_FAILED, (rc, src)
         assert "the receiver could not store the conversation" in serr, serr
         assert "not one p2pd can read" not in rerr + serr
         assert disk.files() == []  # nothing half-written where the user looks
+    finally:
+        disk.unmount()
+
+
+def test_a_receiver_whose_disk_fills_up_while_it_arrives_stops_at_that_write(server, tmp_path):
+    """Room for the offer's estimate, not for the document: the write the kernel refuses ends the transfer, both
+    sides say whose disk it was (exit 12 here, 6 there), and nothing half-written is left. (That the stream stops
+    at that write, not at its end as it used to, is tests/transfer/test_streamstore.py's.)"""
+    from tests.transfer.gen import generate_conversation
+
+    _, url = server
+    session = tmp_path / "fills.jsonl"
+    session.write_bytes(generate_conversation(80_000, seed=7))  # ~105 KB of document; 64 KiB of room
+    disk = FullDisk(tmp_path / "inbox")
+    disk.free()
+    try:
+        sender = p2pd("send", str(session), "--code", "4247-amber-river", "--timeout", "60", env=_env(url),
+                      cwd=tmp_path)
+        wait_for_code(sender)
+        receiver = p2pd("receive", "4247-amber-river", "--yes", "-o", str(disk.folder), env=_env(url))
+        rc, _, rerr = finish(receiver)
+        src, _, serr = finish(sender)
+        assert rc == ExitCode.STORAGE and src == ExitCode.TRANSFER_FAILED, rerr + serr
+        assert "could not store the conversation" in rerr and "No space left on device" in rerr, rerr
+        assert "the receiver could not store the conversation" in serr, serr
+        assert disk.files() == []
     finally:
         disk.unmount()
 
