@@ -148,6 +148,9 @@ def cmd_transfers(args: argparse.Namespace) -> int:
             print("verified: received and checked, and the sender was told so; filing it waits for this machine "
                   "(the error above). The daemon tries again by itself and at every start; the conversation is "
                   "kept in the daemon's partial/ folder meanwhile")
+        elif _no_room_here(row):  # this machine's disk refused it; the sending device tries again (DAEMON.md)
+            print("interrupted: this machine could not store it (the error above). The sending device sends it "
+                  "again by itself; make room and it arrives")
         elif _room_waits(row):  # the receiving device's disk refused it (DAEMON.md)
             print("interrupted: the receiving device could not store it (the error above). The daemon sends it "
                   "again by itself, and at once when the device connects again; `p2pd transfers ID --cancel` "
@@ -160,6 +163,11 @@ def _room_waits(row: dict[str, Any]) -> bool:
     return row.get("state") == "interrupted" and row.get("cause") == "peer_storage"
 
 
+def _no_room_here(row: dict[str, Any]) -> bool:
+    """Whether a transfer from a device stopped because this machine's disk refused it (its sender tries again)."""
+    return row.get("state") == "interrupted" and row.get("cause") == "storage" and row.get("direction") == "in"
+
+
 def _filing_waits(row: dict[str, Any]) -> bool:
     """Whether a transfer was received and committed here, and this machine refused to file it yet."""
     return row.get("state") == "verified" and bool(row.get("error"))
@@ -170,6 +178,8 @@ def _state_cell(row: dict[str, Any]) -> str:
     the receiving device's disk refused."""
     if _filing_waits(row):
         return "verified, filing waits"
+    if _no_room_here(row):
+        return "interrupted, no room here"
     return "interrupted, no room there" if _room_waits(row) else str(row["state"])
 
 

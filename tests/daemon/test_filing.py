@@ -185,6 +185,10 @@ def test_a_receiver_whose_disk_refuses_the_transfer_gets_it_again_once_there_is_
         with b.client() as c:
             rows = c.get("/transfers").json()
             assert [(r["state"], r["cause"]) for r in rows] == [("interrupted", "storage")], rows
+            listed = b.p2pd("transfers")
+            assert listed.returncode == 0 and "interrupted, no room here" in listed.stdout, listed
+            shown = b.p2pd("transfers", rows[0]["id"])
+            assert shown.returncode == 0 and "make room and it arrives" in shown.stdout, shown
             # refused before a byte was sent: the laptop measured its room against the offer
             assert "not enough room in" in rows[0]["error"] and "needed" in rows[0]["error"], rows
             assert c.get("/inbox").json() == []
@@ -195,8 +199,9 @@ def test_a_receiver_whose_disk_refuses_the_transfer_gets_it_again_once_there_is_
                                                                                                 "running") and r,
                             timeout=60, what="sent again after the room was made")
             assert (done["state"], done["error"], done["cause"]) == ("done", None, None), done
-        with b.client() as c:
-            rows = c.get("/transfers").json()
+        with b.client() as c:  # (it files after its DONE went out: a moment after the desk heard it)
+            rows = wait_for(lambda: (r := c.get("/transfers").json()) and r[0]["state"] != "verified" and r,
+                            timeout=30, what="filed")
             assert [r["state"] for r in rows] == ["done"], rows  # the same row, taken over by the new attempt
             assert [e["transfer_id"] for e in c.get("/inbox").json()] == [rows[0]["id"]]
     finally:
