@@ -130,18 +130,24 @@ def test_the_configured_receive_cap_refuses_a_larger_conversation(server, tmp_pa
     assert not inbox.exists() or not [p for p in inbox.rglob("*") if p.is_file()]
 
 
+def _hand_over(url: str, session: Path, code: str, into: Path, cwd: Path) -> tuple[int, str, int, str]:
+    """``p2pd send SESSION --code CODE`` and ``p2pd receive CODE --yes -o INTO``: (receiver's exit status and
+    stderr, sender's exit status and stderr)."""
+    sender = p2pd("send", str(session), "--code", code, "--timeout", "60", env=_env(url), cwd=cwd)
+    wait_for_code(sender)
+    receiver = p2pd("receive", code, "--yes", "-o", str(into), env=_env(url))
+    rc, _, rerr = finish(receiver)
+    src, _, serr = finish(sender)
+    return rc, rerr, src, serr
+
+
 def test_a_receiver_whose_disk_is_full_says_so_on_both_sides_and_keeps_nothing(server, tmp_path):
     """ENOSPC while the conversation is written is this machine's failure, not a payload p2pd cannot read: both
     sides say the receiver could not store it (it used to say the conversation was unreadable)."""
     _, url = server
     disk = FullDisk(tmp_path / "inbox")
     try:
-        sender = p2pd("send", str(SESSION), "--code", "4246-amber-river", "--timeout", "60", env=_env(url),
-                      cwd=tmp_path)
-        wait_for_code(sender)
-        receiver = p2pd("receive", "4246-amber-river", "--yes", "-o", str(disk.folder), env=_env(url))
-        rc, _, rerr = finish(receiver)
-        src, _, serr = finish(sender)
+        rc, rerr, src, serr = _hand_over(url, SESSION, "4246-amber-river", disk.folder, tmp_path)
         assert rc != 0 and src != 0, rerr + serr
         # refused at the offer: the room measured against the sender's estimate, before a byte was sent
         assert "could not store the conversation: not enough room in" in rerr and "needed" in rerr, rerr
@@ -166,12 +172,7 @@ def test_a_receiver_whose_disk_fills_up_while_it_arrives_stops_at_that_write(ser
     disk = FullDisk(tmp_path / "inbox")
     disk.free()
     try:
-        sender = p2pd("send", str(session), "--code", "4247-amber-river", "--timeout", "60", env=_env(url),
-                      cwd=tmp_path)
-        wait_for_code(sender)
-        receiver = p2pd("receive", "4247-amber-river", "--yes", "-o", str(disk.folder), env=_env(url))
-        rc, _, rerr = finish(receiver)
-        src, _, serr = finish(sender)
+        rc, rerr, src, serr = _hand_over(url, session, "4247-amber-river", disk.folder, tmp_path)
         assert rc == ExitCode.STORAGE and src == ExitCode.TRANSFER_FAILED, rerr + serr
         assert "could not store the conversation" in rerr and "No space left on device" in rerr, rerr
         assert "the receiver could not store the conversation" in serr, serr
