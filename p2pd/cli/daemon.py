@@ -26,13 +26,17 @@ def register(sub: Any) -> None:
     s.add_argument("-v", "--verbose", action="store_true", help="log what the daemon does")
     s.set_defaults(func=cmd_serve)
 
-    s = sub.add_parser("transfers", help="transfers of the running daemon (list, show one, cancel)")
+    s = sub.add_parser("transfers", help="transfers of the running daemon (list, show one, cancel, retry)")
     s.add_argument("id", nargs="?", help="a transfer id: show it")
-    s.add_argument("--cancel", action="store_true", help="cancel the transfer ID")
+    action = s.add_mutually_exclusive_group()
+    action.add_argument("--cancel", action="store_true", help="cancel the transfer ID")
+    action.add_argument("--retry", action="store_true", help="send the transfer ID to its device now, when it waits "
+                        "to be sent again (e.g. the device's disk had no room)")
     s.add_argument("--wait", type=float, default=0.0, help="with ID: wait up to N seconds for it to finish")
     s.add_argument("--state", choices=["queued", "running", "done", "failed", "cancelled", "interrupted", "verified",
                                        "cancelling"])
     s.add_argument("--json", action="store_true", help="machine-readable output")
+    options.usage_error(s)
     s.set_defaults(func=cmd_transfers)
 
     s = sub.add_parser("inbox", help="conversations received by the daemon (list, show, import, rm), and "
@@ -121,9 +125,14 @@ def _need_id(args: argparse.Namespace, what: str) -> str:
 
 
 def cmd_transfers(args: argparse.Namespace) -> int:
+    if (args.cancel or args.retry) and not args.id:
+        args.usage(f"--{'cancel' if args.cancel else 'retry'} needs a transfer id")
     with _client("transfers are the daemon's") as c:
         if args.id and args.cancel:
             row = c.post(f"/transfers/{args.id}/cancel", {"reason": "cancelled from the command line"})
+        elif args.id and args.retry:
+            row = c.post(f"/transfers/{args.id}/retry", {})
+            err.print(f"Sending {shown(args.id)} again now (`p2pd transfers {shown(args.id)} --wait 60` follows it).")
         elif args.id:
             row = c.request("GET", f"/transfers/{args.id}", params={"wait": args.wait} if args.wait else None,
                             timeout=args.wait + 30)
@@ -153,8 +162,8 @@ def cmd_transfers(args: argparse.Namespace) -> int:
                   "again by itself; make room and it arrives")
         elif _room_waits(row):  # the receiving device's disk refused it (DAEMON.md)
             print("interrupted: the receiving device could not store it (the error above). The daemon sends it "
-                  "again by itself, and at once when the device connects again; `p2pd transfers ID --cancel` "
-                  "gives up")
+                  "again by itself, and at once when the device connects again; once it has room, "
+                  "`p2pd transfers ID --retry` sends it now, `p2pd transfers ID --cancel` gives up")
     return ExitCode.OK
 
 

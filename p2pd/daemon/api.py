@@ -360,6 +360,10 @@ def _routes(service: DaemonService) -> APIRouter:
     async def cancel_transfer(transfer_id: str, req: Annotated[CancelRequest | None, Body()] = None) -> TransferRow:
         return await service.cancel_transfer(transfer_id, (req or CancelRequest()).reason)
 
+    @r.post("/transfers/{transfer_id}/retry", response_model=TransferRow, tags=["transfers"])
+    async def retry_transfer(transfer_id: str) -> TransferRow:
+        return await service.retry_transfer(transfer_id)
+
     @r.post("/transfers/{transfer_id}/accept", response_model=TransferRow, tags=["inbox"])
     async def accept_transfer(transfer_id: str) -> TransferRow:
         return await service.answer_transfer(transfer_id, True)

@@ -247,6 +247,19 @@ class DaemonService:
             self.network.transfer_ended(row)  # a cut-off attempt the receiver holds ends too
         return row
 
+    async def retry_transfer(self, transfer_id: str) -> TransferRow:
+        """Send a transfer to a paired device now that waits to be sent again (its device's disk refused it: it
+        waits minutes between tries, DAEMON.md). 409 for anything else: a transfer already under way or ended,
+        one received, one to a code."""
+        row = await asyncio.to_thread(self.store.get_transfer, transfer_id)
+        if row.direction != "out" or row.code is not None or self.network is None:
+            raise ConflictError(f"transfer {transfer_id} is not one this daemon sends to a paired device")
+        if row.state not in (TransferState.INTERRUPTED, TransferState.QUEUED):
+            raise ConflictError(f"transfer {transfer_id} is {row.state}: only an interrupted or queued one is "
+                                "sent again")
+        self.network.send_again(row)
+        return row
+
     async def answer_transfer(self, transfer_id: str, accept: bool) -> TransferRow:
         """Accept or decline an incoming transfer the accept policy holds pending (``ask``); returns its row once
         the answer took effect (409 when it waits for no decision)."""

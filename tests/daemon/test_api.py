@@ -14,8 +14,9 @@ from tests.daemon.conftest import SESSION_CWD, SESSION_ID, Daemon
 EXPECTED_PATHS = {
     "/health", "/stats", "/devices", "/links", "/links/{link_id}/close", "/links/{link_id}/leave", "/sessions",
     "/export", "/send", "/receive", "/transfers", "/gc",
-    "/transfers/{transfer_id}", "/transfers/{transfer_id}/cancel", "/transfers/{transfer_id}/accept",
-    "/transfers/{transfer_id}/decline", "/inbox/pending", "/inbox", "/inbox/{inbox_id}",
+    "/transfers/{transfer_id}", "/transfers/{transfer_id}/cancel", "/transfers/{transfer_id}/retry",
+    "/transfers/{transfer_id}/accept", "/transfers/{transfer_id}/decline", "/inbox/pending", "/inbox",
+    "/inbox/{inbox_id}",
     "/inbox/{inbox_id}/import", "/handoffs", "/handoffs/{handoff_id}", "/handoffs/{handoff_id}/claim",
     "/handoffs/{handoff_id}/cancel", "/handoffs/{handoff_id}/start", "/handoffs/{handoff_id}/complete",
     "/handoffs/{handoff_id}/fail", "/offers", "/offers/{handoff_id}", "/offers/{handoff_id}/claim",

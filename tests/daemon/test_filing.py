@@ -208,3 +208,37 @@ def test_a_receiver_whose_disk_refuses_the_transfer_gets_it_again_once_there_is_
         a.kill()
         b.kill()
         disk.unmount()
+
+
+def test_a_transfer_that_waits_for_room_goes_at_once_when_asked(paired: PairMaker) -> None:
+    """Its wait (10 s after the first refusal, minutes later on) ends when the user says the device has room:
+    `p2pd transfers ID --retry` (POST /transfers/{id}/retry). Anything else is refused with 409."""
+    from datetime import datetime
+
+    a, b = paired(names=("desk", "laptop"), wait_online=True)
+    disk = FullDisk(b.home / "partial")
+    try:
+        with a.client() as c:
+            tid = c.post("/send", json={"session": SESSION_ID, "to": {"device": "laptop"}}).json()["id"]
+            refused = wait_for(lambda: (r := c.get(f"/transfers/{tid}").json())["state"] == "interrupted" and r,
+                               timeout=90, what="refused for room")
+            assert (refused["cause"], refused["detail"]["retry_in"]) == ("peer_storage", 10), refused
+            disk.free()
+            asked = a.p2pd("transfers", tid, "--retry")
+            assert asked.returncode == 0 and "again now" in asked.stderr, asked
+            done = wait_for(lambda: (r := c.get(f"/transfers/{tid}").json())["state"] == "done" and r,
+                            timeout=30, what="sent on request")
+            took = (datetime.fromisoformat(done["updated_at"])
+                    - datetime.fromisoformat(refused["updated_at"])).total_seconds()
+            assert took < 8, took  # not the automatic try, 10 s after the refusal
+            again = c.post(f"/transfers/{tid}/retry")
+            assert again.status_code == 409 and "only an interrupted or queued one" in again.json()["error"], again
+        with b.client() as c:
+            incoming = c.get("/transfers").json()[0]["id"]
+            assert c.post(f"/transfers/{incoming}/retry").status_code == 409
+        usage = a.p2pd("transfers", "--retry")
+        assert usage.returncode == 2 and "needs a transfer id" in usage.stderr, usage
+    finally:
+        a.kill()
+        b.kill()
+        disk.unmount()
