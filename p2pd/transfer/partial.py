@@ -67,6 +67,8 @@ def free_space(folder: Path) -> int | None:
         stat = os.statvfs(folder)
     except (OSError, AttributeError):  # (no statvfs here: the writes will say)
         return None
+    if stat.f_blocks == 0:  # a file system that keeps no count (some FUSE and virtual ones): not known, not full
+        return None
     return stat.f_bavail * stat.f_frsize
 
 

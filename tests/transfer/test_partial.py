@@ -175,3 +175,17 @@ def test_a_folder_without_room_for_what_is_missing_is_refused_before_anything_is
         held.close()
     finally:
         disk.unmount()
+
+
+def test_a_file_system_that_keeps_no_count_is_not_taken_for_a_full_one(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Some FUSE and virtual file systems answer statvfs with zeros: no size, no room. Refusing there would refuse
+    every transfer for good; their room is unknown, and the writes say when they fail."""
+    from p2pd.transfer import partial
+
+    real = os.statvfs(tmp_path)
+    zeros = os.statvfs_result((real.f_bsize, real.f_frsize, 0, 0, 0, 0, 0, 0, real.f_flag, real.f_namemax))
+    monkeypatch.setattr(partial.os, "statvfs", lambda _path: zeros)
+    assert partial.free_space(tmp_path) is None
+    part = PartialBlob.open(tmp_path, make_offer(os.urandom(10_000)))  # not refused
+    part.close()
