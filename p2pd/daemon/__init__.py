@@ -20,6 +20,7 @@ Files and their roles:
   ``device_pairing.py`` (``p2pd pair``), ``peer_protocol.py`` (sealed control messages), ``network.py`` (the device
   network: sessions, handoff and link control, the dispatch of control messages), ``device_session.py`` (one
   device's control channel and outbox worker), ``device_transfers.py`` (transfers to and from devices),
+  ``room_waits.py`` (when a transfer the receiving device's disk refused is sent again),
   ``offer_desk.py`` (offers recorded, claimed, the worker's reports sent back),
   ``outbox.py`` (packed blobs kept for resume; exports), ``packer.py`` (the packing process: a conversation
   written to a file, never built in the daemon), ``ready_blob.py`` (an outbox blob as a code send's stream),

@@ -15,8 +15,6 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -31,7 +29,8 @@ from p2pd.daemon.outbox import outbox_info
 from p2pd.daemon.peer_protocol import HandoffOffer, TransferStart
 from p2pd.daemon.pending import PendingOffers
 from p2pd.daemon.ready_blob import opened_for_send
-from p2pd.daemon.refiling import RETRY_DELAYS, Refiler
+from p2pd.daemon.refiling import Refiler
+from p2pd.daemon.room_waits import RoomWaits
 from p2pd.daemon.running import ProgressWriter, RunningTransfers
 from p2pd.daemon.store import Store, TransferRow
 from p2pd.daemon.transfers import Ending, TransferState, incoming_ending, outgoing_ending
@@ -100,9 +99,7 @@ class DeviceTransfers:
         # verified, before DONE), a cancel the sender asks for (cancels.py). Taken in worker threads.
         self.decisions = threading.Lock()
         self.refiler = Refiler(self)  # files what was committed here, again and again while this machine refuses
-        # outgoing transfers the receiver's disk refused → when (monotonic) each is sent again (_defer)
-        self.deferred: dict[str, float] = {}
-        self.retry_delays: Sequence[float] = RETRY_DELAYS
+        self.room = RoomWaits()  # outgoing transfers the receiving device's disk refused: when each goes again
 
     @property
     def policy(self) -> AcceptPolicy:
@@ -115,38 +112,21 @@ class DeviceTransfers:
     # ---- outgoing -------------------------------------------------------------------------------------------
 
     def next_outgoing(self, device_id: str) -> tuple[TransferRow | None, float | None]:
-        """The oldest transfer to ``device_id`` waiting to be sent, and when there is none: seconds until one
-        that waits to be sent again is due (``None``: none waits)."""
-        rows = [r for r in self.store.list_transfers(limit=1000)
-                if r.direction == "out" and r.peer == device_id
-                and r.state in (TransferState.QUEUED, TransferState.INTERRUPTED)]
-        now = time.monotonic()
-        ready = [r for r in rows if self.deferred.get(r.id, now) <= now]
-        if ready:
-            return min(ready, key=lambda r: r.created_at), None
-        waits = [self.deferred[r.id] - now for r in rows if r.id in self.deferred]
-        return None, min(waits) if waits else None
-
-    def _defer(self, row: TransferRow, ending: Ending) -> tuple[Ending, dict[str, Any]]:
-        """The receiver's disk refused transfer ``row``: it is sent again after a delay that grows with each
-        refusal (the refiler's: 10 s, 30 s, 1 min, 2 min, then every 5 min), or at once when the device comes
-        back (it may have restarted with room). Other transfers to the device go on meanwhile."""
-        attempts = int(row.detail.get("storage_refusals") or 0) + 1
-        delay = self.retry_delays[min(attempts, len(self.retry_delays)) - 1]
-        self.deferred[row.id] = time.monotonic() + delay
-        reason = f"{ending.reason}; it is sent again in {delay:g} s"
-        return replace(ending, reason=reason), {"storage_refusals": attempts, "retry_in": delay}
+        """The oldest transfer to ``device_id`` that may be sent now; else seconds until one refused for room is
+        due (:class:`~p2pd.daemon.room_waits.RoomWaits`)."""
+        return self.room.pick(r for r in self.store.list_transfers(limit=1000)
+                              if r.direction == "out" and r.peer == device_id
+                              and r.state in (TransferState.QUEUED, TransferState.INTERRUPTED))
 
     def device_back(self, device_id: str) -> None:
-        """A device (re)connected: what waited to be sent to it again goes now."""
-        for row in self.store.list_transfers(TransferState.INTERRUPTED, limit=1000):
-            if row.direction == "out" and row.peer == device_id:
-                self.deferred.pop(row.id, None)
+        """A device (re)connected: what waited for its room goes now."""
+        self.room.device_back(r for r in self.store.list_transfers(TransferState.INTERRUPTED, limit=1000)
+                              if r.direction == "out" and r.peer == device_id)
 
     async def run_outgoing(self, session: DeviceSession, row: TransferRow) -> None:
         tid = row.id
         control = self.running.add(tid, task=asyncio.current_task())  # a cancel waits for the outcome
-        self.deferred.pop(tid, None)  # (sent now; a refusal defers it again)
+        self.room.going(tid)
         pause = 0
         try:
             if row.link_id is not None and session.device.device_id not in self.links.targets(row.link_id):
@@ -172,8 +152,8 @@ class DeviceTransfers:
             ending = outgoing_ending(exc, cancelled=control.reason, device_online=session.online,
                                      device_name=session.device.name)
             refused: dict[str, Any] = {}
-            if ending.retry_later:
-                ending, refused = self._defer(row, ending)
+            if ending.retry_later:  # the device's disk refused it: sent again later (room_waits.py)
+                ending, refused = self.room.defer(row, ending)
             await self._end(tid, ending, row.handoff_id)
             if refused:
                 with contextlib.suppress(P2pdError):

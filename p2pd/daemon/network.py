@@ -435,12 +435,12 @@ class DeviceNetwork:
     def next_outgoing(self, device_id: str) -> tuple[TransferRow | None, float | None]:
         return self.transfers.next_outgoing(device_id)
 
-    def send_again(self, row: TransferRow) -> None:
-        """Send ``row`` (to a paired device) at its device's next turn, not after the wait it was given."""
-        self.transfers.deferred.pop(row.id, None)
-        session = self.sessions.get(row.peer)
-        if session is not None:
+    def send_again(self, row: TransferRow) -> TransferRow:
+        """Send ``row`` at its device's next turn, not after the wait it was given (DeviceTransfers.send_again)."""
+        self.transfers.room.send_again(row)
+        if (session := self.sessions.get(row.peer)) is not None:
             session.kick.set()
+        return row
 
     async def run_outgoing(self, session: DeviceSession, row: TransferRow) -> None:
         await self.transfers.run_outgoing(session, row)

@@ -248,17 +248,11 @@ class DaemonService:
         return row
 
     async def retry_transfer(self, transfer_id: str) -> TransferRow:
-        """Send a transfer to a paired device now that waits to be sent again (its device's disk refused it: it
-        waits minutes between tries, DAEMON.md). 409 for anything else: a transfer already under way or ended,
-        one received, one to a code."""
+        """Send now a transfer to a paired device that waits to be sent again (DeviceNetwork.send_again)."""
         row = await asyncio.to_thread(self.store.get_transfer, transfer_id)
-        if row.direction != "out" or row.code is not None or self.network is None:
+        if self.network is None:
             raise ConflictError(f"transfer {transfer_id} is not one this daemon sends to a paired device")
-        if row.state not in (TransferState.INTERRUPTED, TransferState.QUEUED):
-            raise ConflictError(f"transfer {transfer_id} is {row.state}: only an interrupted or queued one is "
-                                "sent again")
-        self.network.send_again(row)
-        return row
+        return self.network.send_again(row)
 
     async def answer_transfer(self, transfer_id: str, accept: bool) -> TransferRow:
         """Accept or decline an incoming transfer the accept policy holds pending (``ask``); returns its row once
@@ -315,8 +309,7 @@ class DaemonService:
         return await self.inbox.list(limit)
 
     async def not_filed_yet(self) -> list[TransferRow]:
-        """Incoming transfers received and verified here (their senders were told DONE) that this machine refused
-        to file so far — a full disk, a folder it may not write: the daemon tries again by itself (refiling.py)."""
+        """Incoming transfers verified here whose filing this machine refused so far (refiling.py retries)."""
         rows = await asyncio.to_thread(self.store.list_transfers, TransferState.VERIFIED, 1000)
         return [r for r in rows if r.direction == "in" and r.error]
 

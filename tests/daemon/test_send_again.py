@@ -1,6 +1,7 @@
-"""The order of a device's outgoing transfers when one waits to be sent again (its receiver's disk refused it):
-the wait grows with each refusal, the others go first meanwhile, and the device's return ends the wait. On the
-real store; the two-daemon case with a real full disk is in test_filing.py."""
+"""p2pd/daemon/room_waits.py: the order of a device's outgoing transfers when one waits to be sent again (its
+receiver's disk refused it): the wait grows with each refusal, the others go first meanwhile, the device's
+return or a person's --retry ends the wait. Rows from the real store, time from a clock the test moves; the
+two-daemon cases with a real full disk are in test_filing.py."""
 
 from __future__ import annotations
 
@@ -8,45 +9,73 @@ from pathlib import Path
 
 import pytest
 
-from p2pd.daemon.device_transfers import DeviceTransfers
-from p2pd.daemon.store import Store
+from p2pd.daemon.room_waits import RoomWaits
+from p2pd.daemon.store import Store, TransferRow
 from p2pd.daemon.transfers import Ending, TransferState
-from p2pd.errors import Cause
+from p2pd.errors import Cause, ConflictError
+
+REFUSED = Ending(TransferState.INTERRUPTED, "the receiver could not store the conversation", Cause.PEER_STORAGE,
+                 retry_later=True)
 
 
-@pytest.fixture
-def transfers(tmp_path: Path) -> DeviceTransfers:
-    t = DeviceTransfers.__new__(DeviceTransfers)  # (only its store and its waits: no network here)
-    t.store = Store(tmp_path / "state.sqlite3")
-    t.deferred = {}
-    t.retry_delays = (10.0, 30.0, 300.0)
-    return t
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
 
 
-def test_a_refused_transfer_waits_longer_each_time_while_the_others_go_first(transfers: DeviceTransfers) -> None:
-    store = transfers.store
+def _waiting(store: Store, device: str) -> list[TransferRow]:
+    return [r for r in store.list_transfers(limit=100) if r.peer == device and r.direction == "out"
+            and r.state in (TransferState.QUEUED, TransferState.INTERRUPTED)]
+
+
+def test_a_refused_transfer_waits_longer_each_time_while_the_others_go_first(tmp_path: Path) -> None:
+    store = Store(tmp_path / "state.sqlite3")
+    clock = Clock()
+    room = RoomWaits((10.0, 30.0, 300.0), clock)
     first = store.create_transfer("out", "dev-1", title="first", state="interrupted")
     second = store.create_transfer("out", "dev-1", title="second")
-    elsewhere = store.create_transfer("out", "dev-2", title="to another device")
-    assert transfers.next_outgoing("dev-1") == (first, None)  # the oldest first
-    refused = Ending(TransferState.INTERRUPTED, "the receiver could not store the conversation",
-                     Cause.PEER_STORAGE, retry_later=True)
+    assert room.pick(_waiting(store, "dev-1")) == (first, None)  # the oldest first
     delays = []
     for _ in range(4):
-        row = store.get_transfer(first.id)
-        ending, detail = transfers._defer(row, refused)
+        ending, detail = room.defer(store.get_transfer(first.id), REFUSED)
         store.update_transfer(first.id, detail=detail)
         delays.append(detail["retry_in"])
-        assert ending.reason.endswith(f"it is sent again in {detail['retry_in']:g} s") and ending.retry_later
+        assert ending.reason == f"{REFUSED.reason}; it is sent again in {detail['retry_in']:g} s"
+        assert (ending.state, ending.cause, ending.retry_later) == (REFUSED.state, REFUSED.cause, True)
     assert delays == [10.0, 30.0, 300.0, 300.0]  # then the last delay, again and again
     assert store.get_transfer(first.id).detail["storage_refusals"] == 4
-    row, due_in = transfers.next_outgoing("dev-1")
+    row, due_in = room.pick(_waiting(store, "dev-1"))
     assert row is not None and row.id == second.id and due_in is None  # the other one goes meanwhile
     store.update_transfer(second.id, state="running")
     store.update_transfer(second.id, state="done")
-    row, due_in = transfers.next_outgoing("dev-1")
-    assert row is None and due_in is not None and 290 < due_in <= 300  # nothing ready: when to look again
-    assert transfers.next_outgoing("dev-2") == (elsewhere, None)  # another device's queue is its own
-    transfers.device_back("dev-1")  # it connected again: what waited goes now
-    row, _ = transfers.next_outgoing("dev-1")
-    assert row is not None and row.id == first.id
+    assert room.pick(_waiting(store, "dev-1")) == (None, 300.0)  # nothing may go: when to look again
+    clock.now += 299.0
+    assert room.pick(_waiting(store, "dev-1")) == (None, 1.0)
+    clock.now += 1.0
+    row, _ = room.pick(_waiting(store, "dev-1"))
+    assert row is not None and row.id == first.id  # due
+    room.going(first.id)
+    assert room.due == {}
+
+
+def test_the_devices_return_or_a_persons_retry_ends_the_wait_and_nothing_else_is_sent_again(tmp_path: Path) -> None:
+    store = Store(tmp_path / "state.sqlite3")
+    room = RoomWaits((10.0,), Clock())
+    row = store.create_transfer("out", "dev-1", title="t", state="interrupted")
+    room.defer(row, REFUSED)
+    assert room.pick(_waiting(store, "dev-1"))[0] is None
+    room.device_back(_waiting(store, "dev-1"))  # it connected again
+    assert room.pick(_waiting(store, "dev-1"))[0] == row
+    room.defer(row, REFUSED)
+    room.send_again(store.get_transfer(row.id))  # `p2pd transfers ID --retry`
+    assert room.pick(_waiting(store, "dev-1"))[0] == row
+    incoming = store.create_transfer("in", "dev-1", title="in", state="interrupted")
+    to_code = store.create_transfer("out", "", title="code", code="7-a-b", state="interrupted")
+    store.update_transfer(row.id, state="running")
+    for other, words in ((incoming, "not one this daemon sends"), (to_code, "not one this daemon sends"),
+                         (store.get_transfer(row.id), "only an interrupted or queued one")):
+        with pytest.raises(ConflictError, match=words):
+            room.send_again(other)
