@@ -9,6 +9,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from p2pd.cli import options
+from p2pd.cli.device_send import waits_for_room
 from p2pd.cli.output import err, escape, human, print_json, print_rows, show_record, shown, when
 from p2pd.errors import ExitCode, InvalidInputError
 
@@ -160,16 +161,11 @@ def cmd_transfers(args: argparse.Namespace) -> int:
         elif _no_room_here(row):  # this machine's disk refused it; the sending device tries again (DAEMON.md)
             print("interrupted: this machine could not store it (the error above). The sending device sends it "
                   "again by itself; make room and it arrives")
-        elif _room_waits(row):  # the receiving device's disk refused it (DAEMON.md)
+        elif waits_for_room(row):  # the receiving device's disk refused it (DAEMON.md)
             print("interrupted: the receiving device could not store it (the error above). The daemon sends it "
                   "again by itself, and at once when the device connects again; once it has room, "
                   "`p2pd transfers ID --retry` sends it now, `p2pd transfers ID --cancel` gives up")
     return ExitCode.OK
-
-
-def _room_waits(row: dict[str, Any]) -> bool:
-    """Whether a transfer to a device waits to be sent again because the device's disk refused it."""
-    return row.get("state") == "interrupted" and row.get("cause") == "peer_storage"
 
 
 def _no_room_here(row: dict[str, Any]) -> bool:
@@ -189,7 +185,7 @@ def _state_cell(row: dict[str, Any]) -> str:
         return "verified, filing waits"
     if _no_room_here(row):
         return "interrupted, no room here"
-    return "interrupted, no room there" if _room_waits(row) else str(row["state"])
+    return "interrupted, no room there" if waits_for_room(row) else str(row["state"])
 
 
 def cmd_inbox(args: argparse.Namespace) -> int:

@@ -47,7 +47,7 @@ def describe(row: dict[str, Any], device: dict[str, Any]) -> str:
     if row["state"] == "running" and row.get("size"):
         pct = 100 * row["bytes_done"] // max(1, row["size"])
         return f"{where}: sending {human(row['bytes_done'])} of {human(row['size'])} ({pct // 10 * 10}%)"
-    if _waits_for_room(row):  # (its error says when it goes again)
+    if waits_for_room(row):  # (its error says when it goes again)
         return f"{where}: interrupted, {shown(str(row.get('error') or 'its disk refused it'))}"
     if row["state"] in ("queued", "interrupted"):
         return f"{where}: {row['state']}, sent when the device is online"
@@ -56,7 +56,7 @@ def describe(row: dict[str, Any], device: dict[str, Any]) -> str:
     return f"{where}: {row['state']}"
 
 
-def _waits_for_room(row: dict[str, Any]) -> bool:
+def waits_for_room(row: dict[str, Any]) -> bool:
     """The device's disk refused the transfer: the daemon sends it again by itself, later (DAEMON.md)."""
     return row["state"] == "interrupted" and row.get("cause") == "peer_storage"
 
@@ -75,7 +75,7 @@ def follow(c: DaemonClient, ids: list[str], *, timeout: float) -> int:
             if said.get(row["id"]) != line and row["state"] not in FINAL:
                 err.print(line)
                 said[row["id"]] = line
-            if (row["state"] in ("queued", "interrupted") and device.get("state") != "online") or _waits_for_room(row):
+            if (row["state"] in ("queued", "interrupted") and device.get("state") != "online") or waits_for_room(row):
                 away.setdefault(row["id"], now)
             else:
                 away.pop(row["id"], None)
@@ -84,7 +84,7 @@ def follow(c: DaemonClient, ids: list[str], *, timeout: float) -> int:
             return _summary(rows, devices)
         if all(r["id"] in away and now - away[r["id"]] >= min(AWAY_WAIT, timeout) for r in open_rows):
             for r in open_rows:
-                then = ("The daemon sends it again by itself" if _waits_for_room(r)
+                then = ("The daemon sends it again by itself" if waits_for_room(r)
                         else "The transfer stays queued and goes when the device is back")
                 err.print(f"{describe(r, devices.get(r['peer'], {}))}. {then}: `p2pd transfers {shown(r['id'])}` "
                           "shows it.")
@@ -112,4 +112,4 @@ def _summary(rows: list[dict[str, Any]], devices: dict[str, Any]) -> int:
     return code
 
 
-__all__ = ["describe", "follow", "send_via_daemon"]
+__all__ = ["describe", "follow", "send_via_daemon", "waits_for_room"]

@@ -15,9 +15,8 @@ from collections.abc import Callable, Coroutine, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from p2pd.cli.progress import human
 from p2pd.errors import ExitCode
-from p2pd.support.text import visible
+from p2pd.support.text import human, visible
 
 if TYPE_CHECKING:  # rich is imported on first use: `p2pd --help` must not pay ~0.1 s for it
     from rich.console import Console

@@ -10,6 +10,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from p2pd.support.text import human
+
 if TYPE_CHECKING:  # rich is imported on first use
     from rich.console import Console
     from rich.progress import Progress, TaskID
@@ -73,17 +75,8 @@ class Activity:
         self._kind = self._name = ""
 
 
-def human(n: float) -> str:
-    """A byte count for people: ``512 B``, ``1.5 KB``, ``3.2 GB`` (powers of 1000)."""
-    for unit in ("B", "KB", "MB", "GB"):
-        if abs(n) < 1000 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-    return f"{n:.1f} GB"  # pragma: no cover - the loop returns at GB
-
-
 def _bytes_column() -> Any:
-    """``1.5 MB/3.2 MB``: done of all, in the units of every other line p2pd prints (:func:`human`)."""
+    """``1.5 MB/3.2 MB``: done of all, in the units of every other line p2pd prints (``support.text.human``)."""
     from rich.progress import ProgressColumn
     from rich.text import Text
 

@@ -436,7 +436,7 @@ class DeviceNetwork:
         return self.transfers.next_outgoing(device_id)
 
     def send_again(self, row: TransferRow) -> TransferRow:
-        """Send ``row`` at its device's next turn, not after the wait it was given (DeviceTransfers.send_again)."""
+        """Send ``row`` at its device's next turn, not after the wait it was given (RoomWaits.send_again)."""
         self.transfers.room.send_again(row)
         if (session := self.sessions.get(row.peer)) is not None:
             session.kick.set()

@@ -43,3 +43,12 @@ def visible_line(text: str, limit: int | None = 300) -> str:
 def counted(n: int, noun: str, plural: str | None = None) -> str:
     """``n`` and the noun that agrees with it: ``1 thinking block``, ``2 thinking blocks``, ``0 replies``."""
     return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
+def human(n: float) -> str:
+    """A byte count for people: ``512 B``, ``1.5 KB``, ``3.2 GB`` (powers of 1000)."""
+    for unit in ("B", "KB", "MB", "GB"):
+        if abs(n) < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} GB"  # pragma: no cover - the loop returns at GB

@@ -29,6 +29,7 @@ from pathlib import Path
 from p2pd.blob.container import HEADER_SIZE, BlobHeader
 from p2pd.errors import BusyError
 from p2pd.support.atomic import atomic_write_bytes, fsync_dir
+from p2pd.support.text import human
 from p2pd.transfer.frames import Offer
 
 PARTIAL_DIR = ".p2pd-partial"
@@ -49,16 +50,12 @@ class NoRoomError(OSError):
     reported as this machine's storage failure: the transfer protocol's ``io``)."""
 
     def __init__(self, folder: Path, free: int, need: int, *, about: bool = False) -> None:
-        super().__init__(errno.ENOSPC, f"not enough room in {folder}: {_size(free)} free, "
-                                       f"{'about ' if about else ''}{_size(need)} needed")
+        super().__init__(errno.ENOSPC, f"not enough room in {folder}: {human(free)} free, "
+                                       f"{'about ' if about else ''}{human(need)} needed")
         self.folder, self.free, self.need = folder, free, need
 
     def __str__(self) -> str:
         return str(self.strerror)  # (it names the folder already; no "[Errno 28]")
-
-
-def _size(n: int) -> str:
-    return f"{n / 1e6:.1f} MB" if n >= 100_000 else f"{n} bytes"
 
 
 def free_space(folder: Path) -> int | None:
@@ -226,12 +223,13 @@ class PartialBlob:
     def _check_room(self) -> None:
         """Refuse (NoRoomError) when the folder's file system has less room than the payload still missing here:
         the sender learns it before a byte is sent (a disk that fills up meanwhile still fails the write)."""
-        need = HEADER_SIZE + self.offer.compressed_size - sum(end - start for start, end in self.have)
-        free = free_space(self.dir)
-        if free is not None and free < need:
+        try:
+            check_room(self.dest_dir, HEADER_SIZE + self.offer.compressed_size
+                       - sum(end - start for start, end in self.have))
+        except NoRoomError:
             if not self.have:
                 self._remove_dir()  # nothing of it was here before: nothing is left behind
-            raise NoRoomError(self.dest_dir, free, need)
+            raise
 
     def _load_state(self) -> list[tuple[int, int]]:
         try:
