@@ -60,7 +60,8 @@ class Cause(StrEnum):
     TOO_LARGE = "too_large"
     CONFLICT = "conflict"
     STORAGE = "storage"  # a local file system refused a write (disk full, name too long, permission)
-    PEER_STORAGE = "peer_storage"  # the receiver's file system refused what was sent (its disk is full…)
+    PEER_STORAGE = "peer_storage"  # the peer's file system: the receiver's refused what was sent (its disk is full…)
+    # or the sender could not read what it was sending
     UNAUTHORIZED = "unauthorized"  # the daemon refused the token
     DAEMON_NOT_RUNNING = "daemon_not_running"
     NO_NETWORK = "no_network"  # the daemon runs without a device network

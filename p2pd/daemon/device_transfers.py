@@ -114,9 +114,10 @@ class DeviceTransfers:
     def next_outgoing(self, device_id: str) -> tuple[TransferRow | None, float | None]:
         """The oldest transfer to ``device_id`` that may be sent now; else seconds until one refused for room is
         due (:class:`~p2pd.daemon.room_waits.RoomWaits`)."""
-        return self.room.pick(r for r in self.store.list_transfers(limit=1000)
-                              if r.direction == "out" and r.peer == device_id
-                              and r.state in (TransferState.QUEUED, TransferState.INTERRUPTED))
+        waiting = [r for r in self.store.list_transfers(limit=1000)
+                   if r.direction == "out" and r.state in (TransferState.QUEUED, TransferState.INTERRUPTED)]
+        self.room.keep_only(r.id for r in waiting)  # (a wait ends with its transfer: cancelled, or sent meanwhile)
+        return self.room.pick(r for r in waiting if r.peer == device_id)
 
     def device_back(self, device_id: str) -> None:
         """A device (re)connected: what waited for its room goes now."""

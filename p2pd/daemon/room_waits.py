@@ -48,6 +48,13 @@ class RoomWaits:
         return (replace(ending, reason=f"{ending.reason}; it is sent again in {delay:g} s"),
                 {"storage_refusals": refusals, "retry_in": delay})
 
+    def keep_only(self, waiting: Iterable[str]) -> None:
+        """Forget the waits of transfers no longer waiting (cancelled meanwhile, or ended otherwise)."""
+        keep = set(waiting)
+        for tid in list(self.due):  # (a copy taken in one step: another thread may add meanwhile)
+            if tid not in keep:
+                self.due.pop(tid, None)
+
     def going(self, tid: str) -> None:
         """The transfer is being sent now (a refusal defers it again)."""
         self.due.pop(tid, None)

@@ -34,23 +34,29 @@ class Failure(msgspec.Struct, frozen=True):
     reason: str
     by_peer: bool
 
-    def message(self) -> str:
+    def message(self, peer: str = "receiver") -> str:
         """What happened, in words (never a code's internal name). The peer's own text is not part of it: it is
-        kept in the error's ``peer_text``, which the CLI shows as what the peer said."""
+        kept in the error's ``peer_text``, which the CLI shows as what the peer said. ``peer``: the other side's
+        role, ``"receiver"`` (this side sends) or ``"sender"`` — the words for a peer's frame name who sent it."""
+        if self.by_peer and peer == "sender" and self.code in _FROM_SENDER:
+            return _FROM_SENDER[self.code]
         by_peer, local = _WORDS.get(self.code, (f"the peer stopped the transfer (reason {self.code})",
                                                 "the transfer failed: {reason}"))
+        if self.by_peer and peer == "sender" and self.code in _RECEIVERS_CODES:
+            return f"the sender stopped the transfer (reason {self.code})"  # (its words above are a sender's to read)
         return by_peer if self.by_peer else local.replace("{reason}", printable(self.reason))
 
-    def exception(self) -> P2pdError:
+    def exception(self, peer: str = "receiver") -> P2pdError:
         """The error a caller raises for this failure: its class and ``cause`` follow the code, ``party`` is
-        PEER when the peer's frame ended the transfer, and the peer's text is in ``peer_text``."""
+        PEER when the peer's frame ended the transfer, and the peer's text is in ``peer_text``; ``peer`` as in
+        :meth:`message`."""
         cls, cause, local_party = _ERRORS.get(self.code, _OTHER)
         if self.code == Code.TOO_LARGE and self.by_peer:
             cls, cause = DeclinedError, Cause.DECLINED  # the peer refused a size: a refusal, not our input
         elif self.code == Code.IO and self.by_peer:
             cls, cause = TransferFailedError, Cause.PEER_STORAGE  # the peer's disk: nothing this side's is at fault
         party = Party.PEER if self.by_peer else local_party
-        return cls(self.message(), cause=cause, party=party,
+        return cls(self.message(peer), cause=cause, party=party,
                    peer_text=self.reason if self.by_peer else None, details={"code": code_name(self.code)})
 
 
@@ -84,6 +90,13 @@ _WORDS: dict[int, tuple[str, str]] = {
                         "try again later", "over this side's hourly limit: {reason}"),
 }
 
+# code -> the words when the sender's frame ended the transfer, where they differ from a receiver's.
+_FROM_SENDER: dict[int, str] = {
+    Code.IO: "the sender could not read or pack the conversation it was sending; nothing was kept here",
+}
+# The codes only a receiver has reason to send: their by-peer words above speak of the receiver, to a sender.
+_RECEIVERS_CODES = frozenset({Code.DECLINED, Code.TOO_LARGE, Code.UNSUPPORTED_CODEC, Code.BUSY, Code.CHECKSUM,
+                              Code.INVALID, Code.NOT_ALLOWED, Code.RATE_LIMITED})
 
 # code -> (class, cause, party when this side decided it); ``party`` is PEER whenever the peer's frame did.
 _ERRORS: dict[int, tuple[type[P2pdError], Cause, Party]] = {

@@ -224,4 +224,4 @@ class Runner:
 
     def raise_failure(self) -> None:
         assert self.failure is not None
-        raise self.failure.exception()
+        raise self.failure.exception("receiver" if isinstance(self.machine, Sender) else "sender")

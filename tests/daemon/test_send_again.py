@@ -79,3 +79,18 @@ def test_the_devices_return_or_a_persons_retry_ends_the_wait_and_nothing_else_is
                          (store.get_transfer(row.id), "only an interrupted or queued one")):
         with pytest.raises(ConflictError, match=words):
             room.send_again(other)
+
+
+def test_a_wait_ends_with_its_transfer_when_it_is_cancelled_meanwhile(tmp_path: Path) -> None:
+    store = Store(tmp_path / "state.sqlite3")
+    room = RoomWaits((10.0,), Clock())
+    kept = store.create_transfer("out", "dev-1", title="kept", state="interrupted")
+    dropped = store.create_transfer("out", "dev-2", title="dropped", state="interrupted")
+    room.defer(kept, REFUSED)
+    room.defer(dropped, REFUSED)
+    store.update_transfer(dropped.id, state="cancelled")  # `p2pd transfers ID --cancel` while it waited
+    waiting = [r for r in store.list_transfers(limit=100) if r.direction == "out"
+               and r.state in (TransferState.QUEUED, TransferState.INTERRUPTED)]
+    room.keep_only(r.id for r in waiting)  # what next_outgoing does before it picks
+    assert set(room.due) == {kept.id}
+    assert room.pick(_waiting(store, "dev-1")) == (None, 10.0)  # the one still waiting keeps its wait

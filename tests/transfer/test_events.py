@@ -67,10 +67,26 @@ def test_peer_text_is_kept_apart_and_this_sides_reason_is_escaped_in_the_message
         "the transfer was cancelled: stop\\x1b[2J\\u202eevil"
 
 
+def test_a_receiver_is_told_what_its_sender_said_in_the_senders_words() -> None:
+    # io from the receiver: its disk; from the sender: the sender could not read what it was sending
+    assert "receiver could not store" in Failure(Code.IO, "disk full", True).message()
+    heard = Failure(Code.IO, "cannot read the blob", True).exception("sender")
+    assert "sender could not read or pack" in str(heard) and "receiver" not in str(heard)
+    assert heard.cause is Cause.PEER_STORAGE and heard.party is Party.PEER
+    # a code only a receiver has reason to send, from a sender (a broken or hostile one): no "the receiver…"
+    for code in (Code.DECLINED, Code.CHECKSUM, Code.TOO_LARGE, Code.NOT_ALLOWED):
+        said = Failure(code, "x", True).message("sender")
+        assert said.startswith("the sender stopped the transfer") and "receiver" not in said, said
+    # words that name no side stay as they are; this side's own failures do not depend on the peer's role
+    assert Failure(Code.CANCELLED, "x", True).message("sender") == Failure(Code.CANCELLED, "x", True).message()
+    assert Failure(Code.IO, "full", False).message("sender") == Failure(Code.IO, "full", False).message()
+
+
+@pytest.mark.parametrize("peer", ["receiver", "sender"])
 @pytest.mark.parametrize("by_peer", [True, False])
 @pytest.mark.parametrize("code", [*Code, 99])
-def test_messages_are_words_not_internal_names_and_do_not_stutter(code: int, by_peer: bool) -> None:
-    message = Failure(code, "some reason", by_peer).message()
+def test_messages_are_words_not_internal_names_and_do_not_stutter(code: int, by_peer: bool, peer: str) -> None:
+    message = Failure(code, "some reason", by_peer).message(peer)
     assert "_" not in message and "(" + code_name(code) + ")" not in message, message
     words = message.replace(";", " ").replace(":", " ").split()
     for n in (3, 4):  # no phrase of three or four words said twice ("unreachable: signaling server unreachable")

@@ -390,3 +390,23 @@ async def test_a_storage_failure_on_the_receiver_stops_both_with_the_reason(tmp_
     assert sender.cause is Cause.PEER_STORAGE  # the receiver's disk: a daemon sends it again later
     assert str(sender) == "the receiver could not store the conversation (is its disk full?)"
     assert sender.peer_text is not None and "cannot store the blob" in sender.peer_text
+
+
+async def test_a_sender_that_cannot_read_its_blob_tells_the_receiver_in_the_senders_words(tmp_path: Path) -> None:
+    write_blob(tmp_path / "x.blob", os.urandom(12_000_000))
+    async with connected_pair() as (a, b):
+        ca, cb = await open_channels(a, b)
+
+        def on_progress(done: int, total: int) -> None:
+            if done > total // 5:
+                os.truncate(tmp_path / "x.blob", 1000)  # the blob is cut short under the sender: a short read
+
+        sender, receiver = await asyncio.gather(
+            send_blob(ca, tmp_path / "x.blob", INFO, on_progress=on_progress, max_message_size=MAX_MESSAGE_SIZE),
+            receive_blob(cb, tmp_path / "in", decide=accept_all), return_exceptions=True)
+    assert isinstance(sender, StorageError) and sender.party is Party.LOCAL and sender.cause is Cause.STORAGE
+    assert "cannot read the blob file" in str(sender)
+    assert isinstance(receiver, TransferFailedError) and receiver.party is Party.PEER
+    assert receiver.cause is Cause.PEER_STORAGE
+    assert str(receiver) == "the sender could not read or pack the conversation it was sending; nothing was kept here"
+    assert receiver.peer_text is not None and "shorter than its header says" in receiver.peer_text
