@@ -36,7 +36,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from p2pd.conversation.json_limits import DEFAULT_LIMITS, Limits
 from p2pd.conversation.json_text import compact_json
+from p2pd.errors import TooLargeError
+from p2pd.support.text import human
 
 ELEMENT_ARRAYS = ("messages", "records", "toolResults")
 Write = Callable[[bytes], object]
@@ -53,14 +56,50 @@ class SubagentLines:
     rest: dict[str, Any]
 
 
-def _elements(write: Write, items: Iterable[bytes]) -> int:
+class _Budget:
+    """What a receiver's document limits (:class:`~p2pd.conversation.json_limits.Limits`, the ones every p2pd
+    reader applies) allow, checked as each element is written: a conversation over them is refused here, where
+    it is made, with the element named — not by the receiver after the bytes before it crossed."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self.elements = 0
+        self.messages = 0
+
+    def check(self, item: bytes, where: str, index: int, message: bool) -> None:
+        limits = self.limits
+        self.elements += 1
+        self.messages += message
+        if len(item) > limits.element_bytes:
+            raise TooLargeError(
+                f"{where} {index + 1} of this conversation is {human(len(item))} as JSON, over the "
+                f"{human(limits.element_bytes)} a p2pd receiver takes for one element: it cannot be carried as "
+                f"it is", details={"element": where, "index": index, "bytes": len(item),
+                                   "limit": limits.element_bytes})
+        if self.messages > limits.messages or self.elements > limits.elements:
+            over_messages = self.messages > limits.messages
+            limit = limits.messages if over_messages else limits.elements
+            raise TooLargeError(
+                f"this conversation has more than {limit:,} {'messages' if over_messages else 'elements'} "
+                f"(messages, records and tool results), over what a p2pd receiver takes: it cannot be carried "
+                f"as it is", details={"count": "messages" if over_messages else "elements", "limit": limit})
+
+
+def _elements(write: Write, items: Iterable[bytes], budget: _Budget, where: str, *, message: bool = False) -> int:
     """Each element on a line of its own, after a comma but the first: ``a\n,b\n,c\n``; one write per element
-    (its comma and newline joined to it: the calls into the writer saved cost more than the copy). Returns how many."""
+    (its comma and newline joined to it: the calls into the writer saved cost more than the copy), each checked
+    against ``budget`` first (``where``: what it is, for the error; ``message``: whether it counts as a message).
+    Returns how many."""
     n = 0
+    check = budget.check
     for item in items:
+        check(item, where, n, message)
         write(b"," + item + b"\n" if n else item + b"\n")
         n += 1
     return n
+
+
+_WHAT = {"messages": "message", "records": "record"}
 
 
 def _fields(values: dict[str, Any]) -> bytes:
@@ -74,29 +113,31 @@ def _key(name: str) -> bytes:
 
 def write_document(write: Write, head: dict[str, Any], messages: Iterable[bytes], records: Iterable[bytes],
                    middle: Fields, subagents: Iterable[SubagentLines], tool_results: Iterable[bytes],
-                   tail: Fields, *, records_first: bool = False) -> None:
+                   tail: Fields, *, records_first: bool = False, limits: Limits = DEFAULT_LIMITS) -> None:
     """Write a whole document in the line layout. ``head``: the fields before ``messages`` (``format`` first);
     ``middle``: ``issues`` and ``lineCount``, asked for once the records are written; ``tail``: what follows
     ``toolResults`` (``metadata``, when set; a streamed writer's ``title``, ``summary`` and ``counts``), asked
-    for at the end. ``records_first``: the ``records`` array before ``messages`` (a streamed writer's order)."""
+    for at the end. ``records_first``: the ``records`` array before ``messages`` (a streamed writer's order).
+    A conversation over ``limits`` (a receiver's) stops at the element that breaks them (TooLargeError)."""
+    budget = _Budget(limits)
     fields = _fields(head)
     first, second = (("records", records), ("messages", messages)) if records_first else \
         (("messages", messages), ("records", records))
     write(b"{" + fields + (b"," if fields else b"") + _key(first[0]) + b"\n")
-    _elements(write, first[1])
+    _elements(write, first[1], budget, _WHAT[first[0]], message=first[0] == "messages")
     write(b"]," + _key(second[0]) + b"\n")
-    _elements(write, second[1])
+    _elements(write, second[1], budget, _WHAT[second[0]], message=second[0] == "messages")
     middle_fields = _fields(middle())
     write(b"]," + middle_fields + (b"," if middle_fields else b"") + _key("subagents") + b"\n")
     for i, sub in enumerate(subagents):
         write((b",{" if i else b"{") + _key("messages") + b"\n")
-        _elements(write, sub.messages)
+        _elements(write, sub.messages, budget, f"subagent {i + 1}'s message", message=True)
         write(b"]," + _key("records") + b"\n")
-        _elements(write, sub.records)
+        _elements(write, sub.records, budget, f"subagent {i + 1}'s record")
         rest = _fields(sub.rest)
         write(b"]" + (b"," + rest if rest else b"") + b"}\n")
     write(b"]," + _key("toolResults") + b"\n")
-    _elements(write, tool_results)
+    _elements(write, tool_results, budget, "tool result")
     tail_fields = _fields(tail())
     write(b"]" + (b"," + tail_fields if tail_fields else b"") + b"}\n")
 

@@ -11,6 +11,8 @@ its standard output, which the sending process (:mod:`p2pd.exchange.producing`) 
           records already flow (the document itself carries title and counts at its end)
     b"D"  compressed payload bytes
     b"E"  JSON {"raw_size": n}: the payload is complete
+    b"X"  JSON: the error that stopped it, when it is one of p2pd's (``P2pdError.to_wire()``: its class, cause and
+          details travel, not only its text)
 
 An error ends it with a non-zero exit status and its text on standard error. Running in its own process, the
 conversion has a core of its own: the sender's event loop (pairing, ICE, the data channel) does not compete
@@ -19,6 +21,7 @@ with it for the GIL.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import os
@@ -153,6 +156,9 @@ def main(argv: list[str]) -> int:
 
         sys.stderr.write(f"{exc}\n" if isinstance(exc, P2pdError) else f"{type(exc).__name__}: {exc}\n")
         sys.stderr.flush()
+        if isinstance(exc, P2pdError):
+            with contextlib.suppress(OSError):  # (the sender may have gone: the status still says it failed)
+                out.record(b"X", json.dumps(exc.to_wire()).encode())
         os._exit(2)
     os._exit(0)
 

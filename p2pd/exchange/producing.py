@@ -22,7 +22,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from p2pd.blob.codecs import CODECS
 from p2pd.blob.container import HEADER_SIZE, BlobHeader
-from p2pd.errors import Cause, TransferFailedError
+from p2pd.errors import Cause, P2pdError, TransferFailedError, from_wire
 
 if TYPE_CHECKING:  # the transfer's modules load once the peer is connected, after the code is shown
     from p2pd.conversation.model import ConversationDocument
@@ -83,7 +83,7 @@ class Production:
         self.source_size = source_size
         self.head: dict[str, Any] | None = None
         self.raw_size: int | None = None  # set when complete
-        self.error: str | None = None
+        self.error: str | P2pdError | None = None
         self._stopped = False
         self._proc: subprocess.Popen[bytes] | None = None
         self._lz4: Path | None = None
@@ -118,9 +118,11 @@ class Production:
                     self._set_head(json.loads(data))
                 elif tag == b"E":
                     self._complete(int(json.loads(data)["raw_size"]))
+                elif tag == b"X":  # the packing's own error, typed (a conversation over the limits…)
+                    self._fail(from_wire(json.loads(data), fallback_message="the packing process failed"))
             status = proc.wait()
             err = proc.stderr.read().decode("utf-8", "replace").strip()
-            if self.raw_size is None:
+            if self.raw_size is None and self.error is None:
                 self._fail(err or f"the packing process ended with status {status}")
         except Exception as exc:
             self._fail(f"{type(exc).__name__}: {exc}")
@@ -138,6 +140,8 @@ class Production:
                 document_lines(data, out.write)
                 out.finish()  # (in memory already: quick; the offer then has the real sizes)
                 self._set_head(offered(data))
+        except P2pdError as exc:
+            self._fail(exc)
         except Exception as exc:
             self._fail(f"{type(exc).__name__}: {exc}")
 
@@ -170,7 +174,7 @@ class Production:
             self.raw_size = raw_size
             self._cond.notify_all()
 
-    def _fail(self, text: str) -> None:
+    def _fail(self, text: str | P2pdError) -> None:
         with self._cond:
             self.error = text
             self._cond.notify_all()
@@ -182,6 +186,8 @@ class Production:
             while not ready():
                 if self._stopped:
                     raise Stopped("the transfer ended")
+                if isinstance(self.error, P2pdError):
+                    raise self.error  # (its own class and cause: the conversation is over a limit…)
                 if self.error is not None:
                     raise TransferFailedError(f"could not pack the conversation: {self.error}",
                                               cause=Cause.INVALID_INPUT)

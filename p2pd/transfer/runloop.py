@@ -22,7 +22,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from p2pd.errors import ConnectionFailedError, PeerGoneError, TransferCancelledError
+from p2pd.errors import ConnectionFailedError, P2pdError, PeerGoneError, TransferCancelledError
 from p2pd.transfer.control import ProgressCallback, TransferControl
 from p2pd.transfer.datachannel import DataChannel
 from p2pd.transfer.events import Action, Completed, Failed, Failure, Progress, SendFrame
@@ -52,6 +52,7 @@ class Runner:
         self.on_progress = on_progress
         self.control = control
         self.failure: Failure | None = None
+        self.local_error: P2pdError | None = None  # this side's own typed error behind its failure, if it has one
         self.completed = False
         self.last_activity = self.loop.time()
         self.started = time.monotonic()
@@ -224,4 +225,6 @@ class Runner:
 
     def raise_failure(self) -> None:
         assert self.failure is not None
+        if self.local_error is not None and not self.failure.by_peer:
+            raise self.local_error  # (its own class, cause and words: e.g. the conversation over a limit)
         raise self.failure.exception("receiver" if isinstance(self.machine, Sender) else "sender")

@@ -21,6 +21,7 @@ from typing import Protocol
 
 import msgspec
 
+from p2pd.errors import P2pdError, TooLargeError
 from p2pd.transfer.control import ProgressCallback, TransferControl, TransferResult
 from p2pd.transfer.datachannel import DataChannel
 from p2pd.transfer.frames import Code, OfferInfo
@@ -125,7 +126,12 @@ class StreamSendSide(SendSide):
     def on_job(self, done: JobDone) -> None:
         m = self.machine
         if done.error is not None:
-            self.perform(m.fail(Code.IO, f"cannot pack the conversation: {done.error}"))
+            if isinstance(done.error, P2pdError) and not m.finished:  # the packing's own error: this side's
+                self.local_error = done.error
+            if isinstance(done.error, TooLargeError):  # over what any receiver takes: the program stops it
+                self.perform(m.cancel(f"the conversation is over what a p2pd receiver takes: {done.error}"))
+            else:
+                self.perform(m.fail(Code.IO, f"cannot pack the conversation: {done.error}"))
             return
         if done.kind is JobKind.SUMMARY:
             s = done.result

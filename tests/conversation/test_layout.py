@@ -9,9 +9,11 @@ import pytest
 
 from p2pd.agents.sources import load_file
 from p2pd.conversation.document_io import dumps
-from p2pd.conversation.layout import document_lines
+from p2pd.conversation.json_limits import Limits
+from p2pd.conversation.json_text import compact_json
+from p2pd.conversation.layout import document_lines, write_document
 from p2pd.conversation.stream_reader import DocumentReader, DocumentSummary
-from p2pd.errors import InvalidInputError
+from p2pd.errors import Cause, InvalidInputError, TooLargeError
 from tests.corpus import claude_code_files, codex_files, file_id, gemini_files
 
 SESSIONS = claude_code_files(include_subagents=False) + codex_files() + gemini_files()
@@ -79,3 +81,38 @@ def test_an_element_nested_too_deep_is_refused():
             b'],"records":[\n],"issues":[],"lineCount":0,"subagents":[\n],"toolResults":[\n]}\n')
     with pytest.raises(InvalidInputError, match="deeper than"):
         read_layout([data])
+
+
+def _write_with(doc_json: dict, limits: Limits) -> bytes:
+    out = io.BytesIO()
+    head = {k: doc_json[k] for k in list(doc_json)[:list(doc_json).index("messages")]}
+    write_document(out.write, head, (compact_json(m) for m in doc_json["messages"]),
+                   (compact_json(r) for r in doc_json["records"]),
+                   lambda: {"issues": doc_json["issues"], "lineCount": doc_json["lineCount"]}, [],
+                   (compact_json(t) for t in doc_json["toolResults"]), lambda: {}, limits=limits)
+    return out.getvalue()
+
+
+def test_the_writer_refuses_exactly_the_element_a_reader_would_refuse():
+    """What every p2pd reader refuses (one element over its size, too many messages) is refused as it is
+    written — the sender learns it there, with the element named — and the boundary is the reader's own."""
+    doc = load_file(claude_code_files(include_subagents=False)[0]).to_json_dict()
+    sizes = {(kind, i): len(compact_json(e)) for kind in ("messages", "records", "toolResults")
+             for i, e in enumerate(doc[kind])}
+    (kind, at), biggest = max(sizes.items(), key=lambda kv: kv[1])
+    what = {"messages": "message", "records": "record", "toolResults": "tool result"}[kind]
+    fits = Limits(element_bytes=biggest)
+    read_layout([_write_with(doc, fits)])  # at the limit: written, and a reader with that limit takes it
+    with pytest.raises(TooLargeError) as caught:
+        _write_with(doc, Limits(element_bytes=biggest - 1))
+    assert caught.value.cause is Cause.TOO_LARGE and f"{what} {at + 1} of this conversation" in str(caught.value)
+    assert caught.value.details == {"element": what, "index": at, "bytes": biggest, "limit": biggest - 1}
+    with pytest.raises(TooLargeError, match="element over"):  # the reader draws the line at the same byte
+        reader = DocumentReader(limits=Limits(element_bytes=biggest - 1))
+        reader.feed(_write_with(doc, fits))
+        reader.finish()
+    n = len(doc["messages"])
+    read_layout([_write_with(doc, Limits(messages=n))])
+    with pytest.raises(TooLargeError, match=f"more than {n - 1:,} messages") as over:
+        _write_with(doc, Limits(messages=n - 1))
+    assert over.value.details == {"count": "messages", "limit": n - 1}

@@ -181,6 +181,40 @@ def test_a_receiver_whose_disk_fills_up_while_it_arrives_stops_at_that_write(ser
         disk.unmount()
 
 
+def over_an_element(into: Path) -> Path:
+    """The corpus session with one tool result grown past what a p2pd receiver takes for one element (64 MiB):
+    the line a person could have, as Claude Code writes it."""
+    lines = SESSION.read_bytes().splitlines()
+    for i, raw in enumerate(lines):
+        obj = json.loads(raw)
+        content = obj.get("message", {}).get("content") if isinstance(obj.get("message"), dict) else None
+        if obj.get("type") == "user" and isinstance(content, list) and \
+                any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content):
+            for block in content:
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    block["content"] = "build log line\n" * ((65 << 20) // 15)
+            lines[i] = json.dumps(obj).encode()
+            break
+    else:
+        raise AssertionError("the corpus session has no tool result")
+    into.write_bytes(b"\n".join(lines) + b"\n")
+    return into
+
+
+def test_a_conversation_over_a_receivers_element_limit_is_refused_by_the_sender_with_the_element_named(
+        server, tmp_path):
+    """Every p2pd receiver refuses an element over 64 MiB; the sender finds it as it packs, stops the transfer
+    (a cancel, with its reason) and says which element: exit 5 (too_large), not a storage failure."""
+    _, url = server
+    session = over_an_element(tmp_path / "huge.jsonl")
+    rc, rerr, src, serr = _hand_over(url, session, "4247-amber-stone", tmp_path / "inbox", tmp_path)
+    assert src == ExitCode.TOO_LARGE, serr
+    assert re.search(r"message \d+ of this conversation is \d+\.\d MB as JSON, over the 67\.1 MB", serr), serr
+    assert "could not store" not in serr and "cannot pack" not in serr
+    assert rc == ExitCode.TRANSFER_FAILED and "cancelled by the peer" in rerr and "cannot be carried" in rerr, rerr
+    assert not (tmp_path / "inbox").exists() or not [p for p in (tmp_path / "inbox").rglob("*") if p.is_file()]
+
+
 def test_no_peer_falls_back_to_a_file_that_imports(server, tmp_path):
     _, url = server
     sender = p2pd("send", str(SMALL), "--timeout", "2", env=_env(url), cwd=tmp_path)

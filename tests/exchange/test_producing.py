@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from p2pd.errors import Cause, TooLargeError
 from p2pd.exchange import producing
 from p2pd.exchange.producing import Production
-from tests.exchange.test_handover import SESSION
+from tests.exchange.test_handover import SESSION, over_an_element
 
 
 def pack(session: Path, work: Path) -> tuple[bytes, dict]:
@@ -44,3 +47,18 @@ def test_a_spare_without_a_job_ends_when_its_input_closes_and_is_replaced(tmp_pa
     blob, head = pack(SESSION, tmp_path / "after")
     assert producing.spare() is None
     assert head["contextId"] == SESSION.stem and len(blob) > 0
+
+
+def test_the_packing_processs_own_error_reaches_the_sender_typed(tmp_path):
+    """Its class, cause and details cross the process boundary (an ``X`` record), not only its text."""
+    session = over_an_element(tmp_path / "huge.jsonl")
+    (tmp_path / "work").mkdir()
+    prod = Production.start(session, tmp_path / "work")
+    try:
+        with pytest.raises(TooLargeError) as caught:
+            prod.wait_complete()
+    finally:
+        prod.close()
+    assert caught.value.cause is Cause.TOO_LARGE
+    assert caught.value.details is not None and caught.value.details["element"] == "message"
+    assert caught.value.details["bytes"] > caught.value.details["limit"] == 64 << 20
