@@ -32,6 +32,11 @@ from aiortc.rtcconfiguration import RTCIceTransportPolicy
 from aiortc.rtcicetransport import parse_stun_turn_uri
 
 DEFAULT_PROBE_TIMEOUT = 3.0
+# Once a relay answered over TCP or TLS, how much longer the UDP probes are waited for. Over a path that carries
+# UDP, a UDP allocation (two STUN round trips) answers before a TCP one (a handshake more), and one lost datagram
+# costs aioice's first retransmission, 0.5 s: a network where UDP is blocked no longer waits the whole probe
+# timeout (3 s) for it (tests/net, no UDP: relay check 3.0 s -> ~1 s).
+UDP_GRACE = 1.0
 Status = Callable[[str], None]
 
 
@@ -143,6 +148,32 @@ async def probe(server: Server, timeout: float = DEFAULT_PROBE_TIMEOUT) -> Probe
     return Probe(server, Outcome.OK)
 
 
+async def _probe_all(turns: Sequence[Server], timeout: float, grace: float) -> list[Probe]:
+    """Every probe at once, in ``turns``' order; once one over TCP/TLS worked, those still pending get ``grace``
+    seconds more, then count as unreachable (a UDP one so cut short: UDP is taken as blocked)."""
+    loop = asyncio.get_running_loop()
+    tasks = {asyncio.ensure_future(probe(s, timeout)): s for s in turns}
+    results: dict[asyncio.Future[Probe], Probe] = {}
+    pending: set[asyncio.Future[Probe]] = set(tasks)
+    deadline: float | None = None
+    try:
+        while pending:
+            left = None if deadline is None else max(0.0, deadline - loop.time())
+            done, pending = await asyncio.wait(pending, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                results[task] = task.result()
+                if deadline is None and results[task].outcome is Outcome.OK and tasks[task].transport != "udp":
+                    deadline = loop.time() + grace
+            if pending and deadline is not None and loop.time() >= deadline:
+                break
+    finally:
+        for task in pending:
+            task.cancel()  # (aioice closes the socket of an allocation cancelled halfway)
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+    return [results.get(task, Probe(server, Outcome.UNREACHABLE)) for task, server in tasks.items()]
+
+
 async def plan(servers: Sequence[Server], *, relay_only: bool = False, status: Status | None = None,
                probe_timeout: float = DEFAULT_PROBE_TIMEOUT) -> IcePlan:
     """Probe every TURN URL at once; aiortc gets the first STUN URL and the best working TURN URL."""
@@ -152,7 +183,7 @@ async def plan(servers: Sequence[Server], *, relay_only: bool = False, status: S
     if turns:
         say(f"checking the relay{'s' if len(turns) > 1 else ''}: "
             + ", ".join(f"{s.url.split('?')[0]} over {s.transport.upper()}" for s in turns))
-    probes = list(await asyncio.gather(*(probe(s, probe_timeout) for s in turns)))
+    probes = await _probe_all(turns, probe_timeout, UDP_GRACE)
     # a STUN server at the address of a relay that did not answer over UDP would not answer either: skip it
     # rather than wait for aioice's STUN timeout while gathering
     silent = {_address(p.server) for p in probes if p.outcome is Outcome.UNREACHABLE and p.server.transport == "udp"}

@@ -69,3 +69,54 @@ async def test_relay_only_without_a_relay_fails_at_once_with_the_reason(monkeypa
     with pytest.raises(ConnectionFailedError) as caught:
         await connect("offer", send, recv, relay_only=True, timeout=5)
     assert caught.value.details["reason"] == Failure.NO_RELAY.value and sent == []
+
+
+def _timed_probes(monkeypatch, answers: dict[str, float | None], cancelled: list[str]) -> None:
+    """The relays as the probes would find them: the seconds each transport takes to answer (None: never — a
+    network that drops it), with the cancellations of those left waiting recorded."""
+    import asyncio
+
+    from p2pd.transfer import ice
+
+    async def fake_probe(server: Server, timeout: float = 3.0) -> Probe:
+        after = answers[server.transport]
+        try:
+            await asyncio.sleep(timeout if after is None else after)
+        except asyncio.CancelledError:
+            cancelled.append(server.transport)
+            raise
+        return Probe(server, Outcome.UNREACHABLE if after is None else Outcome.OK)
+
+    monkeypatch.setattr(ice, "probe", fake_probe)
+
+
+SERVERS = [Server("stun:h:3478"), Server("turn:h:3478?transport=udp"), Server("turn:h:3478?transport=tcp")]
+
+
+async def test_once_a_tcp_relay_answered_a_silent_udp_one_is_waited_for_only_a_grace(monkeypatch):
+    import time
+
+    from p2pd.transfer import ice
+
+    cancelled: list[str] = []
+    _timed_probes(monkeypatch, {"udp": None, "tcp": 0.05}, cancelled)
+    monkeypatch.setattr(ice, "UDP_GRACE", 0.2)
+    said: list[str] = []
+    started = time.monotonic()
+    chosen = await plan(SERVERS, status=said.append, probe_timeout=30)  # (without the grace: 30 s)
+    assert time.monotonic() - started < 10
+    assert [s.url for s in chosen.servers] == ["turn:h:3478?transport=tcp"]  # UDP taken as blocked: no STUN
+    assert [p.outcome for p in chosen.probes] == [Outcome.UNREACHABLE, Outcome.OK]
+    assert cancelled == ["udp"]  # the probe left waiting was stopped (its socket closed), not abandoned
+    assert any("skipping stun:h:3478" in line for line in said)
+
+
+async def test_a_udp_relay_answering_within_the_grace_is_still_preferred(monkeypatch):
+    from p2pd.transfer import ice
+
+    cancelled: list[str] = []
+    _timed_probes(monkeypatch, {"udp": 0.3, "tcp": 0.05}, cancelled)  # one UDP datagram lost: later than TCP
+    monkeypatch.setattr(ice, "UDP_GRACE", 1.0)
+    chosen = await plan(SERVERS, probe_timeout=30)
+    assert [s.url for s in chosen.servers] == ["stun:h:3478", "turn:h:3478?transport=udp"]
+    assert cancelled == []
