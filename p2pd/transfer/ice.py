@@ -152,7 +152,7 @@ async def _probe_all(turns: Sequence[Server], timeout: float, grace: float) -> l
     """Every probe at once, in ``turns``' order; once one over TCP/TLS worked, those still pending get ``grace``
     seconds more, then count as unreachable (a UDP one so cut short: UDP is taken as blocked)."""
     loop = asyncio.get_running_loop()
-    tasks = {asyncio.ensure_future(probe(s, timeout)): s for s in turns}
+    tasks: dict[asyncio.Future[Probe], Server] = {asyncio.ensure_future(probe(s, timeout)): s for s in turns}
     results: dict[asyncio.Future[Probe], Probe] = {}
     pending: set[asyncio.Future[Probe]] = set(tasks)
     deadline: float | None = None
