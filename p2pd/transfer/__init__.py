@@ -24,8 +24,10 @@ Adapter (asyncio, any channel shaped like ``RTCDataChannel``):
 * ``peer.py`` — making the aiortc peer connection (with ``ice.py``, the only modules here that import aiortc at
   import time; both import ``nomedia.py`` first, so aiortc comes without PyAV, which data channels never use,
   and ``lazydns.py``, so aioice's dnspython loads only when a peer hands over an mDNS name).
-* ``sockets.py`` / ``datapath.py`` / ``quickice.py`` — per-connection adaptations of aioice/aiortc: UDP buffers;
-  delayed SACKs (less CPU per MB on both ends); on to DTLS once ICE's check list is completed.
+* ``sockets.py`` / ``datapath.py`` / ``quickice.py`` / ``directfirst.py`` — per-connection adaptations of
+  aioice/aiortc: UDP buffers; delayed SACKs (less CPU per MB on both ends); on to DTLS once ICE's check list is
+  completed; a relayed pair not nominated while a direct path opens, and a check in progress sent again when the
+  peer's check arrives.
 * ``ice.py`` — which STUN/TURN servers it uses (local configuration merged with the signaling server's, every
   TURN URL probed so UDP, TCP and TLS relays are all tried), the path taken, and a failure explained.
 

@@ -30,6 +30,7 @@ from aiortc import RTCDataChannel, RTCIceServer, RTCPeerConnection, RTCSessionDe
 from p2pd.errors import ConnectionFailedError, ProtocolError
 from p2pd.transfer import ice as icepath
 from p2pd.transfer.datapath import tune
+from p2pd.transfer.directfirst import prefer_direct
 from p2pd.transfer.quickice import hasten
 from p2pd.transfer.sockets import widen_buffers
 from p2pd.transfer.tap import attach
@@ -97,6 +98,7 @@ async def connect(role: str, send: SendSignal, recv: RecvSignal, *, ice_servers:
     _watch(pc, status, plan)
     channel = pc.createDataChannel(CHANNEL_LABEL, negotiated=True, id=CHANNEL_ID, ordered=True)
     hasten(pc)  # on to DTLS once ICE's check list is completed, not after aioice's next 20 ms pause (quickice.py)
+    prefer_direct(pc)  # a relayed pair is not nominated while a direct path is opening (directfirst.py)
     # Queue what arrives from the first moment: the peer may send its first frame as soon as the channel opens,
     # before our side has started its transfer.
     tap = attach(channel)
