@@ -3,7 +3,8 @@
     .venv/bin/python tests/bench/network.py [--size-mb 50] [--repeat 1]
 
 For the 3.5 MB corpus session and a generated conversation of ``--size-mb`` MB, across: the same LAN (direct),
-two cone NATs with STUN (direct through NAT), two symmetric NATs (relayed, TURN over UDP), no UDP at all
+two cone NATs with STUN (direct through NAT), the same with a TURN relay on offer too (as p2pd-signal is
+deployed: still direct, directfirst.py), two symmetric NATs (relayed, TURN over UDP), no UDP at all
 (relayed, TURN over TCP), it prints
   * time to verified, min / median / max over ``--repeat`` runs: from starting ``p2pd receive`` until both
     commands exited with the SHA-256 verified (includes process start-up, the wait for the code, pairing, relay
@@ -39,6 +40,7 @@ MB = 1_000_000
 TOPOLOGIES = {
     "same LAN (direct)": dict(modes=("cone", "cone"), sender_ns="hb2"),
     "cone NATs + STUN (through NAT)": dict(modes=("cone", "cone"), signal_port=STUN_SIGNAL_PORT),
+    "cone NATs, STUN + TURN on offer": dict(modes=("cone", "cone")),
     "symmetric NATs (TURN/UDP)": dict(modes=("symmetric", "symmetric")),
     "no UDP (TURN/TCP)": dict(modes=("noudp", "noudp")),
 }
