@@ -6,9 +6,10 @@ so the peers never touch another interface. No STUN/TURN servers are configured 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import aioice.ice
@@ -91,3 +92,41 @@ async def open_channels(a: RTCPeerConnection, b: RTCPeerConnection, channel_id: 
 async def accept_all(offer: Any) -> bool:
     """A receiver's answer to every offer: yes."""
     return True
+
+
+@contextlib.asynccontextmanager
+async def ice_pair(adapt: Callable[[aioice.Connection], object] = lambda conn: None) \
+        -> AsyncIterator[tuple[aioice.Connection, aioice.Connection]]:
+    """Two real aioice connections on loopback, controlling and controlled, each told the other's candidates and
+    credentials and passed to ``adapt`` (p2pd's per-connection adaptations), before either connects; closed after."""
+    force_loopback()
+    a, b = aioice.Connection(ice_controlling=True), aioice.Connection(ice_controlling=False)
+    await asyncio.gather(a.gather_candidates(), b.gather_candidates())
+    for me, peer in ((a, b), (b, a)):
+        for candidate in peer.local_candidates:
+            await me.add_remote_candidate(candidate)
+        await me.add_remote_candidate(None)
+        me.remote_username, me.remote_password = peer.local_username, peer.local_password
+        adapt(me)
+    try:
+        yield a, b
+    finally:
+        await asyncio.gather(a.close(), b.close())
+
+
+@contextlib.asynccontextmanager
+async def p2pd_links() -> AsyncIterator[tuple[Any, Any]]:
+    """Two of p2pd's own peer connections (:func:`p2pd.transfer.peer.connect`, with every per-connection adaptation),
+    the offer and the answer carried over in-memory queues; closed after. (Set ``P2PD_ICE_HOST_ADDRESSES`` to
+    127.0.0.1 first.)"""
+    from p2pd.transfer.peer import connect
+
+    a_to_b: asyncio.Queue[Any] = asyncio.Queue()
+    b_to_a: asyncio.Queue[Any] = asyncio.Queue()
+    a, b = await asyncio.gather(connect("offer", a_to_b.put, b_to_a.get, timeout=20),
+                                connect("answer", b_to_a.put, a_to_b.get, timeout=20))
+    try:
+        yield a, b
+    finally:
+        await a.close()
+        await b.close()

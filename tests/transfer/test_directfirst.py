@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import Callable
 from typing import Any
 
 import aioice
@@ -17,31 +17,23 @@ import aioice.stun
 import pytest
 
 from p2pd.transfer.directfirst import DirectFirst, prefer_direct, shape_problem
-from p2pd.transfer.peer import connect
 from p2pd.transfer.quickice import QuickConnect
 from p2pd.transfer.sockets import ice_connection
-from tests.transfer.rtc import force_loopback
+from tests.transfer.rtc import ice_pair, p2pd_links
 
 RTO = 5.0  # aioice's first retransmission (0.5 s), stretched
 
 
-@contextlib.asynccontextmanager
-async def _pair(direct_first: bool) -> AsyncIterator[tuple[aioice.Connection, aioice.Connection]]:
-    force_loopback()
-    a, b = aioice.Connection(ice_controlling=True), aioice.Connection(ice_controlling=False)
-    await asyncio.gather(a.gather_candidates(), b.gather_candidates())
-    for me, peer in ((a, b), (b, a)):
-        for candidate in peer.local_candidates:
-            await me.add_remote_candidate(candidate)
-        await me.add_remote_candidate(None)
-        me.remote_username, me.remote_password = peer.local_username, peer.local_password
-        QuickConnect(me)  # (as p2pd's connections: on once the check list is completed)
+def _adapt(direct_first: bool) -> Callable[[aioice.Connection], object]:
+    def adapt(conn: aioice.Connection) -> None:
+        QuickConnect(conn)  # (as p2pd's connections: on once the check list is completed)
         if direct_first:
-            DirectFirst(me)
-    try:
-        yield a, b
-    finally:
-        await asyncio.gather(a.close(), b.close())
+            DirectFirst(conn)
+    return adapt
+
+
+def _pair(direct_first: bool) -> contextlib.AbstractAsyncContextManager[tuple[aioice.Connection, aioice.Connection]]:
+    return ice_pair(_adapt(direct_first))
 
 
 def _drop_first_request(conn: aioice.Connection) -> list[Any]:
@@ -96,11 +88,7 @@ async def test_p2pds_connections_have_it_and_the_installed_aioice_has_the_shape(
     """Fails when an aioice upgrade moves what this reaches into: look at directfirst.py again, and add the release
     to VERIFIED_AIOICE once it is right."""
     monkeypatch.setenv("P2PD_ICE_HOST_ADDRESSES", "127.0.0.1")
-    a_to_b: asyncio.Queue[Any] = asyncio.Queue()
-    b_to_a: asyncio.Queue[Any] = asyncio.Queue()
-    a, b = await asyncio.gather(connect("offer", a_to_b.put, b_to_a.get, timeout=20),
-                                connect("answer", b_to_a.put, a_to_b.get, timeout=20))
-    try:
+    async with p2pd_links() as (a, b):
         assert shape_problem(a.pc) is None
         for link in (a, b):
             conn = ice_connection(link.pc)
@@ -110,6 +98,3 @@ async def test_p2pds_connections_have_it_and_the_installed_aioice_has_the_shape(
         monkeypatch.setattr("aioice.__version__", "9.0.0")
         assert shape_problem(a.pc) == "aioice 9.0.0 is not one of 0.13"
         assert prefer_direct(a.pc) is None
-    finally:
-        await a.close()
-        await b.close()

@@ -8,17 +8,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import aioice
 import aioice.ice
 import pytest
 
-from p2pd.transfer.peer import connect
 from p2pd.transfer.quickice import QuickConnect, hasten, shape_problem
 from p2pd.transfer.sockets import ice_connection
-from tests.transfer.rtc import force_loopback
+from tests.transfer.rtc import force_loopback, ice_pair, p2pd_links
 
 PAUSE = 5.0  # aioice's 20 ms pacing pause, stretched
 
@@ -33,22 +32,8 @@ def stretched_pacing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(asyncio, "sleep", sleep)
 
 
-@contextlib.asynccontextmanager
-async def _pair(quick: bool) -> AsyncIterator[tuple[aioice.Connection, aioice.Connection]]:
-    force_loopback()
-    a, b = aioice.Connection(ice_controlling=True), aioice.Connection(ice_controlling=False)
-    await asyncio.gather(a.gather_candidates(), b.gather_candidates())
-    for me, peer in ((a, b), (b, a)):
-        for candidate in peer.local_candidates:
-            await me.add_remote_candidate(candidate)
-        await me.add_remote_candidate(None)
-        me.remote_username, me.remote_password = peer.local_username, peer.local_password
-        if quick:
-            QuickConnect(me)
-    try:
-        yield a, b
-    finally:
-        await asyncio.gather(a.close(), b.close())
+def _pair(quick: bool) -> contextlib.AbstractAsyncContextManager[tuple[aioice.Connection, aioice.Connection]]:
+    return ice_pair(QuickConnect if quick else lambda conn: None)
 
 
 def _quick(conn: aioice.Connection) -> QuickConnect:
@@ -113,11 +98,7 @@ async def test_p2pds_connections_have_it_and_the_installed_aioice_has_the_shape(
     """Fails when an aioice upgrade moves what this reaches into: look at quickice.py again, and add the release to
     VERIFIED_AIOICE once it is right."""
     monkeypatch.setenv("P2PD_ICE_HOST_ADDRESSES", "127.0.0.1")
-    a_to_b: asyncio.Queue[Any] = asyncio.Queue()
-    b_to_a: asyncio.Queue[Any] = asyncio.Queue()
-    a, b = await asyncio.gather(connect("offer", a_to_b.put, b_to_a.get, timeout=20),
-                                connect("answer", b_to_a.put, a_to_b.get, timeout=20))
-    try:
+    async with p2pd_links() as (a, b):
         assert shape_problem(a.pc) is None
         for link in (a, b):
             conn = ice_connection(link.pc)
@@ -126,6 +107,3 @@ async def test_p2pds_connections_have_it_and_the_installed_aioice_has_the_shape(
         monkeypatch.setattr("aioice.__version__", "9.0.0")
         assert shape_problem(a.pc) == "aioice 9.0.0 is not one of 0.13"
         assert hasten(a.pc) is None
-    finally:
-        await a.close()
-        await b.close()
