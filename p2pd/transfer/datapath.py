@@ -81,7 +81,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from p2pd.transfer.sockets import ice_connection
+from p2pd.transfer.sockets import ice_connection, release_problem
 
 SACK_EVERY = 2  # packets with DATA per SACK at most (RFC 9260 §6.2: "at least every second packet")
 QUICK_PACKETS = 1000  # packets acknowledged one by one at the start and after a gap (a sender's slow start)
@@ -98,9 +98,8 @@ def shape_problem(pc: Any) -> str | None:
     from aiortc.rtcsctptransport import RTCSctpTransport
 
     for package, verified in ((aiortc, VERIFIED_AIORTC), (aioice, VERIFIED_AIOICE)):
-        version = getattr(package, "__version__", "?")
-        if not any(version == v or version.startswith(v + ".") for v in verified):
-            return f"{package.__name__} {version} is not one of {', '.join(verified)}"
+        if (problem := release_problem(package, verified)) is not None:
+            return problem
     handle = getattr(RTCSctpTransport, "_handle_data", None)
     names = getattr(getattr(handle, "__code__", None), "co_names", ())
     if not {"_receive_chunk", "_sack_needed", "_send_sack"} <= set(names):

@@ -34,7 +34,7 @@ import asyncio
 import contextlib
 from typing import Any
 
-from p2pd.transfer.sockets import ice_connection
+from p2pd.transfer.sockets import ice_connection, release_problem
 
 HOLD = 1.0  # seconds a relayed pair's nomination waits, from the first sign of a direct path
 VERIFIED_AIOICE = ("0.13",)  # aioice releases whose Connection this was written against
@@ -47,9 +47,8 @@ def shape_problem(pc: Any) -> str | None:
     import aioice
     import aioice.ice
 
-    version = getattr(aioice, "__version__", "?")
-    if not any(version == v or version.startswith(v + ".") for v in VERIFIED_AIOICE):
-        return f"aioice {version} is not one of {', '.join(VERIFIED_AIOICE)}"
+    if (problem := release_problem(aioice, VERIFIED_AIOICE)) is not None:
+        return problem
     if not callable(getattr(aioice.ice, "candidate_pair_priority", None)):
         return "aioice.ice has no candidate_pair_priority"
     missing = [name for name in _USES if not callable(getattr(aioice.ice.Connection, name, None))]
@@ -85,6 +84,7 @@ class DirectFirst:
         self._transaction_error = stun.TransactionError
         self.loop: asyncio.AbstractEventLoop | None = None
         self.direct_sign_at: float | None = None  # loop time of the first sign of a direct path
+        self.hold_over = False  # HOLD has passed since that sign: a relayed pair is nominated without waiting
         self.held: list[Any] = []  # relayed pairs that succeeded, not nominated
         self.nominating: asyncio.Task[None] | None = None
         self.retriggered: set[int] = set()  # ids of the pairs checked again at once (once each)
@@ -116,18 +116,19 @@ class DirectFirst:
         except self._transaction_error as exc:
             if exc.response is not None and exc.response.error_code == 487:  # a role conflict: aioice's way
                 return await self._stock_check_start(pair)
-            conn.check_state(pair, state.FAILED)
-            conn.check_complete(pair)
-            return None
+            return self._failed(pair)
         if addr != pair.remote_addr:  # (RFC 8445 §7.2.5.2.1, as aioice)
-            conn.check_state(pair, state.FAILED)
-            conn.check_complete(pair)
-            return None
+            return self._failed(pair)
         conn.check_state(pair, state.SUCCEEDED)
         self.held.append(pair)
         conn.check_complete(pair)  # valid, not nominated: the check list goes on
         self.decide()
         return None
+
+    def _failed(self, pair: Any) -> None:
+        """The pair's check failed, as aioice records it."""
+        self.conn.check_state(pair, self._state.FAILED)
+        self.conn.check_complete(pair)
 
     def decide(self) -> None:
         """Nominate the best held relayed pair now, or look again when the hold ends."""
@@ -137,7 +138,7 @@ class DirectFirst:
             return
         direct_left = any(not _relayed(p) and p.state in (state.FROZEN, state.WAITING, state.IN_PROGRESS)
                           for p in conn._check_list)
-        if self.direct_sign_at is not None and direct_left:
+        if self.direct_sign_at is not None and not self.hold_over and direct_left:
             left = self.direct_sign_at + HOLD - self.loop.time()
             if left > 0:
                 if self._timer is None:
@@ -148,7 +149,7 @@ class DirectFirst:
 
     def _hold_over(self) -> None:
         self._timer = None
-        self.direct_sign_at = -HOLD  # (over: the next decision does not wait)
+        self.hold_over = True
         self.decide()
 
     async def _nominate(self, pair: Any) -> None:
@@ -159,8 +160,7 @@ class DirectFirst:
         except self._transaction_error:
             self.held.remove(pair)
             self.nominating = None
-            conn.check_state(pair, self._state.FAILED)
-            conn.check_complete(pair)
+            self._failed(pair)
             self.decide()
             return
         self.nominating = None

@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 from typing import Any
 
-from p2pd.transfer.sockets import ice_connection
+from p2pd.transfer.sockets import ice_connection, release_problem
 
 VERIFIED_AIOICE = ("0.13",)  # aioice releases whose Connection.connect this was written against
 
@@ -33,9 +33,8 @@ def shape_problem(pc: Any) -> str | None:
     import aioice
     import aioice.ice
 
-    version = getattr(aioice, "__version__", "?")
-    if not any(version == v or version.startswith(v + ".") for v in VERIFIED_AIOICE):
-        return f"aioice {version} is not one of {', '.join(VERIFIED_AIOICE)}"
+    if (problem := release_problem(aioice, VERIFIED_AIOICE)) is not None:
+        return problem
     if not isinstance(getattr(aioice.ice, "ICE_COMPLETED", None), int):
         return "aioice.ice has no ICE_COMPLETED"
     names = set(getattr(getattr(aioice.ice.Connection.connect, "__code__", None), "co_names", ()))

@@ -36,6 +36,15 @@ def udp_sockets(pc: Any) -> Iterator[Any]:
             yield sock
 
 
+def release_problem(package: Any, verified: tuple[str, ...]) -> str | None:
+    """Why ``package``'s installed release is not one an adaptation was written against (``None``: it is one of
+    ``verified``, or a patch release of one)."""
+    version = getattr(package, "__version__", "?")
+    if any(version == v or version.startswith(v + ".") for v in verified):
+        return None
+    return f"{package.__name__} {version} is not one of {', '.join(verified)}"
+
+
 def ice_connection(pc: Any) -> Any:
     """The aioice ``Connection`` under ``pc``'s data channel (SCTP → DTLS → ICE transport; there once the channel
     is created), or None. The adaptations of this package (buffers, datapath.py, quickice.py) all start from it."""
