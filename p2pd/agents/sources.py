@@ -84,6 +84,30 @@ def streamable_session(ref: str) -> Path | None:
     return None
 
 
+def packable_file(ref: str) -> Path:
+    """The file ``ref`` names — a path, or a session id / unique prefix / ``latest`` — for a packing process of its
+    own (:mod:`p2pd.exchange.producer`): a Claude Code session is converted as a stream, a conversation document
+    (``.a2a.json``, a blob) checked and sent as it is when p2pd wrote it (:mod:`p2pd.exchange.document_file`), any
+    other loaded whole there, off the sender's event loop. NotFoundError when nothing matches (as
+    :func:`load_conversation` says it)."""
+    p = Path(ref).expanduser()
+    if p.is_file():
+        return p
+    if _looks_like_path(ref):
+        raise NotFoundError(f"file not found: {p}")
+    for agent in registry.AGENTS:
+        found = agent.resolve(ref) if agent.resolve is not None else None
+        if found is not None:
+            return Path(found)
+    raise _no_match(ref)
+
+
+def document_file(ref: str) -> Path | None:
+    """The file of ``ref`` when it is a conversation document (``.a2a.json``, a blob), not an agent's session."""
+    p = Path(ref).expanduser()
+    return p if p.is_file() and registry.detect_agent(p) is None else None
+
+
 def load_conversation(ref: str) -> ConversationDocument:
     """A file path, or a session id / unique prefix / ``latest`` (agents asked in registry order)."""
     p = Path(ref).expanduser()
@@ -95,10 +119,15 @@ def load_conversation(ref: str) -> ConversationDocument:
         found = agent.resolve(ref) if agent.resolve is not None else None
         if found is not None:
             return load_file(found)
+    raise _no_match(ref)
+
+
+def _no_match(ref: str) -> NotFoundError:
+    """What no session matching ``ref`` is told as: where every agent looked."""
     where = []
     for agent in registry.AGENTS:
         if agent.resolve is not None:
             n = len(agent.find_sessions())
             where.append(f"none of {n} {agent.display} sessions" if n else f"no {agent.display} sessions")
     what = "no sessions" if ref == "latest" else f"no session matches {ref!r}"
-    raise NotFoundError(f"{what} ({'; '.join(where)})")
+    return NotFoundError(f"{what} ({'; '.join(where)})")

@@ -4,14 +4,17 @@ on this machine). ``send --to DEVICE`` goes through the daemon (:func:`p2pd.cli.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from p2pd.cli import netopts, options
-from p2pd.cli.conversations import import_json, load_conversation, redacted
+from p2pd.cli.conversations import import_json
 from p2pd.cli.output import CliUI, err, escape, human, print_json, run, shown, status
 from p2pd.errors import ConflictError, ExitCode, NotFoundError, P2pdError, writing
 from p2pd.support.text import counted
@@ -68,26 +71,58 @@ def cmd_send(args: argparse.Namespace) -> int:
         from p2pd.cli.daemon import send_via_daemon
 
         return send_via_daemon(args)
-    if not _redacting(args):  # a session file is packed by a process of its own: it imports while this one does
-        from p2pd.exchange.producing import prespawn
+    from p2pd.exchange.producing import prespawn
 
-        prespawn()
-    from p2pd.agents.sources import streamable_session
+    prespawn()  # a file is packed by a process of its own: it imports while this one does
+    from p2pd.agents.sources import packable_file
     from p2pd.cli.codeentry import given_code
+
+    code = given_code(args.code, exact=args.exact_code)  # a typo is refused before the session is read
+    if _redacting(args):
+        with masked_copy(args.session) as masked:
+            return _send(args, masked, code)
+    packable = packable_file(args.session)  # (NotFoundError, saying where it looked, when nothing matches)
+    # Packed by a process of its own (a Claude Code session converted as a stream, a document checked, any other
+    # loaded there): memory bounded by a message for those two, and none of it on this process's event loop.
+    if not Path(args.session).expanduser().is_file():  # `latest` or an id prefix: say which one before the code
+        from p2pd.agents import registry
+
+        agent = registry.detect_agent(packable)
+        err.print(f"Picked {agent.display if agent else 'the'} session [bold]{escape(packable.stem)}[/] "
+                  f"({human(packable.stat().st_size)}, {escape(str(packable.parent))})")
+    return _send(args, packable, code)
+
+
+@contextlib.contextmanager
+def masked_copy(ref: str) -> Iterator[Path]:
+    """The conversation ``ref`` names, its secrets masked, as a document in a private work folder (removed after;
+    one a killed send left is swept by a later send): a Claude Code session converted and masked as streams
+    (:mod:`p2pd.daemon.packer`, memory bounded by a message); the counts are printed before the code is."""
+    from collections import Counter
+
+    from p2pd.conversation.redact import RedactionReport
+    from p2pd.daemon.packer import Job
+    from p2pd.daemon.packer import run as pack
+    from p2pd.exchange.handover import SEND_WORK_PREFIX
+    from p2pd.support import staging
+
+    work = Path(tempfile.mkdtemp(prefix=SEND_WORK_PREFIX))
+    held = staging.hold(work)
+    try:
+        out = work / "masked.a2a.json"
+        with status(f"Reading {escape(ref)} and masking secrets…"):
+            result = pack(Job(ref, str(out), kind="json", redact=True))
+        err.print(f"Redaction: {escape(RedactionReport(Counter(result['masked'])).describe())}")
+        yield out
+    finally:
+        os.close(held)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _send(args: argparse.Namespace, doc: Any, code: Any) -> int:
     from p2pd.config import DEFAULT_SIGNAL_URL, config_path, signal_url
     from p2pd.exchange.handover import send_document
 
-    code = given_code(args.code, exact=args.exact_code)  # a typo is refused before the session is read
-    streamable = None if _redacting(args) else streamable_session(args.session)
-    if streamable is not None:
-        doc: Any = streamable  # converted while it is packed: memory bounded by a message, not the session
-        if not Path(args.session).expanduser().is_file():  # `latest` or an id prefix: say which one before the code
-            err.print(f"Picked Claude Code session [bold]{escape(streamable.stem)}[/] "
-                      f"({human(streamable.stat().st_size)}, {escape(str(streamable.parent))})")
-    else:
-        with status(f"Reading {escape(args.session)}…"):
-            doc = load_conversation(args.session)
-        doc = redacted(doc, args.redact)
     url = args.signal or signal_url()
     if not args.signal and url == DEFAULT_SIGNAL_URL:
         err.print(f"[yellow]note[/]: no signaling server is configured, so this tries {escape(url)} (this machine). "

@@ -31,6 +31,7 @@ from p2pd.conversation.json_scan import DEFAULT_LIMITS, UNPARSED, Limits, Scanne
 from p2pd.conversation.json_text import DECODE_REFUSED
 from p2pd.conversation.legacy import normalize_message
 from p2pd.conversation.model import ConversationDocument, Counts, Message, Record, SidecarFile, Subagent
+from p2pd.conversation.shapes import FORMAT_NAME, FORMAT_VERSION
 from p2pd.errors import InvalidInputError, TooLargeError
 
 _MODELS: dict[str, type[BaseModel]] = {"records": Record, "toolResults": SidecarFile}
@@ -87,6 +88,8 @@ class DocumentReader:
         self._records = 0  # the main transcript's
         self._index: dict[tuple[str, int | None], int] = {}
         self._first_context: Any = None
+        self.normalized = 0  # messages read only once normalized (an A2A 0.3 shape): the document is not as written
+        self.own_format = False  # set by finish(): the document says p2pd's format and this p2pd's version
         quick = quick_check if on_item is None and on_element is None else None  # (they want the values)
         self._scanner = Scanner(self._element, self._subagent if on_subagent is not None else None,
                                 limits=limits, source=source, quick=quick)
@@ -98,6 +101,8 @@ class DocumentReader:
         skeleton = load_json(self._scanner.finish(), self.source)
         if isinstance(skeleton, list):  # a bare list of messages (its elements were read)
             skeleton = {"messages": []}
+        self.own_format = (isinstance(skeleton, dict) and skeleton.get("format") == FORMAT_NAME
+                           and skeleton.get("formatVersion", FORMAT_VERSION) == FORMAT_VERSION)
         if isinstance(skeleton, dict) and skeleton.get("format") is None and self._first_context is not None:
             skeleton.setdefault("contextId", None)
             skeleton["contextId"] = skeleton["contextId"] or self._first_context
@@ -132,6 +137,7 @@ class DocumentReader:
                     model = _MESSAGE(value)
                 except ValidationError:
                     model = self._validated(Message, normalize_message(value), slot, index)
+                    self.normalized += 1
             if subagent is None:
                 self.counts.add(model)
         else:

@@ -3,9 +3,11 @@
 A conversation the daemon sends, exports or hands off is made here, in a child process, and written to a file —
 never built in the daemon's memory. A Claude Code session is converted as it is written
 (:func:`p2pd.agents.claude_code.streamed.write_session`: memory bounded by a message); redacted, it is written to
-a spool file first and masked as a stream from there (:mod:`p2pd.conversation.redact_stream`). Anything else —
-another agent's session, an agent-team session, a document — is loaded whole, but in this process, which ends when
-the file is written. The daemon keeps its own size. ``p2pd export`` calls :func:`run` in its own process.
+a spool file first and masked as a stream from there (:mod:`p2pd.conversation.redact_stream`). A document p2pd
+wrote, neither masked nor given metadata, is checked, then written as it is (:mod:`p2pd.exchange.document_file`).
+Anything else — another agent's session, an agent-team session, another document — is loaded whole, but in this
+process, which ends when the file is written. The daemon keeps its own size. ``p2pd export`` calls :func:`run` in
+its own process.
 
 What is written (``kind``): a blob (``lz4`` or ``zstd``, :mod:`p2pd.blob`) or the document's JSON (``json``, the
 line layout; ``pretty`` JSON loads the document whole). ``metadata``: fields added to the document's
@@ -132,11 +134,20 @@ def write_conversation(job: Job, write: Callable[[bytes], object], spool: Path,
                        masked: Counter[str] | None = None) -> dict[str, Any]:
     """The document of ``job`` through ``write`` in the line layout; returns its head. ``masked``: counts of the
     secrets masked, by kind."""
-    from p2pd.agents.sources import streamable_session
+    from p2pd.agents.sources import document_file, streamable_session
     from p2pd.conversation.layout import document_lines
     from p2pd.support.gcpause import bulk_work
 
     masked = Counter() if masked is None else masked
+    if not job.redact and not job.metadata and (document := document_file(job.source)) is not None:
+        from p2pd.exchange.document_file import check_document, document_pieces
+
+        with bulk_work():
+            checked = check_document(document)
+        if checked.as_is:  # a document p2pd wrote: as it is, once checked (memory: one element)
+            for piece in document_pieces(document):
+                write(piece)
+            return checked.head()
     session = streamable_session(job.source)
     if session is not None:
         from p2pd.agents.claude_code.streamed import NotStreamable

@@ -157,8 +157,9 @@ async def send_document(doc: ConversationDocument | Path | Prepared, *, signal_u
                         peer_timeout: float = 300.0, connect_timeout: float = 30.0,
                         idle_timeout: float = 30.0, fallback_dir: Path | None = None,
                         control: Any = None) -> SendOutcome:
-    """Send one conversation: a document, a Claude Code session file converted as it is packed (memory
-    bounded by a message, not the session; :mod:`p2pd.exchange.packing`), or a blob packed already. Raises
+    """Send one conversation: a document, a file packed as a stream by a process of its own (a Claude Code
+    session converted, a document file checked and sent as it is: memory bounded by a message, not the session;
+    :mod:`p2pd.exchange.producer`), or a blob packed already. Raises
     WrongCodeError / DeclinedError / TransferFailedError (after the peer
     connected); falls back to a file (``SendOutcome.sent == False``) when no peer could be reached."""
     from p2pd.pairing.client import Rendezvous

@@ -1,9 +1,10 @@
 """The packing process of a streamed send: ``python -m p2pd.exchange.producer SESSION_FILE WORK_DIR`` (or, started
 ahead as a spare, without arguments: it imports, then reads ``{"session", "work"}`` as one JSON line on stdin).
 
-It converts the session (a Claude Code transcript is converted as it is written; anything else is loaded whole)
-into the conversation document in the line layout, compresses it with zstd as it goes, and writes records to
-its standard output, which the sending process (:mod:`p2pd.exchange.producing`) reads while the transfer runs::
+It converts the session into the conversation document (a Claude Code transcript as it is written; a document
+p2pd wrote is checked, then sent as it is; anything else is loaded whole), compresses it with zstd as it goes,
+and writes records to its standard output, which the sending process (:mod:`p2pd.exchange.producing`) reads
+while the transfer runs::
 
     tag u8, length u32 (big-endian), data
     b"S"  what the conversation is offered under, as JSON (title, contextId, origin, counts.messages): once,
@@ -102,19 +103,44 @@ def offered(doc_json: dict[str, Any]) -> dict[str, Any]:
 
 
 def produce(session: Path, work: Path, out: Any) -> None:
-    from p2pd.agents.claude_code.streamed import NotStreamable, write_session
+    """Pack ``session``: a Claude Code transcript converted as it is written; a conversation document p2pd wrote
+    checked, then sent as it is (:mod:`p2pd.exchange.document_file`); anything else loaded whole."""
+    from p2pd.agents import registry
 
-    try:
-        write_session(session, out.write, spool_dir=work, on_head=out.head)
-    except NotStreamable:
-        from p2pd.agents.sources import load_file
-        from p2pd.conversation.layout import document_lines
+    if registry.detect_agent(session) is None:  # a conversation document (.a2a.json, a blob)
+        from p2pd.exchange.document_file import check_document, document_pieces
         from p2pd.support.gcpause import bulk_work
 
         with bulk_work():
-            data = load_file(session).to_json_dict()
-            out.head(offered(data))
-            document_lines(data, out.write)
+            checked = check_document(session)
+        if checked.as_is:
+            out.head(checked.offer)
+            for piece in document_pieces(session):
+                out.write(piece)
+            out.finish()
+            return
+    else:
+        from p2pd.agents.claude_code.streamed import NotStreamable, write_session
+
+        try:
+            write_session(session, out.write, spool_dir=work, on_head=out.head)
+            out.finish()
+            return
+        except NotStreamable:
+            pass
+    _whole(session, out)
+
+
+def _whole(session: Path, out: Any) -> None:
+    """The session or document loaded whole, then written (what cannot be converted or sent as a stream)."""
+    from p2pd.agents.sources import load_file
+    from p2pd.conversation.layout import document_lines
+    from p2pd.support.gcpause import bulk_work
+
+    with bulk_work():
+        data = load_file(session).to_json_dict()
+        out.head(offered(data))
+        document_lines(data, out.write)
     out.finish()
 
 

@@ -65,6 +65,18 @@ def _spare_for(session: Path, spool: Path) -> subprocess.Popen[bytes] | None:
     return proc
 
 
+def _source_size(path: Path) -> int:
+    """The size of the document a file makes, as far as it is known before it is packed: a blob's header says
+    it; a session or a document file, its own size (an estimate, for progress, until the payload is complete)."""
+    try:
+        with path.open("rb") as fh:
+            return BlobHeader.unpack(fh.read(HEADER_SIZE)).raw_size
+    except P2pdError:  # (no blob: the file itself)
+        return path.stat().st_size
+    except OSError:
+        return 0  # (unreadable: the packing process says so)
+
+
 class Stopped(Exception):
     """The transfer ended while a reader waited."""
 
@@ -93,7 +105,7 @@ class Production:
     @classmethod
     def start(cls, source: ConversationDocument | Path, work: Path) -> Production:
         if isinstance(source, Path):
-            prod = cls(work, source.stat().st_size)
+            prod = cls(work, _source_size(source))
             spool = work / "spool"
             spool.mkdir()
             prod._proc = _spare_for(source, spool) or subprocess.Popen(

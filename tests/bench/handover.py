@@ -20,6 +20,8 @@ its mailbox server).
 
 Sessions: the real 3.5 MB corpus session (spotter/4d5611e5) and generated ones of 1, 10, 50, 200 MB made of the
 corpus's real Claude Code lines (user and agent turns, tool calls and results, thinking), fresh ids per copy.
+``--documents`` adds, after each, its conversation document as ``p2pd export`` writes it (a fallback file is one):
+``p2pd send FILE.a2a.json`` checks it and sends it as it is; wormhole moves that file.
 Everything runs on loopback.
 """
 
@@ -224,7 +226,25 @@ def run_wormhole(session: Path, servers: Servers, wormhole_bin: Path, work: Path
     return Run(elapsed, sender.rss_mib, receiver.rss_mib, sender.cpu, receiver.cpu)
 
 
-def sessions(work: Path, sizes: list[str]) -> list[tuple[str, Path]]:
+def sessions(work: Path, sizes: list[str], documents: bool = False) -> list[tuple[str, Path]]:
+    out: list[tuple[str, Path]] = []
+    for label, path in _sessions(work, sizes):
+        out.append((label, path))
+        if documents:  # the same conversation as the document `p2pd export` writes (what a fallback file is)
+            doc = work / f"{path.stem}.a2a.json"
+            subprocess.run([str(BIN / "p2pd"), "export", str(path), "-o", str(doc)], check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           env=dict(os.environ, HOME=str(work / "export-home"), P2PD_CONFIG=str(work / "none.toml"),
+                                    PYTHONPATH=str(ROOT), TERM="dumb"))
+            out.append((f"{label.split(' (')[0]} session as .a2a.json ({human_mb(doc)})", doc))
+    return out
+
+
+def human_mb(path: Path) -> str:
+    return f"{path.stat().st_size / MB:.1f} MB"
+
+
+def _sessions(work: Path, sizes: list[str]) -> list[tuple[str, Path]]:
     out: list[tuple[str, Path]] = []
     for size in sizes:
         if size == "real":
@@ -255,6 +275,8 @@ def main() -> int:
     ap.add_argument("--sizes", default="real,1,10,50,200",
                     help="comma-separated: 'real' and/or MB (default: %(default)s)")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each tool per size (default 3)")
+    ap.add_argument("--documents", action="store_true",
+                    help="also send each session's .a2a.json (as `p2pd export` writes it; wormhole moves that file)")
     ap.add_argument("--startup", type=int, default=0, metavar="N",
                     help="also time --help and `send` until its code is printed, N runs of each tool")
     args = ap.parse_args()
@@ -269,7 +291,7 @@ def main() -> int:
         starts: Timings = {}
         try:
             n = 0
-            for label, path in sessions(work, [x for x in args.sizes.split(",") if x]):
+            for label, path in sessions(work, [x for x in args.sizes.split(",") if x], args.documents):
                 mine: list[Run] = []
                 theirs: list[Run] = []
                 for _ in range(args.repeat):

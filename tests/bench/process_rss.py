@@ -4,7 +4,9 @@
 For each size, on a generated real-shaped session (``tests/transfer/gen.py``): the daemon's packing process
 (``python -m p2pd.daemon.packer``, run by ``POST /send``, handoffs and ``POST /export``), ``p2pd export`` (compact
 JSON, then ``--compressed``), ``p2pd import`` of that document and of that blob into a throwaway Claude Code home,
-and ``p2pd export --redact``. Peak RSS from ``wait4``; seconds are wall time on a shared machine.
+``p2pd export --redact``, the daemon's packing process given that document, and ``p2pd send`` of that document
+and ``send --redact`` of the session, with no peer (their whole packing, then the fallback file). Peak RSS from
+``wait4``; seconds are wall time on a shared machine.
 """
 
 from __future__ import annotations
@@ -21,21 +23,22 @@ MB = 1_000_000
 BAR_MIB = 200.0
 
 
-def run(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
-    """(peak RSS MiB, seconds) of one process; it must succeed."""
+def run(argv: list[str], env: dict[str, str], cwd: Path, ok: tuple[int, ...] = (0,)) -> tuple[float, float]:
+    """(peak RSS MiB, seconds) of one process; it must end with a status in ``ok``."""
     started = time.perf_counter()
     proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - started
     err = proc.stderr.read().decode("utf-8", "replace") if proc.stderr else ""
-    if os.waitstatus_to_exitcode(status) != 0:
+    if os.waitstatus_to_exitcode(status) not in ok:
         raise SystemExit(f"{' '.join(argv[2:])} failed: {err[-2000:]}")
     return usage.ru_maxrss / 1024, seconds
 
 
 def main(sizes: list[float]) -> int:
     from p2pd.daemon.packer import Job
+    from p2pd.errors import ExitCode
 
     py = sys.executable
     rows: list[tuple[str, str, float, float]] = []
@@ -50,6 +53,8 @@ def main(sizes: list[float]) -> int:
                             str(int(mb * MB)), "7"], check=True, env=env)
             label = f"{mb:g} MB"
             doc, blob = work / f"s{mb:g}.a2a.json", work / f"s{mb:g}.a2a.p2pd"
+            no_peer = ["--signal", "ws://127.0.0.1:9/", "--timeout", "2", "--connect-timeout", "2", "--fallback-dir",
+                       str(work / "fallback")]
             steps = [
                 ("daemon packing process (send)", [py, "-m", "p2pd.daemon.packer",
                                                    Job(str(session), str(work / "packed.a2a.p2pd")).to_arg()]),
@@ -60,12 +65,19 @@ def main(sizes: list[float]) -> int:
                 ("p2pd import (.a2a.p2pd)", [py, "-m", "p2pd", "import", str(blob), "--cwd", str(work)]),
                 ("p2pd export --redact", [py, "-m", "p2pd", "export", str(session), "--redact", "-o",
                                           str(work / "redacted.a2a.json")]),
+                ("daemon packing process (send of the .a2a.json)",
+                 [py, "-m", "p2pd.daemon.packer", Job(str(doc), str(work / "packed.a2a.p2pd")).to_arg()]),
+                # No peer (a signaling server that refuses): the whole packing runs, then the fallback file.
+                ("p2pd send (.a2a.json; no peer: the fallback file)", [py, "-m", "p2pd", "send", str(doc), *no_peer]),
+                ("p2pd send --redact (no peer: the fallback file)",
+                 [py, "-m", "p2pd", "send", str(session), "--redact", *no_peer]),
             ]
             for name, argv in steps:
-                rss, seconds = run(argv, env, work)
+                rss, seconds = run(argv, env, work, ok=(0, ExitCode.FALLBACK_WRITTEN))
                 rows.append((label, name, rss, seconds))
                 print(f"  {label} {name}: {rss:.0f} MiB, {seconds:.1f} s", flush=True)
-            for f in (doc, blob, work / "packed.a2a.p2pd", work / "redacted.a2a.json", session):
+            for f in (doc, blob, work / "packed.a2a.p2pd", work / "redacted.a2a.json", session,
+                      *(work / "fallback").glob("*")):
                 f.unlink(missing_ok=True)
     print()
     print("| session | process | peak RSS MiB | seconds |")

@@ -56,11 +56,11 @@ def test_no_step_reaches_a_pipe(tmp_path: Path) -> None:
 
 
 def test_send_names_the_session_it_reads_before_the_code(tmp_path: Path) -> None:
-    """``send --redact`` reads the whole session first (to mask it): that step is shown, then the session chosen,
-    before any code or pairing."""
+    """``send --redact`` reads the session and masks it first (as streams, into a private work folder): that step
+    is shown, then the session chosen, before any code or pairing."""
     env = {**_env(tmp_path), "P2PD_SIGNAL": "ws://127.0.0.1:9/"}
     with Terminal("send", str(SHORT), "--redact", "--timeout", "2", "--connect-timeout", "2", "--fallback-dir",
                   str(tmp_path), env=env, columns=200) as t:
         assert t.wait(60) == 7, t.text
-    _steps_in_order(t.text, [f"Reading {SHORT}", "Masking secrets", "Sending mix phx.server",
+    _steps_in_order(t.text, [f"Reading {SHORT} and masking secrets", "Redaction: ", "Sending mix phx.server",
                              "No peer connection"])
