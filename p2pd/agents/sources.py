@@ -17,6 +17,7 @@ from p2pd.errors import NotFoundError
 from p2pd.support.gcpause import bulk_work
 
 if TYPE_CHECKING:  # (pydantic's models: imported by what reads or builds one, not by `p2pd send`)
+    from p2pd.agents.spec import StreamWriter
     from p2pd.conversation.model import ConversationDocument
 
 detect = registry.detect
@@ -69,19 +70,25 @@ def _looks_like_path(ref: str) -> bool:
 
 
 def streamable_session(ref: str) -> Path | None:
-    """The file of ``ref`` when it is a Claude Code session, which can be converted as it is sent
-    (:mod:`p2pd.agents.claude_code.streamed`); None for anything else (read it with :func:`load_conversation`)."""
+    """The file of ``ref`` when it is a session its agent converts as it is written (:func:`stream_writer`: Claude
+    Code, Codex); None for anything else (read it with :func:`load_conversation`)."""
     p = Path(ref).expanduser()
     if p.is_file():
-        agent = registry.detect_agent(p)
-        return p if agent is not None and agent.name == "claude-code" else None
+        return p if stream_writer(p) is not None else None
     if _looks_like_path(ref):
         return None
     for agent in registry.AGENTS:
         found = agent.resolve(ref) if agent.resolve is not None else None
         if found is not None:
-            return Path(found) if agent.name == "claude-code" else None
+            return Path(found) if agent.write_streamed is not None else None
     return None
+
+
+def stream_writer(path: Path) -> StreamWriter | None:
+    """How the session file at ``path`` is converted as it is written (its agent's
+    :attr:`~p2pd.agents.spec.Agent.write_streamed`), or None: a document, or an agent's session read whole."""
+    agent = registry.detect_agent(path)
+    return agent.write_streamed if agent is not None else None
 
 
 def packable_file(ref: str) -> Path:

@@ -40,6 +40,21 @@ class Restorer(Protocol):
     def __call__(self, doc: ConversationDocument, *, keep_ids: bool) -> bytes: ...
 
 
+class StreamWriter(Protocol):
+    """A session file written as a conversation document in the line layout through ``write`` while it is read
+    (memory bounded by a line or a message, not the session; spool files go into ``spool_dir``): ``on_head``
+    hears, once, what a transfer offers it under (title, contextId, origin, counts.messages). Raises
+    :class:`NotStreamable`, having written nothing, for a session that must be converted whole."""
+
+    def __call__(self, path: Path, write: Callable[[bytes], object], *, spool_dir: Path,
+                 on_head: Callable[[dict[str, Any]], object] | None = None) -> object: ...
+
+
+class NotStreamable(Exception):
+    """The session needs the whole document in memory (Claude Code's agent-team state is derived from all of
+    it); nothing was written."""
+
+
 @dataclass(frozen=True)
 class Agent:
     name: str  # the platform name in documents and on the command line: "claude-code"
@@ -53,6 +68,7 @@ class Agent:
     enrich: Callable[[ConversationDocument], None] | None = None  # after export: state kept beside the session
     import_to: Importer | None = None  # write a document as a session this agent resumes
     restore: Restorer | None = None  # the original session file back, when the document came from here
+    write_streamed: StreamWriter | None = None  # the session converted as it is written (else: loaded whole)
     no_restore_reason: str = ""  # said plainly when ``restore`` is None
 
 

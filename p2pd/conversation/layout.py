@@ -144,16 +144,27 @@ def write_document(write: Write, head: dict[str, Any], messages: Iterable[bytes]
 
 def document_lines(doc_json: dict[str, Any], write: Write) -> None:
     """An in-memory document (``ConversationDocument.to_json_dict()``) written in the line layout."""
-    keys = list(doc_json)
-    split = keys.index("messages") if "messages" in keys else len(keys)
-    head = {k: doc_json[k] for k in keys[:split]}
-    middle: dict[str, Any] = {k: doc_json[k] for k in ("issues", "lineCount") if k in doc_json}
-    tail = {k: v for k, v in doc_json.items()
-            if k not in head and k not in middle and k not in ("messages", "records", "subagents", "toolResults")}
     subs = [SubagentLines(messages=[compact_json(m) for m in s.get("messages", [])],
                           records=[compact_json(r) for r in s.get("records", [])],
                           rest={k: v for k, v in s.items() if k not in ("messages", "records")})
             for s in doc_json.get("subagents", [])]
-    write_document(write, head, (compact_json(m) for m in doc_json.get("messages", [])),
-                   (compact_json(r) for r in doc_json.get("records", [])), lambda: middle, subs,
-                   (compact_json(t) for t in doc_json.get("toolResults", [])), lambda: tail)
+    envelope_lines(write, doc_json, (compact_json(m) for m in doc_json.get("messages", [])),
+                   (compact_json(r) for r in doc_json.get("records", [])), subs,
+                   (compact_json(t) for t in doc_json.get("toolResults", [])))
+
+
+_BIG = ("messages", "records", "subagents", "toolResults")
+
+
+def envelope_lines(write: Write, envelope: dict[str, Any], messages: Iterable[bytes], records: Iterable[bytes],
+                   subagents: Iterable[SubagentLines] = (), tool_results: Iterable[bytes] = ()) -> None:
+    """A document whose envelope is known before its elements are written (``to_json_dict()``'s keys in their
+    order; its arrays' contents are not read) and whose elements come encoded — from spools, say: written in the
+    line layout in the envelope's key order (the fields before ``messages`` first), as :func:`document_lines`
+    writes the whole document."""
+    keys = list(envelope)
+    split = keys.index("messages") if "messages" in keys else len(keys)
+    head = {k: envelope[k] for k in keys[:split]}
+    middle: dict[str, Any] = {k: envelope[k] for k in ("issues", "lineCount") if k in envelope}
+    tail = {k: v for k, v in envelope.items() if k not in head and k not in middle and k not in _BIG}
+    write_document(write, head, messages, records, lambda: middle, subagents, tool_results, lambda: tail)

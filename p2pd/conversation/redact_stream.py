@@ -22,14 +22,13 @@ from typing import Any
 from p2pd.conversation.document_io import compact_json
 from p2pd.conversation.document_json import document_from_json
 from p2pd.conversation.json_text import loads
-from p2pd.conversation.layout import SubagentLines, Write, write_document
+from p2pd.conversation.layout import SubagentLines, Write, envelope_lines
 from p2pd.conversation.legacy import normalize_message
 from p2pd.conversation.model import Message, Role
 from p2pd.conversation.redact import RedactionReport, _keep_bytes, _messages, _record, _transcript
 from p2pd.conversation.stream_reader import DocumentReader, Item
 
 Slot = tuple[str, int | None]  # (array, subagent index or None)
-_BIG = ("messages", "records", "subagents", "toolResults")
 
 
 def _masked(item: Item, counts: Counter[str]) -> Any:
@@ -108,15 +107,11 @@ def redact_stream(pieces: Iterable[bytes], write: Write, spool_dir: Path, *, tit
 
 
 def _write(doc: dict[str, Any], spool: _Spool, write: Write) -> None:
-    keys = list(doc)
-    head = {k: doc[k] for k in keys[: keys.index("messages")]}
-    middle: dict[str, Any] = {k: doc[k] for k in ("issues", "lineCount") if k in doc}
-    tail = {k: v for k, v in doc.items() if k not in head and k not in middle and k not in _BIG}
     subagents = [SubagentLines(messages=spool.items(("messages", i)), records=spool.items(("records", i)),
                                rest={k: v for k, v in sub.items() if k not in ("messages", "records")})
                  for i, sub in enumerate(doc.get("subagents", []))]
-    write_document(write, head, spool.items(("messages", None)), spool.items(("records", None)),
-                   lambda: middle, subagents, spool.items(("toolResults", None)), lambda: tail)
+    envelope_lines(write, doc, spool.items(("messages", None)), spool.items(("records", None)), subagents,
+                   spool.items(("toolResults", None)))
 
 
 __all__ = ["redact_stream"]

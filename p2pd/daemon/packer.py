@@ -2,7 +2,8 @@
 
 A conversation the daemon sends, exports or hands off is made here, in a child process, and written to a file —
 never built in the daemon's memory. A Claude Code session is converted as it is written
-(:func:`p2pd.agents.claude_code.streamed.write_session`: memory bounded by a message); redacted, it is written to
+(:func:`p2pd.agents.claude_code.streamed.write_session`: memory bounded by a message; a Codex rollout likewise,
+:mod:`p2pd.agents.codex.streamed`); redacted, it is written to
 a spool file first and masked as a stream from there (:mod:`p2pd.conversation.redact_stream`). A document p2pd
 wrote, neither masked nor given metadata, is checked, then written as it is (:mod:`p2pd.exchange.document_file`).
 Anything else — another agent's session, an agent-team session, another document — is loaded whole, but in this
@@ -104,10 +105,13 @@ def _whole(job: Job, masked: Counter[str]) -> Any:
 
 def _streamed(job: Job, session: Path, write: Callable[[bytes], object], spool: Path,
               masked: Counter[str]) -> dict[str, Any]:
-    """A Claude Code session converted as it is written (raises NotStreamable before it writes anything); when
-    redacting, written first to a spool file, then masked as a stream (:mod:`p2pd.conversation.redact_stream`)."""
-    from p2pd.agents.claude_code.streamed import write_session
+    """A session converted as it is written (Claude Code, Codex: its agent's ``write_streamed``; raises
+    NotStreamable before it writes anything); when redacting, written first to a spool file, then masked as a
+    stream (:mod:`p2pd.conversation.redact_stream`)."""
+    from p2pd.agents.sources import stream_writer
 
+    write_session = stream_writer(session)
+    assert write_session is not None
     out = _Document(write, job.metadata)
     if not job.redact:
         write_session(session, out, spool_dir=spool)
@@ -150,7 +154,7 @@ def write_conversation(job: Job, write: Callable[[bytes], object], spool: Path,
             return checked.head()
     session = streamable_session(job.source)
     if session is not None:
-        from p2pd.agents.claude_code.streamed import NotStreamable
+        from p2pd.agents.spec import NotStreamable
 
         try:
             return _streamed(job, session, write, spool, masked)

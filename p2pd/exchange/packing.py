@@ -1,10 +1,7 @@
 """The conversation on its way in and out of a transfer, as streams: document → blobs, blob → ``.a2a.json``.
 
-Sending: the document is written in the line layout (:mod:`p2pd.conversation.layout`) straight into two
-streaming blob writers — zstd (offered when the receiver's HELLO lists it: 2.3x smaller, as fast) and lz4 (every
-peer speaks it: the page). A Claude Code session file is converted while it is written
-(:mod:`p2pd.agents.claude_code.streamed`), so memory holds one message, not the session; anything else (other
-agents, redacted or team sessions) is built in memory first, as before.
+Sending is the packing process's (:mod:`p2pd.exchange.producer`, read by :mod:`p2pd.exchange.producing`); what is
+here is the rest of the way in and out of files: the fallback file made from a blob, and the staging files.
 
 Receiving: the verified blob is decompressed in pieces into a staging file beside the output while
 :class:`~p2pd.conversation.stream_reader.DocumentReader` checks each element as it goes by, whatever the layout
@@ -22,26 +19,12 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from p2pd.blob.container import DEFAULT_MAX_RAW_SIZE
-from p2pd.blob.stream import BlobWriter, iter_raw
-from p2pd.conversation.layout import document_lines
-from p2pd.conversation.model import ConversationDocument, Counts, Origin
+from p2pd.blob.stream import iter_raw
+from p2pd.conversation.model import Counts, Origin
 from p2pd.conversation.stream_reader import DocumentReader
 from p2pd.errors import CodecError, ConflictError
 from p2pd.support.atomic import atomic_writer
 from p2pd.support.gcpause import bulk_work
-
-
-@dataclass
-class Packed:
-    """Blob files of one conversation (zstd first, then lz4) and what an offer says of it."""
-
-    zstd: Path
-    lz4: Path
-    context_id: str
-    title: str
-    platform: str
-    session_id: str
-    messages: int
 
 
 @dataclass
@@ -53,40 +36,6 @@ class Unpacked:
     counts: Counts
     staged: Path
     origin: Origin
-
-
-def pack(source: ConversationDocument | Path, folder: Path) -> Packed:
-    """Write ``source`` (a document, or a Claude Code session file to convert on the way) as blobs in
-    ``folder``. Blocking: run it in a thread."""
-    zstd_path, lz4_path = folder / "conversation.zstd.a2a.p2pd", folder / "conversation.a2a.p2pd"
-    doc = source
-    if isinstance(source, Path):
-        from p2pd.agents.claude_code.streamed import NotStreamable, write_session
-
-        try:
-            with BlobWriter(zstd_path, "zstd") as z, BlobWriter(lz4_path, "lz4") as lz:
-                info = write_session(source, _tee(z, lz), spool_dir=folder)
-            return Packed(zstd_path, lz4_path, info.context_id, info.title, info.platform, info.session_id,
-                          info.counts.messages)
-        except NotStreamable:
-            from p2pd.agents.sources import load_file
-
-            doc = load_file(source)
-    assert isinstance(doc, ConversationDocument)
-    with bulk_work():
-        data = doc.to_json_dict()
-        with BlobWriter(zstd_path, "zstd") as z, BlobWriter(lz4_path, "lz4") as lz:
-            document_lines(data, _tee(z, lz))
-    return Packed(zstd_path, lz4_path, doc.context_id, doc.title, doc.origin.platform,
-                  doc.origin.session_id or doc.context_id, doc.counts.messages)
-
-
-def _tee(*writers: BlobWriter) -> Any:
-    def write(data: bytes) -> None:
-        for w in writers:
-            w.write(data)
-
-    return write
 
 
 def unpack(blob_path: Path, folder: Path, *, source: str = "the received conversation",

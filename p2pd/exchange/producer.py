@@ -103,11 +103,13 @@ def offered(doc_json: dict[str, Any]) -> dict[str, Any]:
 
 
 def produce(session: Path, work: Path, out: Any) -> None:
-    """Pack ``session``: a Claude Code transcript converted as it is written; a conversation document p2pd wrote
-    checked, then sent as it is (:mod:`p2pd.exchange.document_file`); anything else loaded whole."""
+    """Pack ``session``: a Claude Code transcript or a Codex rollout converted as it is written; a conversation
+    document p2pd wrote checked, then sent as it is (:mod:`p2pd.exchange.document_file`); anything else loaded
+    whole."""
     from p2pd.agents import registry
 
-    if registry.detect_agent(session) is None:  # a conversation document (.a2a.json, a blob)
+    agent = registry.detect_agent(session)
+    if agent is None:  # a conversation document (.a2a.json, a blob)
         from p2pd.exchange.document_file import check_document, document_pieces
         from p2pd.support.gcpause import bulk_work
 
@@ -119,8 +121,8 @@ def produce(session: Path, work: Path, out: Any) -> None:
                 out.write(piece)
             out.finish()
             return
-    else:
-        from p2pd.agents.claude_code.streamed import NotStreamable, write_session
+    elif (write_session := agent.write_streamed) is not None:  # Claude Code, Codex
+        from p2pd.agents.spec import NotStreamable
 
         try:
             write_session(session, out.write, spool_dir=work, on_head=out.head)
@@ -152,6 +154,7 @@ def _job(argv: list[str]) -> tuple[Path, Path] | None:
         return Path(argv[1]), Path(argv[2])
     import zstandard  # noqa: F401
 
+    from p2pd.agents import registry  # noqa: F401
     from p2pd.agents.claude_code import streamed  # noqa: F401
     from p2pd.blob import stream  # noqa: F401
 

@@ -20,7 +20,7 @@ from p2pd.agents.sources import load_file, streamable_session
 from p2pd.conversation.document_io import compact_json, parse_document
 from p2pd.conversation.model import ConversationDocument
 from p2pd.conversation.stream_reader import DocumentReader
-from tests.corpus import claude_code_files, codex_files, file_id
+from tests.corpus import claude_code_files, codex_files, file_id, gemini_files
 
 # The streamed writer's key order: records before messages; title, summary and counts last.
 STREAMED_ORDER = ("format", "formatVersion", "a2aVersion", "contextId", "createdAt", "origin", "records", "messages",
@@ -172,9 +172,13 @@ def test_a_title_settled_late_is_offered_by_the_writing_pass(tmp_path, monkeypat
     assert [e for e in events if e != "write"] == ["message", "message", "head Do it", "message"]
 
 
-def test_only_claude_code_sessions_are_streamable():
+def test_claude_code_and_codex_sessions_are_streamable_gemini_sessions_and_documents_are_not(tmp_path):
     assert streamable_session(str(claude_code_files(include_subagents=False)[0])) is not None
-    assert streamable_session(str(codex_files()[0])) is None
+    assert streamable_session(str(codex_files()[0])) == codex_files()[0]  # (p2pd/agents/codex/streamed.py)
+    assert streamable_session(str(gemini_files()[0])) is None
+    doc = tmp_path / "c.a2a.json"
+    doc.write_text('{"messages": []}')  # a document: no agent's session
+    assert streamable_session(str(doc)) is None
 
 
 @pytest.mark.parametrize("content", [b"", b"\n\n \n", b"\x8f\x00random bytes\xff\n", b'{"type":"user"',

@@ -5,8 +5,9 @@ For each size, on a generated real-shaped session (``tests/transfer/gen.py``): t
 (``python -m p2pd.daemon.packer``, run by ``POST /send``, handoffs and ``POST /export``), ``p2pd export`` (compact
 JSON, then ``--compressed``), ``p2pd import`` of that document and of that blob into a throwaway Claude Code home,
 ``p2pd export --redact``, the daemon's packing process given that document, and ``p2pd send`` of that document
-and ``send --redact`` of the session, with no peer (their whole packing, then the fallback file). Peak RSS from
-``wait4``; seconds are wall time on a shared machine.
+and ``send --redact`` of the session, with no peer (their whole packing, then the fallback file); then a generated
+Codex rollout of the same size (``tests/transfer/gen.py``), exported and sent. Peak RSS from ``wait4``; seconds are
+wall time on a shared machine.
 """
 
 from __future__ import annotations
@@ -72,11 +73,22 @@ def main(sizes: list[float]) -> int:
                 ("p2pd send --redact (no peer: the fallback file)",
                  [py, "-m", "p2pd", "send", str(session), "--redact", *no_peer]),
             ]
+            rollout = work / f"rollout-{mb:g}.jsonl"  # a Codex rollout of the same size (made in a child: see run)
+            subprocess.run([py, "-c", "import sys; from pathlib import Path; from tests.transfer.gen import "
+                            "generate_rollout as g; Path(sys.argv[1]).write_bytes(g(int(sys.argv[2]), 7))",
+                            str(rollout), str(int(mb * MB))], check=True, env=env, cwd=ROOT)
+            steps += [
+                ("p2pd export (Codex rollout)", [py, "-m", "p2pd", "export", str(rollout), "-o",
+                                                 str(work / "rollout.a2a.json")]),
+                ("p2pd send (Codex rollout; no peer: the fallback file)",
+                 [py, "-m", "p2pd", "send", str(rollout), *no_peer]),
+            ]
             for name, argv in steps:
                 rss, seconds = run(argv, env, work, ok=(0, ExitCode.FALLBACK_WRITTEN))
                 rows.append((label, name, rss, seconds))
                 print(f"  {label} {name}: {rss:.0f} MiB, {seconds:.1f} s", flush=True)
-            for f in (doc, blob, work / "packed.a2a.p2pd", work / "redacted.a2a.json", session,
+            for f in (doc, blob, work / "packed.a2a.p2pd", work / "redacted.a2a.json", session, rollout,
+                      work / "rollout.a2a.json",
                       *(work / "fallback").glob("*")):
                 f.unlink(missing_ok=True)
     print()

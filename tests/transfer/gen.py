@@ -45,3 +45,33 @@ def generate_conversation(size: int, seed: int = 0) -> bytes:
         out.append(line + b"\n")
         total += len(line) + 1
     return b"".join(out)
+
+
+def generate_rollout(size: int, seed: int = 0) -> bytes:
+    """At least ``size`` bytes of a Codex rollout made of the corpus's Codex lines: its ``session_meta`` once, then
+    the other lines in turn, each copy with fresh item and call ids and its tool outputs and texts grown to
+    real sizes (a few KB, as real rollouts' command outputs are)."""
+    from tests.corpus import codex_files
+
+    rng = random.Random(seed)
+    objs = [json.loads(line) for path in codex_files() for line in path.read_bytes().splitlines() if line.strip()]
+    meta = next(o for o in objs if o.get("type") == "session_meta")
+    rest = [o for o in objs if o.get("type") != "session_meta"]
+    out = [json.dumps(meta, separators=(",", ":")).encode() + b"\n"]
+    total = len(out[0])
+    i = 0
+    while total < size:
+        obj = json.loads(json.dumps(rest[i % len(rest)]))
+        i += 1
+        payload = obj.get("payload")
+        if isinstance(payload, dict):
+            for key in ("id", "call_id"):
+                if isinstance(payload.get(key), str):
+                    payload[key] = f"{payload[key]}-{rng.getrandbits(64):016x}"
+            if isinstance(payload.get("output"), str):
+                payload["output"] += "\n" + "\n".join(f"line {n}: {rng.getrandbits(96):024x}"
+                                                       for n in range(rng.randrange(20, 200)))
+        line = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+        out.append(line + b"\n")
+        total += len(line) + 1
+    return b"".join(out)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from p2pd.agents.claude_code import paths
 from p2pd.agents.spec import Agent, FirstLine, ImportResultLike
@@ -36,6 +37,13 @@ def _export(path: Path) -> ConversationDocument:
     from p2pd.agents.claude_code.export import export_session
 
     return export_session(path)
+
+
+def _write_streamed(path: Path, write: Callable[[bytes], object], *, spool_dir: Path,
+                    on_head: Callable[[dict[str, Any]], object] | None = None) -> object:
+    from p2pd.agents.claude_code.streamed import write_session
+
+    return write_session(path, write, spool_dir=spool_dir, on_head=on_head)
 
 
 def _enrich(doc: ConversationDocument) -> None:
@@ -70,4 +78,4 @@ def _restore(doc: ConversationDocument, *, keep_ids: bool) -> bytes:
 
 AGENT = Agent(name=NAME, display="Claude Code", aliases=("claude",), find_sessions=_find, detect=_detect,
               export=_export, detect_rank=90, resolve=_resolve, enrich=_enrich, import_to=_import,
-              restore=_restore)
+              restore=_restore, write_streamed=_write_streamed)

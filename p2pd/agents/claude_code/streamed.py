@@ -64,17 +64,13 @@ from p2pd.agents.jsonl import (
     session_time,
     verbatim_json,
 )
+from p2pd.agents.spec import NotStreamable as NotStreamable  # (its callers import it here)
 from p2pd.conversation.json_text import DECODE_REFUSED, compact_json
 from p2pd.conversation.layout import SubagentLines, Write, write_document
 from p2pd.conversation.shapes import A2A_PROTOCOL_VERSION, FORMAT_NAME, FORMAT_VERSION, Tally
 from p2pd.conversation.summary import SummaryBuilder
 from p2pd.conversation.teams import events_from_messages
 from p2pd.support.gcpause import bulk_work
-
-
-class NotStreamable(Exception):
-    """The session needs the whole document in memory (agent-team state is derived from all of it); nothing
-    was written."""
 
 
 @dataclass

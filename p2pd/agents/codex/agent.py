@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from p2pd.agents.codex.paths import find_rollouts, resolve_rollout
 from p2pd.agents.spec import Agent, FirstLine, ImportResultLike
@@ -41,6 +42,13 @@ def _export(path: Path) -> ConversationDocument:
     return export_rollout(path)
 
 
+def _write_streamed(path: Path, write: Callable[[bytes], object], *, spool_dir: Path,
+                    on_head: Callable[[dict[str, Any]], object] | None = None) -> object:
+    from p2pd.agents.codex.streamed import write_rollout
+
+    return write_rollout(path, write, spool_dir=spool_dir, on_head=on_head)
+
+
 def _import(doc: ConversationDocument, *, foreign: bool, cwd: str | None, same_account: bool,
             dry_run: bool) -> ImportResultLike:
     from p2pd.agents.codex.importer import import_to_codex
@@ -60,4 +68,5 @@ def _restore(doc: ConversationDocument, *, keep_ids: bool) -> bytes:
 
 
 AGENT = Agent(name=NAME, display="Codex", aliases=("codex-cli",), find_sessions=_find, detect=_detect,
-              export=_export, detect_rank=10, resolve=_resolve, import_to=_import, restore=_restore)
+              export=_export, detect_rank=10, resolve=_resolve, import_to=_import, restore=_restore,
+              write_streamed=_write_streamed)

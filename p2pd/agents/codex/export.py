@@ -12,6 +12,7 @@ Each message keeps its source line in ``metadata.codex`` as ``{"line": n, "from"
 from __future__ import annotations
 
 import socket
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,19 +33,32 @@ def convert_rollout(lines: list[SourceLine], context_id: str) -> Transcript:
     messages: list[Message] = []
     records: list[Record] = []
     issues: list[LineIssue] = []
+    for unit in rollout_units(lines, context_id):
+        if isinstance(unit, Message):
+            messages.append(unit)
+        elif isinstance(unit, Record):
+            records.append(unit)
+        else:
+            issues.append(unit)
+    return Transcript(messages=messages, records=records, issues=issues, line_count=len(lines))
+
+
+def rollout_units(lines: Iterable[SourceLine], context_id: str) -> Iterator[Message | Record | LineIssue]:
+    """Each line's message, or its record (a malformed line's issue before it), in line order: what
+    :func:`convert_rollout` collects, one line at a time (the streamed writer's way, :mod:`.streamed`)."""
     used: set[str] = set()
     model: str | None = None
     for line in lines:
         obj = line.obj
         if obj is None:
-            issues.append(LineIssue(line=line.n, reason=line.error or "unreadable"))
-            records.append(verbatim_record(line))
+            yield LineIssue(line=line.n, reason=line.error or "unreadable")
+            yield verbatim_record(line)
             continue
         ltype = obj.get("type")
         payload = obj.get("payload")
         if not isinstance(ltype, str):
-            issues.append(LineIssue(line=line.n, reason="JSON object without a 'type' field"))
-            records.append(Record(line=line.n, value=obj))
+            yield LineIssue(line=line.n, reason="JSON object without a 'type' field")
+            yield Record(line=line.n, value=obj)
             continue
         if ltype == "turn_context" and isinstance(payload, dict) and isinstance(payload.get("model"), str):
             model = payload["model"]
@@ -53,17 +67,16 @@ def convert_rollout(lines: list[SourceLine], context_id: str) -> Transcript:
             if isinstance(payload, dict) and isinstance(payload.get("type"), str):
                 msg = _item_message(line.n, obj, payload, context_id, model)
             else:
-                issues.append(LineIssue(line=line.n, reason="response_item without a typed payload object"))
+                yield LineIssue(line=line.n, reason="response_item without a typed payload object")
         elif ltype == "compacted" and isinstance(payload, dict) and isinstance(payload.get("message"), str):
             msg = _compacted_message(line.n, obj, payload, context_id)
         if msg is None:
-            records.append(Record(line=line.n, value=obj))
+            yield Record(line=line.n, value=obj)
             continue
         if msg.message_id in used:
             msg.message_id = f"{msg.message_id}#L{line.n}"
         used.add(msg.message_id)
-        messages.append(msg)
-    return Transcript(messages=messages, records=records, issues=issues, line_count=len(lines))
+        yield msg
 
 
 def _neutral(obj: dict[str, Any], kind: str, model: str | None) -> dict[str, Any]:
@@ -101,7 +114,8 @@ def _compacted_message(n: int, obj: dict[str, Any], payload: dict[str, Any], con
                    extensions=[mt.EXT_CODEX])
 
 
-def _meta(lines: list[SourceLine]) -> dict[str, Any]:
+def _meta(lines: Iterable[SourceLine]) -> dict[str, Any]:
+    """The first ``session_meta`` line's payload (``{}`` when there is none)."""
     for ln in lines:
         o = ln.obj
         if o and o.get("type") == "session_meta" and isinstance(o.get("payload"), dict):
@@ -119,22 +133,30 @@ def export_rollout(path: Path) -> ConversationDocument:
     lines = read_rollout(path)
     require_lines(lines, path)
     meta = _meta(lines)
-    raw_id = meta.get("id")
-    session_id = raw_id if isinstance(raw_id, str) and raw_id else rollout_id(path)
+    session_id = meta_session_id(meta, path)
     main = convert_rollout(lines, session_id)
-    raw_git = meta.get("git")
-    git: dict[str, Any] = raw_git if isinstance(raw_git, dict) else {}
     doc = ConversationDocument(
-        context_id=session_id,
-        created_at=session_time(line_stamps(lines), path),
-        origin=Origin(platform=PLATFORM, session_id=session_id, cwd=_str(meta.get("cwd")),
-                      git_branch=_str(git.get("branch")), client_version=_str(meta.get("cli_version")),
-                      transcript_path=str(path.resolve()), hostname=socket.gethostname()),
+        context_id=session_id, created_at=session_time(line_stamps(lines), path), origin=rollout_origin(meta, path),
         messages=main.messages, records=main.records, issues=main.issues, line_count=main.line_count,
     )
     doc.counts = count(doc)
     summarize(doc)
     return doc
+
+
+def meta_session_id(meta: dict[str, Any], path: Path) -> str:
+    """The session's id: its meta's, else the one in the rollout's file name."""
+    raw_id = meta.get("id")
+    return raw_id if isinstance(raw_id, str) and raw_id else rollout_id(path)
+
+
+def rollout_origin(meta: dict[str, Any], path: Path) -> Origin:
+    raw_git = meta.get("git")
+    git: dict[str, Any] = raw_git if isinstance(raw_git, dict) else {}
+    session_id = meta_session_id(meta, path)
+    return Origin(platform=PLATFORM, session_id=session_id, cwd=_str(meta.get("cwd")),
+                  git_branch=_str(git.get("branch")), client_version=_str(meta.get("cli_version")),
+                  transcript_path=str(path.resolve()), hostname=socket.gethostname())
 
 
 def _str(v: Any) -> str | None:
