@@ -102,28 +102,35 @@ def import_file(path: str | os.PathLike[str], *, to: str = DEFAULT_TARGET,
                 spool_dir: str | os.PathLike[str] | None = None) -> tuple[ImportResultLike, ConversationDocument]:
     """Import a file: a conversation document (``.a2a.json``, a blob) is read as a stream into a spool on disk
     (in ``spool_dir``, else the system's temporary folder) and imported from there, so memory does not grow with
-    the session; an agent's session file is converted in memory first. Returns the result and the document's
-    envelope (title, origin, counts). ``cwd`` may be a function of the envelope, called once it is read."""
-    from p2pd.agents.sources import load_file
-
+    the session; an agent's session file is converted into that spool first as it is read (Claude Code, Codex:
+    the agent's ``write_streamed``), else in memory. Returns the result and the document's envelope (title,
+    origin, counts). ``cwd`` may be a function of the envelope, called once it is read."""
     p = Path(path)
     if not p.is_file():
         raise NotFoundError(f"file not found: {p}")
-    if registry.detect_agent(p) is not None:
-        doc = load_file(p)
-        folder = cwd(doc) if callable(cwd) else cwd
-        return import_document(doc, to=to, cwd=folder, same_account=same_account, dry_run=dry_run), doc
+    source_agent = registry.detect_agent(p)
+    if source_agent is not None and source_agent.write_streamed is None:
+        return _import_whole(p, to=to, cwd=cwd, same_account=same_account, dry_run=dry_run)
     agent = registry.find(to)
     if agent is None or agent.import_to is None:
         raise InvalidInputError(f"unknown import target {to!r} (choose from {', '.join(registry.import_targets())})")
     from p2pd.agents.claude_code.importer import restore_lines
+    from p2pd.agents.spec import NotStreamable
     from p2pd.agents.spooled import spool_document
     from p2pd.support.gcpause import bulk_work
 
     spool_at = Path(tempfile.mkdtemp(prefix=".p2pd-import-spool-", dir=spool_dir))
     try:
+        document = p
+        if source_agent is not None and source_agent.write_streamed is not None:
+            document = spool_at / "converted.a2a.json"
+            try:
+                with bulk_work(), document.open("wb") as fh:
+                    source_agent.write_streamed(p, fh.write, spool_dir=spool_at)
+            except NotStreamable:  # (agent-team state: the session is read whole)
+                return _import_whole(p, to=to, cwd=cwd, same_account=same_account, dry_run=dry_run)
         with bulk_work():
-            src = spool_document(document_pieces(p), spool_at / "elements", restore_lines, source=str(p))
+            src = spool_document(document_pieces(document), spool_at / "elements", restore_lines, source=str(p))
         try:
             folder = cwd(src.document) if callable(cwd) else cwd
             return _import_spooled(src, agent, cwd=folder, same_account=same_account, dry_run=dry_run), src.document
@@ -131,6 +138,16 @@ def import_file(path: str | os.PathLike[str], *, to: str = DEFAULT_TARGET,
             src.close()
     finally:
         shutil.rmtree(spool_at, ignore_errors=True)
+
+
+def _import_whole(p: Path, *, to: str, cwd: Folder | Callable[[ConversationDocument], Folder], same_account: bool,
+                  dry_run: bool) -> tuple[ImportResultLike, ConversationDocument]:
+    """A session file converted in memory, then imported (a Gemini session, an agent-team session)."""
+    from p2pd.agents.sources import load_file
+
+    doc = load_file(p)
+    folder = cwd(doc) if callable(cwd) else cwd
+    return import_document(doc, to=to, cwd=folder, same_account=same_account, dry_run=dry_run), doc
 
 
 def _import_spooled(src: SpooledSource, agent: Any, **kwargs: Any) -> ImportResultLike:

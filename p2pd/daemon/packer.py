@@ -1,14 +1,12 @@
 """The daemon's packing process: ``python -m p2pd.daemon.packer JOB`` (JOB: JSON, see :class:`Job`).
 
 A conversation the daemon sends, exports or hands off is made here, in a child process, and written to a file —
-never built in the daemon's memory. A Claude Code session is converted as it is written
-(:func:`p2pd.agents.claude_code.streamed.write_session`: memory bounded by a message; a Codex rollout likewise,
-:mod:`p2pd.agents.codex.streamed`); redacted, it is written to
-a spool file first and masked as a stream from there (:mod:`p2pd.conversation.redact_stream`). A document p2pd
-wrote, neither masked nor given metadata, is checked, then written as it is (:mod:`p2pd.exchange.document_file`).
-Anything else — another agent's session, an agent-team session, another document — is loaded whole, but in this
-process, which ends when the file is written. The daemon keeps its own size. ``p2pd export`` calls :func:`run` in
-its own process.
+never built in the daemon's memory. A Claude Code session or a Codex rollout is converted as it is written (its
+agent's ``write_streamed``: memory bounded by a message); redacted, it is written to a spool file first and masked
+as a stream from there (:mod:`p2pd.conversation.redact_stream`). A document p2pd wrote, neither masked nor given
+metadata, is checked, then written as it is (:mod:`p2pd.exchange.document_file`). Anything else — a Gemini
+session, an agent-team session, another document — is loaded whole, but in this process, which ends when the file
+is written. The daemon keeps its own size. ``p2pd export`` calls :func:`run` in its own process.
 
 What is written (``kind``): a blob (``lz4`` or ``zstd``, :mod:`p2pd.blob`) or the document's JSON (``json``, the
 line layout; ``pretty`` JSON loads the document whole). ``metadata``: fields added to the document's
@@ -144,13 +142,10 @@ def write_conversation(job: Job, write: Callable[[bytes], object], spool: Path,
 
     masked = Counter() if masked is None else masked
     if not job.redact and not job.metadata and (document := document_file(job.source)) is not None:
-        from p2pd.exchange.document_file import check_document, document_pieces
+        from p2pd.exchange.document_file import pass_through
 
-        with bulk_work():
-            checked = check_document(document)
+        checked = pass_through(document, write)
         if checked.as_is:  # a document p2pd wrote: as it is, once checked (memory: one element)
-            for piece in document_pieces(document):
-                write(piece)
             return checked.head()
     session = streamable_session(job.source)
     if session is not None:

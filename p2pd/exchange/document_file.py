@@ -20,6 +20,7 @@ model either way (a test holds it).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from p2pd.agents.importing import document_pieces
 from p2pd.conversation.model import ConversationDocument
 from p2pd.conversation.stream_reader import DocumentReader
 
-__all__ = ["CheckedDocument", "check_document", "document_pieces"]
+__all__ = ["CheckedDocument", "check_document", "document_pieces", "pass_through"]
 
 
 @dataclass
@@ -59,3 +60,20 @@ def check_document(path: Path) -> CheckedDocument:
     offer = {"title": doc.title, "contextId": doc.context_id, "origin": doc.origin.to_json_dict(),
              "counts": {"messages": summary.counts.messages}}
     return CheckedDocument(offer=offer, as_is=as_is, envelope=doc)
+
+
+def pass_through(path: Path, write: Callable[[bytes], object],
+                 on_head: Callable[[dict[str, Any]], object] | None = None) -> CheckedDocument:
+    """Check the document at ``path``; when it can go as it is, tell ``on_head`` what it is offered under, then
+    write its JSON through ``write``. Returns the check: when ``as_is`` is false nothing was written (the caller
+    loads it whole)."""
+    from p2pd.support.gcpause import bulk_work
+
+    with bulk_work():
+        checked = check_document(path)
+    if checked.as_is:
+        if on_head is not None:
+            on_head(checked.offer)
+        for piece in document_pieces(path):
+            write(piece)
+    return checked

@@ -1,8 +1,9 @@
 """The packing process of a streamed send: ``python -m p2pd.exchange.producer SESSION_FILE WORK_DIR`` (or, started
 ahead as a spare, without arguments: it imports, then reads ``{"session", "work"}`` as one JSON line on stdin).
 
-It converts the session into the conversation document (a Claude Code transcript as it is written; a document
-p2pd wrote is checked, then sent as it is; anything else is loaded whole), compresses it with zstd as it goes,
+It converts the session into the conversation document (a Claude Code transcript or a Codex rollout as it is
+written; a document p2pd wrote is checked, then sent as it is; anything else is loaded whole), compresses it with
+zstd as it goes,
 and writes records to its standard output, which the sending process (:mod:`p2pd.exchange.producing`) reads
 while the transfer runs::
 
@@ -110,15 +111,9 @@ def produce(session: Path, work: Path, out: Any) -> None:
 
     agent = registry.detect_agent(session)
     if agent is None:  # a conversation document (.a2a.json, a blob)
-        from p2pd.exchange.document_file import check_document, document_pieces
-        from p2pd.support.gcpause import bulk_work
+        from p2pd.exchange.document_file import pass_through
 
-        with bulk_work():
-            checked = check_document(session)
-        if checked.as_is:
-            out.head(checked.offer)
-            for piece in document_pieces(session):
-                out.write(piece)
+        if pass_through(session, out.write, on_head=out.head).as_is:
             out.finish()
             return
     elif (write_session := agent.write_streamed) is not None:  # Claude Code, Codex

@@ -1,6 +1,7 @@
 """Importing a document file as a stream (spooled on disk) writes the same session as importing the document in
 memory: the same lines (new ids aside), subagent files and tool results, for every corpus session, from a pretty
-.a2a.json and from a blob; into Codex too."""
+.a2a.json, from a blob, and from the session file itself (converted into the spool as it is read); into Codex
+too."""
 
 from __future__ import annotations
 
@@ -46,7 +47,8 @@ def test_streamed_import_writes_what_the_in_memory_import_writes(path, to, tmp_p
     write_document(doc, pretty, pretty=True)
     write_document(doc, packed, compressed=True)
     trees = []
-    for i, source in enumerate([None, pretty, packed]):
+    for i, source in enumerate([None, pretty, packed, path]):  # (the session file itself: converted into the
+        # spool as it is read, for Claude Code and Codex; a Gemini session is read whole)
         home = tmp_path / f"home{i}"
         monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home))
         monkeypatch.setenv("CODEX_HOME", str(home))
@@ -59,4 +61,5 @@ def test_streamed_import_writes_what_the_in_memory_import_writes(path, to, tmp_p
         trees.append((_tree(home), result.lines, notes))
     assert trees[1] == trees[0]
     assert trees[2] == trees[0]
+    assert trees[3] == trees[0]
     assert not list(tmp_path.glob(".p2pd-import-spool-*"))  # the spool is gone

@@ -72,6 +72,8 @@ def main(sizes: list[float]) -> int:
                 ("p2pd send (.a2a.json; no peer: the fallback file)", [py, "-m", "p2pd", "send", str(doc), *no_peer]),
                 ("p2pd send --redact (no peer: the fallback file)",
                  [py, "-m", "p2pd", "send", str(session), "--redact", *no_peer]),
+                ("p2pd import SESSION.jsonl (the session file itself)",
+                 [py, "-m", "p2pd", "import", str(session), "--cwd", str(work)]),
             ]
             rollout = work / f"rollout-{mb:g}.jsonl"  # a Codex rollout of the same size (made in a child: see run)
             subprocess.run([py, "-c", "import sys; from pathlib import Path; from tests.transfer.gen import "
@@ -82,6 +84,8 @@ def main(sizes: list[float]) -> int:
                                                  str(work / "rollout.a2a.json")]),
                 ("p2pd send (Codex rollout; no peer: the fallback file)",
                  [py, "-m", "p2pd", "send", str(rollout), *no_peer]),
+                ("p2pd import of a Codex rollout into Claude Code (turns rebuilt in memory)",
+                 [py, "-m", "p2pd", "import", str(rollout), "--cwd", str(work)]),
             ]
             for name, argv in steps:
                 rss, seconds = run(argv, env, work, ok=(0, ExitCode.FALLBACK_WRITTEN))
