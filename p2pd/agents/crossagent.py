@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,12 +69,14 @@ def result_text(result: ToolResult, names: dict[str, str]) -> str:
     return f"[{status} of {name}" + (f" (id {result.id})" if result.id else "") + f"]\n{_fence(result.text)}{images}"
 
 
-def readable_turns(doc: ConversationDocument, report: CarryReport) -> list[Turn]:
-    """The active conversation as alternating readable turns."""
+def readable_turns(doc: ConversationDocument, report: CarryReport,
+                   messages: Iterable[Message] | None = None) -> list[Turn]:
+    """The active conversation as alternating readable turns. ``messages``: its active messages, when they are
+    not in ``doc`` (read one at a time from a spool: only the turns' texts are held)."""
     platform = doc.origin.platform
     turns: list[Turn] = []
     names: dict[str, str] = {}
-    for m in doc.active_messages():
+    for m in doc.active_messages() if messages is None else messages:
         kind = str(m.p2pd.get("kind", "prompt" if m.role is Role.USER else "response"))
         if kind in SKIPPED_KINDS:
             report.skipped[kind] += 1
@@ -134,10 +137,12 @@ def _str(v: Any) -> str | None:
     return v if isinstance(v, str) and v else None
 
 
-def plain_document(doc: ConversationDocument, report: CarryReport) -> ConversationDocument:
-    """The conversation as plain A2A text/image messages (what the Claude Code synthesizer takes)."""
+def plain_document(doc: ConversationDocument, report: CarryReport,
+                   active: Iterable[Message] | None = None) -> ConversationDocument:
+    """The conversation as plain A2A text/image messages (what the Claude Code synthesizer takes); ``active``:
+    its active messages, when they are not in ``doc``."""
     messages = []
-    for i, t in enumerate(readable_turns(doc, report)):
+    for i, t in enumerate(readable_turns(doc, report, active)):
         parts = [Part(text="\n\n".join(t.texts), media_type=mt.TEXT)] if t.texts else []
         for img in t.images:
             if img.data is not None and img.media_type.startswith("image/"):
@@ -181,15 +186,17 @@ def _carry_texts(report: CarryReport) -> list[str]:
     return out
 
 
-def import_into_claude_code(doc: ConversationDocument, *, foreign: bool, **kwargs: Any) -> Any:
+def import_into_claude_code(doc: ConversationDocument, *, foreign: bool, active: Iterable[Message] | None = None,
+                            **kwargs: Any) -> Any:
     """Import into Claude Code: exactly when it came from Claude Code (or is a plain A2A conversation), as readable
-    turns when it came from another agent (``foreign``)."""
+    turns when it came from another agent (``foreign``; ``active``: its active messages, when they are not in
+    ``doc`` but read from a spool one at a time)."""
     from p2pd.agents.claude_code.importer import import_to_claude_code
 
     if not foreign:
         return import_to_claude_code(doc, **kwargs)
     report = CarryReport(source=doc.origin.platform, target="Claude Code")
-    result = import_to_claude_code(plain_document(doc, report), **kwargs)
+    result = import_to_claude_code(plain_document(doc, report, active), **kwargs)
     # the carry warnings say how the turns were rebuilt, in more detail than the importer's own note
     result.warnings = carry_warnings(report) + [w for w in result.warnings
                                                 if not (isinstance(w, Note) and w.kind is NoteKind.REBUILT)]

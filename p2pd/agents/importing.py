@@ -161,8 +161,16 @@ def _import_spooled(src: SpooledSource, agent: Any, **kwargs: Any) -> ImportResu
 
         cwd = kwargs.pop("cwd")
         return import_source(src, cwd=os.fspath(cwd) if cwd is not None else None, **kwargs)
-    # Another agent's conversation (rebuilt as readable turns) or another target: the messages in memory (at most
-    # the reader's message cap), the subagents and tool results left out as those importers do.
+    if agent is registry.CLAUDE_CODE:  # another agent's conversation, rebuilt as readable turns: only the turns'
+        # texts are held, its messages read from the spool one at a time
+        from p2pd.agents.crossagent import import_into_claude_code
+
+        cwd = kwargs.pop("cwd")
+        active = (m for m in src.messages() if m.p2pd.get("active", True))
+        return import_into_claude_code(doc, foreign=True, active=active,
+                                       cwd=os.fspath(cwd) if cwd is not None else None, **kwargs)
+    # Another target: the messages in memory (at most the reader's message cap), the subagents and tool results left
+    # out as those importers do.
     whole = doc.model_copy(update={"messages": list(src.messages())})
     if agent is not registry.CLAUDE_CODE:
         whole.records = [r for _, r in _records(src)]
