@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from p2pd.agents.spec import Note, NoteKind, moved_images_note
+from p2pd.agents.spooled import DocumentSource
 from p2pd.conversation import media_types as mt
-from p2pd.conversation.model import ConversationDocument, Message, Part, Role
+from p2pd.conversation.model import ConversationDocument, Message, Part, Role, SidecarFile
 from p2pd.conversation.neutral import Image, Other, Reasoning, Text, ToolCall, ToolResult, message_items
 from p2pd.support.text import counted
 
@@ -72,11 +73,22 @@ def result_text(result: ToolResult, names: dict[str, str]) -> str:
 def readable_turns(doc: ConversationDocument, report: CarryReport,
                    messages: Iterable[Message] | None = None) -> list[Turn]:
     """The active conversation as alternating readable turns. ``messages``: its active messages, when they are
-    not in ``doc`` (read one at a time from a spool: only the turns' texts are held)."""
-    platform = doc.origin.platform
-    turns: list[Turn] = []
+    not in ``doc``."""
+    return list(iter_turns(doc, report, messages))
+
+
+def iter_turns(doc: ConversationDocument, report: CarryReport,
+               messages: Iterable[Message] | None = None) -> Iterator[Turn]:
+    """:func:`readable_turns` one turn at a time (a turn is given once the next message cannot join it), its
+    images moved on (:func:`images_to_user_turns`): read from a spool, only the turn at hand is held."""
+    return _images_forward(_merged_turns(doc.origin.platform, report,
+                                         doc.active_messages() if messages is None else messages))
+
+
+def _merged_turns(platform: str, report: CarryReport, messages: Iterable[Message]) -> Iterator[Turn]:
     names: dict[str, str] = {}
-    for m in doc.active_messages() if messages is None else messages:
+    last: Turn | None = None
+    for m in messages:
         kind = str(m.p2pd.get("kind", "prompt" if m.role is Role.USER else "response"))
         if kind in SKIPPED_KINDS:
             report.skipped[kind] += 1
@@ -106,31 +118,39 @@ def readable_turns(doc: ConversationDocument, report: CarryReport,
             continue
         # tool results travel with the agent's turn: they are what its calls produced, not the user speaking
         role = Role.AGENT if kind == "tool-result" else m.role
-        if turns and turns[-1].role is role and (role is Role.AGENT or kind == "tool-result"):
-            turns[-1].texts.extend(texts)
-            turns[-1].images.extend(images)
+        if last is not None and last.role is role and (role is Role.AGENT or kind == "tool-result"):
+            last.texts.extend(texts)
+            last.images.extend(images)
             continue
-        turns.append(Turn(role, texts, images, _str(m.p2pd.get("timestamp")), _str(m.p2pd.get("model"))))
-    return images_to_user_turns(turns)
+        if last is not None:
+            yield last
+        last = Turn(role, texts, images, _str(m.p2pd.get("timestamp")), _str(m.p2pd.get("model")))
+    if last is not None:
+        yield last
 
 
 def images_to_user_turns(turns: list[Turn]) -> list[Turn]:
     """Images of agent turns move to the user turn that follows (a new one when none does), after a note saying
     so: the model APIs accept images in user turns only."""
-    out: list[Turn] = []
+    return list(_images_forward(turns))
+
+
+def _images_forward(turns: Iterable[Turn]) -> Iterator[Turn]:
     carried: list[Image] = []
+    last: Turn | None = None
     for t in turns:
         if t.role is Role.USER and carried:
             t.texts.insert(0, moved_images_note(len(carried)))
             t.images[:0] = carried
             carried = []
-        out.append(t)
         if t.role is Role.AGENT and t.images:
             carried.extend(t.images)
             t.images = []
+        last = t
+        yield t
     if carried:
-        out.append(Turn(Role.USER, [moved_images_note(len(carried))], carried, out[-1].timestamp))
-    return out
+        assert last is not None
+        yield Turn(Role.USER, [moved_images_note(len(carried))], carried, last.timestamp)
 
 
 def _str(v: Any) -> str | None:
@@ -141,8 +161,20 @@ def plain_document(doc: ConversationDocument, report: CarryReport,
                    active: Iterable[Message] | None = None) -> ConversationDocument:
     """The conversation as plain A2A text/image messages (what the Claude Code synthesizer takes); ``active``:
     its active messages, when they are not in ``doc``."""
-    messages = []
-    for i, t in enumerate(readable_turns(doc, report, active)):
+    plain = plain_envelope(doc)
+    plain.messages = list(plain_messages(doc, report, active))
+    return plain
+
+
+def plain_envelope(doc: ConversationDocument) -> ConversationDocument:
+    return ConversationDocument(context_id=doc.context_id, title=doc.title, summary=doc.summary,
+                                created_at=doc.created_at, origin=doc.origin)
+
+
+def plain_messages(doc: ConversationDocument, report: CarryReport,
+                   active: Iterable[Message] | None = None) -> Iterator[Message]:
+    """:func:`plain_document`'s messages, one at a time."""
+    for i, t in enumerate(iter_turns(doc, report, active)):
         parts = [Part(text="\n\n".join(t.texts), media_type=mt.TEXT)] if t.texts else []
         for img in t.images:
             if img.data is not None and img.media_type.startswith("image/"):
@@ -154,10 +186,31 @@ def plain_document(doc: ConversationDocument, report: CarryReport,
         neutral: dict[str, Any] = {"active": True, "kind": "prompt" if t.role is Role.USER else "response"}
         if t.model:
             neutral["model"] = t.model
-        messages.append(Message(message_id=f"turn-{i}", context_id=doc.context_id, role=t.role, parts=parts,
-                                metadata={"p2pd": neutral}))
-    return ConversationDocument(context_id=doc.context_id, title=doc.title, summary=doc.summary,
-                                created_at=doc.created_at, origin=doc.origin, messages=messages)
+        yield Message(message_id=f"turn-{i}", context_id=doc.context_id, role=t.role, parts=parts,
+                      metadata={"p2pd": neutral})
+
+
+class PlainSource(DocumentSource):
+    """Another agent's conversation as the Claude Code importer reads it (:func:`import_source`): its readable
+    turns made one at a time as the importer asks for them. ``bound``: how many messages there are at most (the
+    source's message count: a turn is made of one or more of them), which the synthesized times are spaced
+    over."""
+
+    def __init__(self, doc: ConversationDocument, messages: Iterator[Message], bound: int) -> None:
+        self.document = plain_envelope(doc)
+        self.subagents = []
+        self.restored = False
+        self._messages = messages
+        self._bound = bound
+
+    def messages(self) -> Iterator[Message]:
+        return self._messages
+
+    def message_count(self) -> int:
+        return self._bound
+
+    def tool_results(self) -> Iterator[SidecarFile]:
+        return iter(())
 
 
 def carry_warnings(report: CarryReport) -> list[str]:
@@ -187,16 +240,18 @@ def _carry_texts(report: CarryReport) -> list[str]:
 
 
 def import_into_claude_code(doc: ConversationDocument, *, foreign: bool, active: Iterable[Message] | None = None,
-                            **kwargs: Any) -> Any:
+                            bound: int | None = None, **kwargs: Any) -> Any:
     """Import into Claude Code: exactly when it came from Claude Code (or is a plain A2A conversation), as readable
-    turns when it came from another agent (``foreign``; ``active``: its active messages, when they are not in
-    ``doc`` but read from a spool one at a time)."""
-    from p2pd.agents.claude_code.importer import import_to_claude_code
+    turns when it came from another agent (``foreign``), made one at a time as they are written. ``active``: its
+    active messages, when they are not in ``doc`` but read from a spool one at a time; ``bound``: then how many
+    messages it holds (else ``doc``'s)."""
+    from p2pd.agents.claude_code.importer import import_source, import_to_claude_code
 
     if not foreign:
         return import_to_claude_code(doc, **kwargs)
     report = CarryReport(source=doc.origin.platform, target="Claude Code")
-    result = import_to_claude_code(plain_document(doc, report, active), **kwargs)
+    src = PlainSource(doc, plain_messages(doc, report, active), len(doc.messages) if bound is None else bound)
+    result = import_source(src, **kwargs)
     # the carry warnings say how the turns were rebuilt, in more detail than the importer's own note
     result.warnings = carry_warnings(report) + [w for w in result.warnings
                                                 if not (isinstance(w, Note) and w.kind is NoteKind.REBUILT)]

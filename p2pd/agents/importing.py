@@ -161,13 +161,13 @@ def _import_spooled(src: SpooledSource, agent: Any, **kwargs: Any) -> ImportResu
 
         cwd = kwargs.pop("cwd")
         return import_source(src, cwd=os.fspath(cwd) if cwd is not None else None, **kwargs)
-    if agent is registry.CLAUDE_CODE:  # another agent's conversation, rebuilt as readable turns: only the turns'
-        # texts are held, its messages read from the spool one at a time
+    if agent is registry.CLAUDE_CODE:  # another agent's conversation, rebuilt as readable turns made one at a time
+        # from its messages read from the spool one at a time, as the importer writes them
         from p2pd.agents.crossagent import import_into_claude_code
 
         cwd = kwargs.pop("cwd")
         active = (m for m in src.messages() if m.p2pd.get("active", True))
-        return import_into_claude_code(doc, foreign=True, active=active,
+        return import_into_claude_code(doc, foreign=True, active=active, bound=src.message_count(),
                                        cwd=os.fspath(cwd) if cwd is not None else None, **kwargs)
     # Another target: the messages in memory (at most the reader's message cap), the subagents and tool results left
     # out as those importers do.
