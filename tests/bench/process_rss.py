@@ -84,7 +84,7 @@ def main(sizes: list[float]) -> int:
                                                  str(work / "rollout.a2a.json")]),
                 ("p2pd send (Codex rollout; no peer: the fallback file)",
                  [py, "-m", "p2pd", "send", str(rollout), *no_peer]),
-                ("p2pd import of a Codex rollout into Claude Code (turns rebuilt in memory)",
+                ("p2pd import of a Codex rollout into Claude Code (readable turns made one at a time)",
                  [py, "-m", "p2pd", "import", str(rollout), "--cwd", str(work)]),
             ]
             for name, argv in steps:

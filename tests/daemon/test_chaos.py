@@ -8,8 +8,9 @@ that had verified or was importing the transfer: the sender said cancelled, the 
 the receiver's single commit point, DAEMON.md "One commit point"), 3996369669 (a claim refused for a cancelled
 handoff left the claimer's offer 'taken') and 3996369679 (a sender stopped between a grant and queueing the
 conversation), 1524154286 (a superseded attempt's CANCEL reached the sender's new attempt), 32824065 (a
-conversation sent before the grant was told again: filed as an ordinary one), 402 and 403 the first ones
-kept — and two fresh random seeds, shown in the test id and printed.
+conversation sent before the grant was told again: filed as an ordinary one) — and one fresh random seed, shown in
+the test id and printed (402 and 403, the first seeds kept, and a second fresh one moved to ``tests/bench/chaos.py``
+when the suite neared its 30 minutes on a slow machine).
 ``P2PD_CHAOS_SEED`` (a number, or ``random``) and ``P2PD_CHAOS_RUNS`` (default 1) run those seeds instead:
 ``P2PD_CHAOS_SEED=1234 pytest tests/daemon/test_chaos.py`` reproduces one. ``tests/bench/chaos.py`` runs many
 fresh seeds and prints the pass rate."""
@@ -26,14 +27,14 @@ from tests.daemon.chaos import make_template, run_once
 
 pytestmark = pytest.mark.slow
 
-REGRESSIONS = (400, 401, 986654361, 3996369669, 3996369679, 1524154286, 32824065, 402, 403)
+REGRESSIONS = (400, 401, 986654361, 3996369669, 3996369679, 1524154286, 32824065)
 
 
 def _seeds() -> list[int]:
     given = os.environ.get("P2PD_CHAOS_SEED")
     fresh = random.SystemRandom()
     if not given:
-        return [*REGRESSIONS, fresh.randrange(1 << 32), fresh.randrange(1 << 32)]
+        return [*REGRESSIONS, fresh.randrange(1 << 32)]
     first = fresh.randrange(1 << 32) if given == "random" else int(given)
     return [first + i for i in range(int(os.environ.get("P2PD_CHAOS_RUNS") or 1))]
 
