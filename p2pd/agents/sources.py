@@ -91,12 +91,14 @@ def stream_writer(path: Path) -> StreamWriter | None:
     return agent.write_streamed if agent is not None else None
 
 
-def packable_file(ref: str) -> Path:
-    """The file ``ref`` names — a path, or a session id / unique prefix / ``latest`` — for a packing process of its
-    own (:mod:`p2pd.exchange.producer`): a Claude Code session is converted as a stream, a conversation document
-    (``.a2a.json``, a blob) checked and sent as it is when p2pd wrote it (:mod:`p2pd.exchange.document_file`), any
-    other loaded whole there, off the sender's event loop. NotFoundError when nothing matches (as
-    :func:`load_conversation` says it)."""
+def named_file(ref: str) -> Path:
+    """The file ``ref`` names: a path, or a session id / unique prefix / ``latest`` (agents asked in registry
+    order). NotFoundError, saying where every agent looked, when nothing matches.
+
+    ``p2pd send`` hands it to a packing process of its own (:mod:`p2pd.exchange.producer`): a Claude Code session
+    or a Codex rollout is converted as a stream, a conversation document (``.a2a.json``, a blob) checked and sent
+    as it is when p2pd wrote it (:mod:`p2pd.exchange.document_file`), any other loaded whole there, off the
+    sender's event loop."""
     p = Path(ref).expanduser()
     if p.is_file():
         return p
@@ -116,17 +118,8 @@ def document_file(ref: str) -> Path | None:
 
 
 def load_conversation(ref: str) -> ConversationDocument:
-    """A file path, or a session id / unique prefix / ``latest`` (agents asked in registry order)."""
-    p = Path(ref).expanduser()
-    if p.is_file():
-        return load_file(p)
-    if _looks_like_path(ref):
-        raise NotFoundError(f"file not found: {p}")
-    for agent in registry.AGENTS:
-        found = agent.resolve(ref) if agent.resolve is not None else None
-        if found is not None:
-            return load_file(found)
-    raise _no_match(ref)
+    """The conversation in the file ``ref`` names (:func:`named_file`)."""
+    return load_file(named_file(ref))
 
 
 def _no_match(ref: str) -> NotFoundError:

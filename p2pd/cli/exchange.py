@@ -74,14 +74,14 @@ def cmd_send(args: argparse.Namespace) -> int:
     from p2pd.exchange.producing import prespawn
 
     prespawn()  # a file is packed by a process of its own: it imports while this one does
-    from p2pd.agents.sources import packable_file
+    from p2pd.agents.sources import named_file
     from p2pd.cli.codeentry import given_code
 
     code = given_code(args.code, exact=args.exact_code)  # a typo is refused before the session is read
     if _redacting(args):
         with masked_copy(args.session) as masked:
             return _send(args, masked, code)
-    packable = packable_file(args.session)  # (NotFoundError, saying where it looked, when nothing matches)
+    packable = named_file(args.session)  # (NotFoundError, saying where it looked, when nothing matches)
     # Packed by a process of its own (a Claude Code session converted as a stream, a document checked, any other
     # loaded there): memory bounded by a message for those two, and none of it on this process's event loop.
     if not Path(args.session).expanduser().is_file():  # `latest` or an id prefix: say which one before the code

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from p2pd.agents.sources import load_file, packable_file
+from p2pd.agents.sources import load_file, named_file
 from p2pd.blob.stream import iter_raw
 from p2pd.conversation.document_io import write_document
 from p2pd.conversation.stream_reader import read_whole
@@ -18,6 +18,7 @@ from p2pd.errors import Cause, InvalidInputError, TooLargeError
 from p2pd.exchange.producing import Production
 from tests.corpus import codex_files, gemini_files
 from tests.exchange.test_handover import SESSION
+from tests.exchange.test_producing import packing_failure
 
 
 def sent(path: Path, work: Path) -> tuple[bytes, dict]:
@@ -53,7 +54,7 @@ def test_a_document_p2pd_wrote_is_sent_as_it_is_and_reads_as_the_whole_way_reads
     docs = documents(tmp_path)
     assert len(docs) == 5, "the corpus has a Codex and a Gemini session"
     for n, path in enumerate(docs):
-        assert packable_file(str(path)) == path
+        assert named_file(str(path)) == path
         payload, head = sent(path, tmp_path / f"work{n}")
         whole = load_file(path)
         as_written = b"".join(iter_raw(path)) if path.suffix == ".p2pd" else path.read_bytes()
@@ -108,15 +109,9 @@ def test_a_file_that_is_no_document_fails_typed_and_names_where(tmp_path):
     lines[3] = lines[3][: len(lines[3]) // 2]  # a message cut in half
     broken = tmp_path / "broken.a2a.json"
     broken.write_bytes(b"\n".join(lines))
-    (tmp_path / "work").mkdir()
-    prod = Production.start(broken, tmp_path / "work")
-    try:
-        with pytest.raises(InvalidInputError) as caught:
-            prod.wait_complete()
-    finally:
-        prod.close()
-    assert caught.value.cause is Cause.INVALID_INPUT
-    assert str(broken) in str(caught.value)
+    error, _ = packing_failure(broken, tmp_path / "work", InvalidInputError)
+    assert error.cause is Cause.INVALID_INPUT
+    assert str(broken) in str(error)
 
 
 def test_a_document_over_a_receivers_limits_is_refused_before_anything_goes(tmp_path):
@@ -131,15 +126,9 @@ def test_a_document_over_a_receivers_limits_is_refused_before_anything_goes(tmp_
         for _ in range(65):
             fh.write(b"x" * (1 << 20))
         fh.write(b'","mediaType":"text/plain"}]}\n' + b"\n".join(lines[at:]))
-    (tmp_path / "work").mkdir()
-    prod = Production.start(doc, tmp_path / "work")
-    try:
-        with pytest.raises(TooLargeError) as caught:
-            prod.wait_complete()
-        assert prod.size == 0
-    finally:
-        prod.close()
-    assert caught.value.cause is Cause.TOO_LARGE
+    error, produced = packing_failure(doc, tmp_path / "work", TooLargeError)
+    assert produced == 0
+    assert error.cause is Cause.TOO_LARGE
 
 
 def test_the_daemons_packing_process_writes_a_document_p2pd_wrote_as_it_is(tmp_path):

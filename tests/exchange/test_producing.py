@@ -4,10 +4,11 @@ started for the job packs, and one left without a job ends with its parent's pip
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
-from p2pd.errors import Cause, TooLargeError
+from p2pd.errors import Cause, P2pdError, TooLargeError
 from p2pd.exchange import producing
 from p2pd.exchange.producing import Production
 from tests.exchange.test_handover import SESSION, over_an_element
@@ -49,16 +50,25 @@ def test_a_spare_without_a_job_ends_when_its_input_closes_and_is_replaced(tmp_pa
     assert head["contextId"] == SESSION.stem and len(blob) > 0
 
 
-def test_the_packing_processs_own_error_reaches_the_sender_typed(tmp_path):
-    """Its class, cause and details cross the process boundary (an ``X`` record), not only its text."""
-    session = over_an_element(tmp_path / "huge.jsonl")
-    (tmp_path / "work").mkdir()
-    prod = Production.start(session, tmp_path / "work")
+E = TypeVar("E", bound=P2pdError)
+
+
+def packing_failure(source: Path, work: Path, kind: type[E]) -> tuple[E, int]:
+    """The error the packing process of ``source`` ends with (it must be a ``kind``), and how many payload bytes
+    it had produced."""
+    work.mkdir()
+    prod = Production.start(source, work)
     try:
-        with pytest.raises(TooLargeError) as caught:
+        with pytest.raises(kind) as caught:
             prod.wait_complete()
+        return caught.value, prod.size
     finally:
         prod.close()
-    assert caught.value.cause is Cause.TOO_LARGE
-    assert caught.value.details is not None and caught.value.details["element"] == "message"
-    assert caught.value.details["bytes"] > caught.value.details["limit"] == 64 << 20
+
+
+def test_the_packing_processs_own_error_reaches_the_sender_typed(tmp_path):
+    """Its class, cause and details cross the process boundary (an ``X`` record), not only its text."""
+    error, _ = packing_failure(over_an_element(tmp_path / "huge.jsonl"), tmp_path / "work", TooLargeError)
+    assert error.cause is Cause.TOO_LARGE
+    assert error.details is not None and error.details["element"] == "message"
+    assert error.details["bytes"] > error.details["limit"] == 64 << 20
