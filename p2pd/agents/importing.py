@@ -172,8 +172,7 @@ def _import_spooled(src: SpooledSource, agent: Any, **kwargs: Any) -> ImportResu
     # Another target: the messages in memory (at most the reader's message cap), the subagents and tool results left
     # out as those importers do.
     whole = doc.model_copy(update={"messages": list(src.messages())})
-    if agent is not registry.CLAUDE_CODE:
-        whole.records = [r for _, r in _records(src)]
+    whole.records = [r for _, r in _records(src)]
     whole.counts = count(whole)
     return import_document(whole, to=agent.name, **kwargs)
 

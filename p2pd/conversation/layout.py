@@ -32,9 +32,11 @@ it puts them at the end (``tail``), after ``toolResults``, and writes ``records`
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import contextlib
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 
 from p2pd.conversation.json_limits import DEFAULT_LIMITS, Limits
 from p2pd.conversation.json_text import compact_json
@@ -54,6 +56,29 @@ class SubagentLines:
     messages: Iterable[bytes]
     records: Iterable[bytes]
     rest: dict[str, Any]
+
+
+class ElementSpool:
+    """Elements, encoded one per line, in a file beside the output (removed when closed): what a streamed writer
+    holds until the document reaches them. ``items()`` reads them back once."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fh: IO[bytes] = path.open("wb")
+
+    def add(self, value: Any) -> None:
+        self._fh.write(compact_json(value) + b"\n")
+
+    def items(self) -> Iterator[bytes]:
+        self._fh.close()
+        with self.path.open("rb") as fh:
+            for line in fh:
+                yield line[:-1]
+
+    def close(self) -> None:
+        self._fh.close()
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
 
 
 class _Budget:

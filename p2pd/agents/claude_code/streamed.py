@@ -66,7 +66,7 @@ from p2pd.agents.jsonl import (
 )
 from p2pd.agents.spec import NotStreamable as NotStreamable  # (its callers import it here)
 from p2pd.conversation.json_text import DECODE_REFUSED, compact_json
-from p2pd.conversation.layout import SubagentLines, Write, write_document
+from p2pd.conversation.layout import ElementSpool, SubagentLines, Write, write_document
 from p2pd.conversation.shapes import A2A_PROTOCOL_VERSION, FORMAT_NAME, FORMAT_VERSION, Tally
 from p2pd.conversation.summary import SummaryBuilder
 from p2pd.conversation.teams import events_from_messages
@@ -83,28 +83,6 @@ class StreamedSession:
     session_id: str
     counts: Tally
     summary: str
-
-
-class _Spool:
-    """Encoded elements, one per line, in a file beside the output (removed when done)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._fh: IO[bytes] = path.open("wb")
-
-    def add(self, value: Any) -> None:
-        self._fh.write(compact_json(value) + b"\n")
-
-    def items(self) -> Iterator[bytes]:
-        self._fh.close()
-        with self.path.open("rb") as fh:
-            for line in fh:
-                yield line[:-1]
-
-    def close(self) -> None:
-        self._fh.close()
-        with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()
 
 
 Head = Callable[[dict[str, Any]], object]  # hears the offer's fields (title, contextId, origin, counts.messages)
@@ -350,7 +328,7 @@ class _SubagentSpool:
     def __init__(self, path: Path, session_id: str, spool: Path) -> None:
         self.shape: list[tuple[int, int, dict[str, Any]]] = []  # (messages, records, other fields)
         self.issues = 0
-        self.spool = _Spool(spool)
+        self.spool = ElementSpool(spool)
         try:
             self._convert(path, session_id)
         except BaseException:

@@ -15,43 +15,19 @@ The session's id, which every message carries, comes from the first ``session_me
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from p2pd.agents.codex.export import _meta, meta_session_id, rollout_origin, rollout_units
 from p2pd.agents.codex.rollout import iter_rollout
 from p2pd.agents.jsonl import require_lines, session_time
-from p2pd.conversation.json_text import compact_json
-from p2pd.conversation.layout import Write, envelope_lines
+from p2pd.conversation.layout import ElementSpool, Write, envelope_lines
 from p2pd.conversation.model import ConversationDocument, Counts, LineIssue, Message
 from p2pd.conversation.summary import SummaryBuilder
 from p2pd.support.gcpause import bulk_work
 
 __all__ = ["write_rollout"]
-
-
-class _Spool:
-    """Encoded elements, one per line, in a file (removed when closed)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._fh: IO[bytes] = path.open("w+b")
-
-    def add(self, element: bytes) -> None:
-        self._fh.write(element + b"\n")
-
-    def items(self) -> Any:
-        self._fh.flush()
-        self._fh.seek(0)
-        for line in self._fh:
-            yield line[:-1]
-
-    def close(self) -> None:
-        self._fh.close()
-        with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()
 
 
 def write_rollout(path: Path, write: Write, *, spool_dir: Path,
@@ -64,7 +40,7 @@ def write_rollout(path: Path, write: Write, *, spool_dir: Path,
     path = Path(path)
     meta = _meta(line for line in iter_rollout(path) if line.obj is not None and line.obj.get("type") == "session_meta")
     session_id = meta_session_id(meta, path)
-    messages, records = _Spool(spool_dir / "messages.spool"), _Spool(spool_dir / "records.spool")
+    messages, records = ElementSpool(spool_dir / "messages.spool"), ElementSpool(spool_dir / "records.spool")
     try:
         with bulk_work():
             envelope = _convert(path, session_id, meta, messages, records)
@@ -78,7 +54,8 @@ def write_rollout(path: Path, write: Write, *, spool_dir: Path,
     return envelope
 
 
-def _convert(path: Path, session_id: str, meta: dict[str, Any], messages: _Spool, records: _Spool) -> dict[str, Any]:
+def _convert(path: Path, session_id: str, meta: dict[str, Any], messages: ElementSpool,
+             records: ElementSpool) -> dict[str, Any]:
     counts = Counts()
     summary = SummaryBuilder()
     issues: list[LineIssue] = []
@@ -100,14 +77,14 @@ def _convert(path: Path, session_id: str, meta: dict[str, Any], messages: _Spool
     n_records = 0
     for unit in rollout_units(counted(), session_id):
         if isinstance(unit, Message):
-            messages.add(compact_json(unit.to_json_dict()))
+            messages.add(unit.to_json_dict())
             counts.add(unit)
             if unit.p2pd.get("active", True):
                 summary.add(unit)
         elif isinstance(unit, LineIssue):
             issues.append(unit)
         else:
-            records.add(compact_json(unit.to_json_dict()))
+            records.add(unit.to_json_dict())
             n_records += 1
     if not any_object:  # no session in it: the error the whole way gives, from the same lines
         require_lines(list(iter_rollout(path)), path)
