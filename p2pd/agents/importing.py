@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 from p2pd.agents import registry
 from p2pd.agents.spec import ImportResultLike
-from p2pd.conversation.json_text import loads
 from p2pd.conversation.model import ConversationDocument
 from p2pd.errors import InvalidInputError, NotFoundError, TooLargeError
 
@@ -112,9 +111,8 @@ def import_file(path: str | os.PathLike[str], *, to: str = DEFAULT_TARGET,
     if source_agent is not None and source_agent.write_streamed is None:
         return _import_whole(p, to=to, cwd=cwd, same_account=same_account, dry_run=dry_run)
     agent = registry.find(to)
-    if agent is None or agent.import_to is None:
+    if agent is None or agent.import_source is None or agent.restore_lines is None:
         raise InvalidInputError(f"unknown import target {to!r} (choose from {', '.join(registry.import_targets())})")
-    from p2pd.agents.claude_code.importer import restore_lines
     from p2pd.agents.spec import NotStreamable
     from p2pd.agents.spooled import spool_document
     from p2pd.support.gcpause import bulk_work
@@ -130,7 +128,8 @@ def import_file(path: str | os.PathLike[str], *, to: str = DEFAULT_TARGET,
             except NotStreamable:  # (agent-team state: the session is read whole)
                 return _import_whole(p, to=to, cwd=cwd, same_account=same_account, dry_run=dry_run)
         with bulk_work():
-            src = spool_document(document_pieces(document), spool_at / "elements", restore_lines, source=str(p))
+            src = spool_document(document_pieces(document), spool_at / "elements", agent.restore_lines,
+                                 source=str(p))
         try:
             folder = cwd(src.document) if callable(cwd) else cwd
             return _import_spooled(src, agent, cwd=folder, same_account=same_account, dry_run=dry_run), src.document
@@ -151,34 +150,8 @@ def _import_whole(p: Path, *, to: str, cwd: Folder | Callable[[ConversationDocum
 
 
 def _import_spooled(src: SpooledSource, agent: Any, **kwargs: Any) -> ImportResultLike:
-    from p2pd.agents.counting import count
-
     doc = src.document
     source = registry.find(doc.origin.platform)
     foreign = source is not None and source is not agent
-    if agent is registry.CLAUDE_CODE and not foreign:
-        from p2pd.agents.claude_code.importer import import_source
-
-        cwd = kwargs.pop("cwd")
-        return import_source(src, cwd=os.fspath(cwd) if cwd is not None else None, **kwargs)
-    if agent is registry.CLAUDE_CODE:  # another agent's conversation, rebuilt as readable turns made one at a time
-        # from its messages read from the spool one at a time, as the importer writes them
-        from p2pd.agents.crossagent import import_into_claude_code
-
-        cwd = kwargs.pop("cwd")
-        active = (m for m in src.messages() if m.p2pd.get("active", True))
-        return import_into_claude_code(doc, foreign=True, active=active, bound=src.message_count(),
-                                       cwd=os.fspath(cwd) if cwd is not None else None, **kwargs)
-    # Another target: the messages in memory (at most the reader's message cap), the subagents and tool results left
-    # out as those importers do.
-    whole = doc.model_copy(update={"messages": list(src.messages())})
-    whole.records = [r for _, r in _records(src)]
-    whole.counts = count(whole)
-    return import_document(whole, to=agent.name, **kwargs)
-
-
-def _records(src: SpooledSource) -> Iterator[tuple[int, Any]]:
-    from p2pd.conversation.model import Record
-
-    for n, data in src.raw_records():
-        yield n, Record.model_validate(loads(data))
+    cwd = kwargs.pop("cwd")
+    return agent.import_source(src, foreign=foreign, cwd=os.fspath(cwd) if cwd is not None else None, **kwargs)

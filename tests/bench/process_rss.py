@@ -3,11 +3,11 @@
 
 For each size, on a generated real-shaped session (``tests/transfer/gen.py``): the daemon's packing process
 (``python -m p2pd.daemon.packer``, run by ``POST /send``, handoffs and ``POST /export``), ``p2pd export`` (compact
-JSON, then ``--compressed``), ``p2pd import`` of that document and of that blob into a throwaway Claude Code home,
-``p2pd export --redact``, the daemon's packing process given that document, and ``p2pd send`` of that document
-and ``send --redact`` of the session, with no peer (their whole packing, then the fallback file); then a generated
-Codex rollout of the same size (``tests/transfer/gen.py``), exported and sent. Peak RSS from ``wait4``; seconds are
-wall time on a shared machine.
+JSON, then ``--compressed``), ``p2pd import`` of that document and of that blob into a throwaway Claude Code home
+and of that document into Codex, ``p2pd export --redact``, the daemon's packing process given that document, and
+``p2pd send`` of that document and ``send --redact`` of the session, with no peer (their whole packing, then the
+fallback file); then a generated Codex rollout of the same size (``tests/transfer/gen.py``), exported, sent, and
+imported into Claude Code and into Codex. Peak RSS from ``wait4``; seconds are wall time on a shared machine.
 """
 
 from __future__ import annotations
@@ -64,6 +64,8 @@ def main(sizes: list[float]) -> int:
                                               str(blob)]),
                 ("p2pd import (.a2a.json)", [py, "-m", "p2pd", "import", str(doc), "--cwd", str(work)]),
                 ("p2pd import (.a2a.p2pd)", [py, "-m", "p2pd", "import", str(blob), "--cwd", str(work)]),
+                ("p2pd import (.a2a.json) --agent codex (readable turns made one at a time)",
+                 [py, "-m", "p2pd", "import", str(doc), "--agent", "codex", "--cwd", str(work)]),
                 ("p2pd export --redact", [py, "-m", "p2pd", "export", str(session), "--redact", "-o",
                                           str(work / "redacted.a2a.json")]),
                 ("daemon packing process (send of the .a2a.json)",
@@ -86,6 +88,8 @@ def main(sizes: list[float]) -> int:
                  [py, "-m", "p2pd", "send", str(rollout), *no_peer]),
                 ("p2pd import of a Codex rollout into Claude Code (readable turns made one at a time)",
                  [py, "-m", "p2pd", "import", str(rollout), "--cwd", str(work)]),
+                ("p2pd import of a Codex rollout into Codex (written back line for line)",
+                 [py, "-m", "p2pd", "import", str(rollout), "--agent", "codex", "--cwd", str(work)]),
             ]
             for name, argv in steps:
                 rss, seconds = run(argv, env, work, ok=(0, ExitCode.FALLBACK_WRITTEN))

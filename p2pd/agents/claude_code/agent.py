@@ -13,7 +13,8 @@ from p2pd.agents.spec import Agent, FirstLine, ImportResultLike
 from p2pd.errors import InvalidInputError, NotFoundError
 
 if TYPE_CHECKING:
-    from p2pd.conversation.model import ConversationDocument
+    from p2pd.agents.spooled import DocumentSource
+    from p2pd.conversation.model import ConversationDocument, Message
 
 from p2pd.agents.claude_code import NAME
 
@@ -60,6 +61,27 @@ def _import(doc: ConversationDocument, *, foreign: bool, cwd: str | None, same_a
     return import_into_claude_code(doc, foreign=foreign, cwd=cwd, same_account=same_account, dry_run=dry_run)
 
 
+def _import_source(src: DocumentSource, *, foreign: bool, cwd: str | None, same_account: bool,
+                   dry_run: bool) -> ImportResultLike:
+    if not foreign:
+        from p2pd.agents.claude_code.importer import import_source
+
+        return import_source(src, cwd=cwd, same_account=same_account, dry_run=dry_run)
+    # another agent's conversation, rebuilt as readable turns made one at a time from its messages read one at a
+    # time, as the importer writes them
+    from p2pd.agents.crossagent import import_into_claude_code
+
+    active = (m for m in src.messages() if m.p2pd.get("active", True))
+    return import_into_claude_code(src.document, foreign=True, active=active, bound=src.message_count(), cwd=cwd,
+                                   same_account=same_account, dry_run=dry_run)
+
+
+def _restore_lines(message: Message) -> list[tuple[int, dict[str, Any]]] | None:
+    from p2pd.agents.claude_code.importer import restore_lines
+
+    return restore_lines(message)
+
+
 def _restore(doc: ConversationDocument, *, keep_ids: bool) -> bytes:
     """The transcript as Claude Code wrote it (``keep_ids``), else its active chain under a new session id."""
     from p2pd.agents.claude_code.importer import linearize, source_objects
@@ -78,4 +100,5 @@ def _restore(doc: ConversationDocument, *, keep_ids: bool) -> bytes:
 
 AGENT = Agent(name=NAME, display="Claude Code", aliases=("claude",), find_sessions=_find, detect=_detect,
               export=_export, detect_rank=90, resolve=_resolve, enrich=_enrich, import_to=_import,
-              restore=_restore, write_streamed=_write_streamed)
+              restore=_restore, write_streamed=_write_streamed, import_source=_import_source,
+              restore_lines=_restore_lines)

@@ -11,7 +11,8 @@ from p2pd.agents.spec import Agent, FirstLine, ImportResultLike
 from p2pd.errors import InvalidInputError
 
 if TYPE_CHECKING:
-    from p2pd.conversation.model import ConversationDocument
+    from p2pd.agents.spooled import DocumentSource
+    from p2pd.conversation.model import ConversationDocument, Message
 
 from p2pd.agents.codex import NAME
 
@@ -56,6 +57,19 @@ def _import(doc: ConversationDocument, *, foreign: bool, cwd: str | None, same_a
     return import_to_codex(doc, cwd=cwd, same_account=same_account, dry_run=dry_run)
 
 
+def _import_source(src: DocumentSource, *, foreign: bool, cwd: str | None, same_account: bool,
+                   dry_run: bool) -> ImportResultLike:
+    from p2pd.agents.codex.importer import import_source
+
+    return import_source(src, cwd=cwd, same_account=same_account, dry_run=dry_run)
+
+
+def _restore_lines(message: Message) -> list[tuple[int, dict[str, Any]]] | None:
+    from p2pd.agents.codex.restore import codex_lines
+
+    return codex_lines(message)
+
+
 def _restore(doc: ConversationDocument, *, keep_ids: bool) -> bytes:
     """The rollout line for line, as Codex wrote it (ids are always the original ones)."""
     from p2pd.agents.codex.restore import has_codex_source, to_jsonl
@@ -69,4 +83,4 @@ def _restore(doc: ConversationDocument, *, keep_ids: bool) -> bytes:
 
 AGENT = Agent(name=NAME, display="Codex", aliases=("codex-cli",), find_sessions=_find, detect=_detect,
               export=_export, detect_rank=10, resolve=_resolve, import_to=_import, restore=_restore,
-              write_streamed=_write_streamed)
+              write_streamed=_write_streamed, import_source=_import_source, restore_lines=_restore_lines)

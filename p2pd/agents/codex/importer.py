@@ -21,24 +21,27 @@ Rules, each covered by a test:
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import shlex
 import uuid
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from p2pd.agents.codex import NAME
 from p2pd.agents.codex.paths import codex_home
-from p2pd.agents.codex.restore import has_codex_source, restore_rollout
-from p2pd.agents.crossagent import CarryReport, carry_warnings, readable_turns
+from p2pd.agents.codex.restore import codex_lines
+from p2pd.agents.crossagent import CarryReport, carry_warnings, iter_turns
 from p2pd.agents.jsonl import dumps_line
 from p2pd.agents.spec import Note, NoteKind, missing_folder_note
-from p2pd.conversation.model import ConversationDocument, Role
+from p2pd.agents.spooled import DocumentSource, MemorySource
+from p2pd.conversation.model import ConversationDocument, Message, Role
 from p2pd.errors import ConflictError, InvalidInputError, storage_error
-from p2pd.support.atomic import atomic_write_bytes
+from p2pd.support.atomic import atomic_writer
 from p2pd.support.text import counted
 
 ORIGINATOR = "p2pd_import"
@@ -97,18 +100,20 @@ def _line(ts: str, ltype: str, payload: Any) -> dict[str, Any]:
     return {"timestamp": ts, "type": ltype, "payload": payload}
 
 
-def rewrite_codex_lines(doc: ConversationDocument, session_id: str, cwd: str, *, keep_reasoning: bool,
-                        result: CodexImportResult, home: Path | None = None) -> list[Any]:
-    out: list[Any] = []
+def rewrite_codex_lines(values: Iterable[Any], session_id: str, cwd: str, *, keep_reasoning: bool,
+                        result: CodexImportResult, envelope: ConversationDocument,
+                        home: Path | None = None) -> Iterator[dict[str, Any]]:
+    """The rollout's lines (``values``, in line order, owned by the caller: they are rewritten in place) with this
+    session's id and cwd, one at a time; a ``session_meta`` line is made when the rollout does not start with one."""
     known = configured_providers(home or codex_home())
-    for _, value in restore_rollout(doc.main_transcript()):
+    started = False
+    for value in values:
         if not isinstance(value, dict) or not isinstance(value.get("type"), str) \
                 or not isinstance(value.get("payload"), dict):
             result.dropped_malformed += 1  # not written into a session Codex will read
             continue
-        line = copy.deepcopy(value)
-        payload = line["payload"]
-        ltype = line["type"]
+        payload = value["payload"]
+        ltype = value["type"]
         if ltype == "session_meta":
             target = payload["meta"] if isinstance(payload.get("meta"), dict) else payload
             target["id"] = session_id
@@ -126,10 +131,12 @@ def rewrite_codex_lines(doc: ConversationDocument, session_id: str, cwd: str, *,
         elif ltype == "response_item" and payload.get("type") == "reasoning" and not keep_reasoning:
             result.dropped_reasoning += 1
             continue
-        out.append(line)
-    if not out or out[0].get("type") != "session_meta":
-        out.insert(0, _line(_ts(datetime.now(UTC)), "session_meta", _meta(session_id, cwd, doc)))
-    return out
+        if not started and ltype != "session_meta":
+            yield _line(_ts(datetime.now(UTC)), "session_meta", _meta(session_id, cwd, envelope))
+        started = True
+        yield value
+    if not started:
+        yield _line(_ts(datetime.now(UTC)), "session_meta", _meta(session_id, cwd, envelope))
 
 
 def _meta(session_id: str, cwd: str, doc: ConversationDocument) -> dict[str, Any]:
@@ -141,11 +148,13 @@ def _meta(session_id: str, cwd: str, doc: ConversationDocument) -> dict[str, Any
     return meta
 
 
-def synthesize_codex_lines(doc: ConversationDocument, session_id: str, cwd: str,
-                           report: CarryReport) -> list[dict[str, Any]]:
+def synthesize_codex_lines(doc: ConversationDocument, session_id: str, cwd: str, report: CarryReport,
+                           active: Iterable[Message] | None = None) -> Iterator[dict[str, Any]]:
+    """Another agent's conversation as Codex messages, one line at a time. ``active``: its active messages, when
+    they are not in ``doc`` (read from a spool)."""
     now = datetime.now(UTC)
-    out = [_line(_ts(now), "session_meta", _meta(session_id, cwd, doc))]
-    for t in readable_turns(doc, report):
+    yield _line(_ts(now), "session_meta", _meta(session_id, cwd, doc))
+    for t in iter_turns(doc, report, active):
         ts = t.timestamp or _ts(now)
         text = "\n\n".join(t.texts)
         if t.role is Role.USER:
@@ -161,15 +170,14 @@ def synthesize_codex_lines(doc: ConversationDocument, session_id: str, cwd: str,
             content.extend({"type": "input_image", "image_url": u} for u in urls)
             if not content:
                 continue
-            out.append(_line(ts, "response_item", {"type": "message", "role": "user", "content": content}))
-            out.append(_line(ts, "event_msg", {"type": "user_message", "message": text, "images": urls}))
+            yield _line(ts, "response_item", {"type": "message", "role": "user", "content": content})
+            yield _line(ts, "event_msg", {"type": "user_message", "message": text, "images": urls})
         else:
             if not text:  # (agent turns carry no images: readable_turns moved them to the next user turn)
                 continue
-            out.append(_line(ts, "response_item", {"type": "message", "role": "assistant",
-                                                   "content": [{"type": "output_text", "text": text}]}))
-            out.append(_line(ts, "event_msg", {"type": "agent_message", "message": text}))
-    return out
+            yield _line(ts, "response_item", {"type": "message", "role": "assistant",
+                                              "content": [{"type": "output_text", "text": text}]})
+            yield _line(ts, "event_msg", {"type": "agent_message", "message": text})
 
 
 def rollout_path(home: Path, session_id: str, when: datetime) -> Path:
@@ -178,9 +186,20 @@ def rollout_path(home: Path, session_id: str, when: datetime) -> Path:
             / f"rollout-{local:%Y-%m-%dT%H-%M-%S}-{session_id}.jsonl")
 
 
-def import_to_codex(doc: ConversationDocument, *, cwd: str | os.PathLike[str] | None = None,
-                    home: Path | None = None, same_account: bool = False, dry_run: bool = False,
-                    session_id: str | None = None) -> CodexImportResult:
+def import_to_codex(doc: ConversationDocument, **kwargs: Any) -> CodexImportResult:
+    """Import a document held in memory (see :func:`import_source` for the arguments)."""
+    return import_source(MemorySource(doc, codex_lines), owned=False, **kwargs)
+
+
+def import_source(src: DocumentSource, *, cwd: str | os.PathLike[str] | None = None, home: Path | None = None,
+                  same_account: bool = False, dry_run: bool = False, session_id: str | None = None,
+                  owned: bool = True) -> CodexImportResult:
+    """Import a conversation read from ``src`` (spooled from a stream, or in memory: then ``owned=False``, its
+    lines are copied before they are rewritten): the rollout is written one line at a time into a staged file,
+    which becomes the session only when it is complete. A rollout p2pd exported (every message carries its Codex
+    line, as ``src.restored`` says when it was read with :func:`codex_lines`) is written back line for line;
+    another agent's conversation is rebuilt as readable turns."""
+    doc = src.document
     target_cwd = os.path.realpath(os.fspath(cwd) if cwd is not None else os.getcwd())
     base = home or codex_home()
     new_id = session_id or str(uuid.uuid4())
@@ -192,10 +211,24 @@ def import_to_codex(doc: ConversationDocument, *, cwd: str | os.PathLike[str] | 
     if path.exists():
         raise ConflictError(f"a Codex session file already exists at {path}; not overwriting it")
     result = CodexImportResult(new_id, path, target_cwd, 0, dry_run=dry_run)
-    main = doc.main_transcript()
-    if doc.origin.platform == NAME and has_codex_source(main):
-        lines: list[Any] = rewrite_codex_lines(doc, new_id, target_cwd, keep_reasoning=same_account, result=result,
-                                               home=base)
+    report: CarryReport | None = None
+    if doc.origin.platform == NAME and src.restored:
+        values = (copy.deepcopy(v) if not owned else v for _, v in src.main_lines())
+        lines = rewrite_codex_lines(values, new_id, target_cwd, keep_reasoning=same_account, result=result,
+                                    envelope=doc, home=base)
+    else:
+        report = CarryReport(source=doc.origin.platform, target="Codex")
+        active = (m for m in src.messages() if m.p2pd.get("active", True))
+        lines = synthesize_codex_lines(doc, new_id, target_cwd, report, active)
+    try:
+        with atomic_writer(path, overwrite=False) if not dry_run else _discard() as out:
+            result.lines = _write_lines(lines, out)
+    except OSError as exc:
+        raise storage_error(exc, f"the session into {path.parent}") from None
+    if report is not None:
+        result.warnings.extend(carry_warnings(report))
+        result.dropped_reasoning = report.reasoning_dropped
+    else:
         if result.dropped_malformed:
             result.warnings.append(Note(NoteKind.REPAIRED,
                                         f"left out {counted(result.dropped_malformed, 'malformed source line')}"))
@@ -204,14 +237,6 @@ def import_to_codex(doc: ConversationDocument, *, cwd: str | os.PathLike[str] | 
             result.warnings.append(Note(NoteKind.DROPPED, f"dropped {items} (their "
                                         "encrypted content only works for the OpenAI account that made them; use "
                                         "--same-account to keep them)"))
-    else:
-        report = CarryReport(source=doc.origin.platform, target="Codex")
-        lines = synthesize_codex_lines(doc, new_id, target_cwd, report)
-        result.warnings.extend(carry_warnings(report))
-        result.dropped_reasoning = report.reasoning_dropped
-    if not any(isinstance(v, dict) and v.get("type") == "response_item" for v in lines):
-        raise InvalidInputError("the conversation has no messages to import")
-    result.lines = len(lines)
     missing = missing_folder_note(target_cwd)
     if missing is not None:
         result.warnings.append(missing)
@@ -219,10 +244,34 @@ def import_to_codex(doc: ConversationDocument, *, cwd: str | os.PathLike[str] | 
         f"Codex opens the session by its id (`codex resume {new_id}`, or `{result.exec_command}`); Codex CLI 0.99 "
         f"and later list it in `codex resume`'s picker and `--last` only after its first resume (their index "
         f"{base / INDEX_NAME} is Codex's own)"))
-    data = "".join(dumps_line(v) + "\n" for v in lines)
-    if not dry_run:
-        try:
-            atomic_write_bytes(path, data.encode("utf-8", errors="surrogateescape"), overwrite=False)
-        except OSError as exc:
-            raise storage_error(exc, f"the session into {path.parent}") from None
     return result
+
+
+def _write_lines(lines: Iterable[dict[str, Any]], out: IO[bytes]) -> int:
+    """Write the lines as JSONL (buffered); how many. A conversation without a message to resume is refused
+    (the staged file is then removed)."""
+    count = 0
+    messages = False
+    buf: list[str] = []
+    held = 0
+    for value in lines:
+        text = dumps_line(value)
+        buf.append(text)
+        buf.append("\n")
+        held += len(text)
+        count += 1
+        messages = messages or value.get("type") == "response_item"
+        if held >= 1 << 20:
+            out.write("".join(buf).encode("utf-8", errors="surrogateescape"))
+            buf, held = [], 0
+    if not messages:
+        raise InvalidInputError("the conversation has no messages to import")
+    out.write("".join(buf).encode("utf-8", errors="surrogateescape"))
+    return count
+
+
+@contextlib.contextmanager
+def _discard() -> Iterator[IO[bytes]]:
+    """Where a dry run writes: nowhere (the lines are still made and counted)."""
+    with open(os.devnull, "wb") as fh:
+        yield fh

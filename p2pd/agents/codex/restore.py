@@ -45,6 +45,11 @@ def restore_message_line(message: Message) -> tuple[int, dict[str, Any]]:
     return (line if isinstance(line, int) else 0), obj
 
 
+def codex_lines(message: Message) -> list[tuple[int, dict[str, Any]]] | None:
+    """A message's Codex rollout line, or None when it carries none (what a spool keeps for a Codex import)."""
+    return [restore_message_line(message)] if codex_source(message) is not None else None
+
+
 def restore_rollout(transcript: Transcript) -> list[tuple[int, Any]]:
     """Every line in file order: (line number, JSON value), or (line number, raw text) for malformed lines."""
     items: list[tuple[int, Any]] = [restore_message_line(m) for m in transcript.messages]
