@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from p2pd.agents.spooled import DocumentSource
-    from p2pd.conversation.model import ConversationDocument, Message
+    from p2pd.agents.spooled import DocumentSource, LineRestorer
+    from p2pd.conversation.model import ConversationDocument
 
 
 
@@ -43,13 +43,6 @@ class SourceImporter(Protocol):
 
     def __call__(self, src: DocumentSource, *, foreign: bool, cwd: str | None, same_account: bool,
                  dry_run: bool) -> ImportResultLike: ...
-
-
-class LineRestorer(Protocol):
-    """A message's source lines in this agent's session files (line number, JSON value), or None when it
-    carries none: what a spool keeps for an import into this agent."""
-
-    def __call__(self, message: Message) -> list[tuple[int, dict[str, Any]]] | None: ...
 
 
 class Restorer(Protocol):
@@ -84,7 +77,8 @@ class Agent:
     enrich: Callable[[ConversationDocument], None] | None = None  # after export: state kept beside the session
     import_to: Importer | None = None  # write a document as a session this agent resumes
     import_source: SourceImporter | None = None  # the same from a document read one element at a time
-    restore_lines: LineRestorer | None = None  # what the spool of a document keeps for ``import_source``
+    restore_lines: LineRestorer | None = None  # a message's source lines here (None: it has none): what the spool
+    # of a document keeps for ``import_source``
     restore: Restorer | None = None  # the original session file back, when the document came from here
     write_streamed: StreamWriter | None = None  # the session converted as it is written (else: loaded whole)
     no_restore_reason: str = ""  # said plainly when ``restore`` is None

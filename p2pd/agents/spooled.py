@@ -14,15 +14,16 @@ from __future__ import annotations
 import contextlib
 import os
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from p2pd.agents.spec import LineRestorer
 from p2pd.conversation.document_io import compact_json
 from p2pd.conversation.json_text import loads
 from p2pd.conversation.model import ConversationDocument, Message, Record, SidecarFile, Subagent, Transcript
 from p2pd.conversation.stream_reader import DocumentReader, Item
+
+LineRestorer = Callable[[Message], "list[tuple[int, dict[str, Any]]] | None"]  # its source lines; None: it has none
 
 
 class RawLine(str):
