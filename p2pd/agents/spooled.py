@@ -43,6 +43,7 @@ class DocumentSource:
     document: ConversationDocument  # the envelope (its big arrays may be empty)
     subagents: list[Subagent]  # their fields (their arrays may be empty)
     restored: bool
+    shared = False  # the lines' values belong to a document in memory: copy one before changing it
 
     def messages(self) -> Iterator[Message]:
         raise NotImplementedError
@@ -62,6 +63,8 @@ class DocumentSource:
 
 
 class MemorySource(DocumentSource):
+    shared = True
+
     def __init__(self, doc: ConversationDocument, restore: LineRestorer) -> None:
         self.document = doc
         self.subagents = doc.subagents

@@ -177,7 +177,7 @@ def _export_streamed(args: argparse.Namespace, session: Path, suffix: str, maski
     the envelope, the target, its size."""
     from collections import Counter
 
-    from p2pd.agents.importing import document_envelope
+    from p2pd.agents.file_source import document_envelope
     from p2pd.agents.sources import document_file_name
     from p2pd.conversation.document_json import document_from_json
     from p2pd.conversation.redact import RedactionReport

@@ -202,7 +202,8 @@ def cmd_receive(args: argparse.Namespace) -> int:
     out_dir, out_file = _output(args.output)
     outcome = None
     if args.file:
-        from p2pd.agents.importing import document_envelope, is_document_file
+        from p2pd.agents.file_source import document_envelope
+        from p2pd.agents.importing import is_document_file
         from p2pd.agents.sources import load_file
         from p2pd.exchange.handover import fallback_file
 

@@ -12,7 +12,7 @@ import sqlite3
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from p2pd.agents.importing import document_envelope
+from p2pd.agents.file_source import document_envelope
 from p2pd.daemon.home import Home
 from p2pd.daemon.inbox import Inbox, document_stats, file_sha256
 from p2pd.daemon.outbox import Source, pack_outbox

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from p2pd.agents.importing import document_envelope
+from p2pd.agents.file_source import document_envelope
 from p2pd.conversation.model import ConversationDocument
 from p2pd.daemon.devices import Device
 from p2pd.daemon.handoffs import package_of

@@ -151,7 +151,7 @@ def outbox_info(blob_path: Path) -> OfferInfo:
     try:
         return OfferInfo.from_json(_info_path(blob_path).read_bytes())
     except (OSError, ValueError):
-        from p2pd.agents.importing import document_envelope
+        from p2pd.agents.file_source import document_envelope
 
         return offer_info(document_envelope(blob_path))
 

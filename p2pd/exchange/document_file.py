@@ -10,7 +10,7 @@ needs none of that: the whole way would send the same values. So the packing pro
    which tells what the conversation is offered under (title, contextId, origin, the messages it counted) and
    whether the file can go as it is — p2pd's own format at this version, every message in the current shape (none
    read only once normalized), a summary, the counts it stores the same as those counted, and no agent-team state;
-2. :func:`document_pieces`: its JSON (decompressed, for a blob) compressed as it is read.
+2. :func:`~p2pd.agents.file_source.document_pieces`: its JSON (decompressed, for a blob) compressed as it is read.
 
 Any other document — another tool's bare A2A messages, A2A 0.3 shapes, an older p2pd's without a summary, stale
 counts — is loaded whole and written again, as before (the whole way normalizes it, counts and summarizes). The
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from p2pd.agents.importing import document_pieces
+from p2pd.agents.file_source import document_pieces
 from p2pd.conversation.model import ConversationDocument
 from p2pd.conversation.stream_reader import DocumentReader
 

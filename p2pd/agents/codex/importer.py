@@ -188,14 +188,14 @@ def rollout_path(home: Path, session_id: str, when: datetime) -> Path:
 
 def import_to_codex(doc: ConversationDocument, **kwargs: Any) -> CodexImportResult:
     """Import a document held in memory (see :func:`import_source` for the arguments)."""
-    return import_source(MemorySource(doc, codex_lines), owned=False, **kwargs)
+    return import_source(MemorySource(doc, codex_lines), **kwargs)
 
 
 def import_source(src: DocumentSource, *, cwd: str | os.PathLike[str] | None = None, home: Path | None = None,
-                  same_account: bool = False, dry_run: bool = False, session_id: str | None = None,
-                  owned: bool = True) -> CodexImportResult:
-    """Import a conversation read from ``src`` (spooled from a stream, or in memory: then ``owned=False``, its
-    lines are copied before they are rewritten): the rollout is written one line at a time into a staged file,
+                  same_account: bool = False, dry_run: bool = False,
+                  session_id: str | None = None) -> CodexImportResult:
+    """Import a conversation read from ``src`` (spooled from a stream, or in memory: then its lines are copied
+    before they are rewritten): the rollout is written one line at a time into a staged file,
     which becomes the session only when it is complete. A rollout p2pd exported (every message carries its Codex
     line, as ``src.restored`` says when it was read with :func:`codex_lines`) is written back line for line;
     another agent's conversation is rebuilt as readable turns."""
@@ -213,7 +213,7 @@ def import_source(src: DocumentSource, *, cwd: str | os.PathLike[str] | None = N
     result = CodexImportResult(new_id, path, target_cwd, 0, dry_run=dry_run)
     report: CarryReport | None = None
     if doc.origin.platform == NAME and src.restored:
-        values = (copy.deepcopy(v) if not owned else v for _, v in src.main_lines())
+        values = (copy.deepcopy(v) if src.shared else v for _, v in src.main_lines())
         lines = rewrite_codex_lines(values, new_id, target_cwd, keep_reasoning=same_account, result=result,
                                     envelope=doc, home=base)
     else:

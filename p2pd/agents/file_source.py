@@ -1,0 +1,120 @@
+"""Any conversation file — a document (``.a2a.json``, a blob) or an agent's session file — as a
+:class:`~p2pd.agents.spooled.DocumentSource` that importers, ``convert`` and ``show`` read one element at a time.
+
+A document is read as a stream into a spool on disk (:func:`~p2pd.agents.spooled.spool_document`: every element
+checked, within the reader's limits). A session its agent converts as it is written (Claude Code, Codex:
+``Agent.write_streamed``) is converted into the spool's folder first, then spooled the same way. Anything else —
+a Gemini session, a Claude Code agent-team session — is loaded whole (a :class:`~p2pd.agents.spooled.MemorySource`).
+Memory is then one element and the spool's compact index, not the session; the spool is removed on leaving.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from p2pd.agents import registry
+from p2pd.agents.spooled import DocumentSource, LineRestorer, MemorySource
+from p2pd.conversation.model import ConversationDocument
+from p2pd.errors import NotFoundError, TooLargeError
+
+
+def document_pieces(path: Path, *, max_size: int | None = None) -> Iterator[bytes]:
+    """A conversation document file's JSON in pieces: a blob decompressed as it is read (its checksum checked),
+    else the file as it is; over the size cap is refused before anything is read."""
+    from p2pd.blob import container as blob
+    from p2pd.blob.stream import check_file, iter_raw
+    from p2pd.conversation.document_io import DEFAULT_MAX_SIZE
+
+    cap = DEFAULT_MAX_SIZE if max_size is None else max_size
+    with path.open("rb") as fh:
+        head = fh.read(len(blob.MAGIC))
+    if blob.is_blob(head):
+        check_file(path, max_raw_size=cap)
+        yield from iter_raw(path, max_raw_size=cap)
+        return
+    size = path.stat().st_size
+    if size > cap:
+        raise TooLargeError(f"{path} is {size} bytes, over the {cap}-byte limit")
+    with path.open("rb") as fh:
+        while piece := fh.read(1 << 20):
+            yield piece
+
+
+def document_envelope(path: str | os.PathLike[str], *, copy_to: Path | None = None) -> ConversationDocument:
+    """A document file read as a stream (each element checked, within the reader's limits): its envelope, with
+    the counts of what it holds. ``copy_to``: a file that gets the document's JSON as it is read (decompressed
+    from a blob), removed if the document turns out invalid."""
+    from p2pd.conversation.stream_reader import DocumentReader
+
+    p = Path(path)
+    if not p.is_file():
+        raise NotFoundError(f"file not found: {p}")
+    reader = DocumentReader(source=str(p))
+    try:
+        with open(copy_to, "xb") if copy_to is not None else contextlib.nullcontext() as out:
+            for piece in document_pieces(p):
+                reader.feed(piece)
+                if out is not None:
+                    out.write(piece)
+        summary = reader.finish()
+    except BaseException:
+        if copy_to is not None:
+            copy_to.unlink(missing_ok=True)
+        raise
+    doc = summary.document
+    doc.counts = summary.counts
+    return doc
+
+
+def no_lines(message: object) -> None:
+    """A restorer that keeps no source lines (a reader of the messages only: ``show``)."""
+    return None
+
+
+@contextlib.contextmanager
+def file_source(path: str | os.PathLike[str], restore: LineRestorer, *,
+                spool_dir: str | os.PathLike[str] | None = None) -> Iterator[DocumentSource]:
+    """The conversation in the file at ``path``, its messages' source lines kept as ``restore`` gives them (an
+    agent's ``restore_lines``); the spool goes in ``spool_dir`` (else the system's temporary folder)."""
+    from p2pd.agents.spec import NotStreamable
+    from p2pd.agents.spooled import spool_document
+    from p2pd.support.gcpause import bulk_work
+
+    p = Path(path)
+    if not p.is_file():
+        raise NotFoundError(f"file not found: {p}")
+    source_agent = registry.detect_agent(p)
+    if source_agent is not None and source_agent.write_streamed is None:
+        yield _whole(p, restore)
+        return
+    spool_at = Path(tempfile.mkdtemp(prefix=".p2pd-import-spool-", dir=spool_dir))
+    try:
+        document = p
+        if source_agent is not None and source_agent.write_streamed is not None:
+            document = spool_at / "converted.a2a.json"
+            try:
+                with bulk_work(), document.open("wb") as fh:
+                    source_agent.write_streamed(p, fh.write, spool_dir=spool_at)
+            except NotStreamable:  # (agent-team state: the session is read whole)
+                yield _whole(p, restore)
+                return
+        with bulk_work():
+            spooled = spool_document(document_pieces(document), spool_at / "elements", restore, source=str(p))
+        try:
+            yield spooled
+        finally:
+            spooled.close()
+    finally:
+        shutil.rmtree(spool_at, ignore_errors=True)
+
+
+def _whole(p: Path, restore: LineRestorer) -> MemorySource:
+    """A session file converted in memory (a Gemini session, an agent-team session)."""
+    from p2pd.agents.sources import load_file
+
+    return MemorySource(load_file(p), restore)
