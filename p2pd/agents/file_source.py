@@ -71,6 +71,13 @@ def document_envelope(path: str | os.PathLike[str], *, copy_to: Path | None = No
     return doc
 
 
+def origin_platform(path: Path) -> str:
+    """The agent a file's conversation came from: the agent that wrote a session file, else the ``origin`` of
+    the document (read as a stream, each element checked)."""
+    agent = registry.detect_agent(path)
+    return agent.name if agent is not None else document_envelope(path).origin.platform
+
+
 def no_lines(message: object) -> None:
     """A restorer that keeps no source lines (a reader of the messages only: ``show``)."""
     return None

@@ -199,3 +199,20 @@ def line_stamps(lines: Iterable[SourceLine], key: str = "timestamp") -> Iterable
 def dumps_line(value: Any) -> str:
     """One JSONL line (no newline) as the agents write them: compact, UTF-8, lone surrogates escaped."""
     return escape_lone_surrogates(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+
+
+def jsonl_line(value: Any) -> bytes:
+    """``dumps_line(value)`` and a newline, in UTF-8: a line with no lone surrogate (all but a few) skips the
+    escaping pass."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return text.encode("utf-8") + b"\n"
+    except UnicodeEncodeError:
+        return (dumps_line(value) + "\n").encode("utf-8", errors="surrogateescape")
+
+
+def jsonl_bytes(values: Iterable[Any]) -> Iterator[bytes]:
+    """Each value as its line of a session file: a string (a line kept verbatim: it was not a JSON object) as it
+    is, anything else as :func:`jsonl_line` writes it."""
+    for v in values:
+        yield (v + "\n").encode("utf-8", errors="surrogateescape") if isinstance(v, str) else jsonl_line(v)

@@ -46,7 +46,10 @@ class SourceImporter(Protocol):
 
 
 class Restorer(Protocol):
-    def __call__(self, doc: ConversationDocument, *, keep_ids: bool) -> bytes: ...
+    """The agent's own session file back from ``src`` (read with the agent's ``restore_lines``), one line at a time
+    through ``write``; InvalidInputError when the conversation did not come from this agent."""
+
+    def __call__(self, src: DocumentSource, write: Callable[[bytes], object], *, keep_ids: bool) -> None: ...
 
 
 class StreamWriter(Protocol):

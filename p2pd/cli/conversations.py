@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import json
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,8 +36,7 @@ def register(sub: Any) -> None:
     s.add_argument("--compressed", action="store_true", help="write the compressed wire blob (.a2a.p2pd)")
     s.add_argument("--codec", choices=["lz4", "zstd"], default="lz4", help="codec for --compressed")
     s.add_argument("--strict", action="store_true", help="fail (writing nothing) if any line is malformed")
-    s.add_argument("--pretty", action="store_true", help="indented JSON (the session is then read whole into "
-                   "memory; default: compact, one message a line, written as the session is read)")
+    s.add_argument("--pretty", action="store_true", help="indented JSON (default: compact, one message a line)")
     s.add_argument("--redact", action=argparse.BooleanOptionalAction, default=None,
                    help="mask secrets (keys, tokens, private keys, passwords) before writing; default from "
                         "P2PD_REDACT or 'redact' in the p2pd config file")
@@ -139,7 +141,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     masking = args.redact if args.redact is not None else redact_default()
-    session = None if args.pretty else streamable_session(args.session)
+    session = streamable_session(args.session)
     suffix = ".a2a.p2pd" if args.compressed else ".a2a.json"
     if session is not None:  # converted as it is written: memory bounded by a message, not the session
         folder = Path(args.output).parent if args.output else Path(".")
@@ -188,7 +190,7 @@ def _export_streamed(args: argparse.Namespace, session: Path, suffix: str, maski
     try:
         with status(f"Reading, converting and writing {escape(args.session)}…"):
             result = run(Job(str(session), str(staged), kind=args.codec if args.compressed else "json",
-                             redact=masking))
+                             redact=masking, pretty=args.pretty and not args.compressed))
         doc = document_from_json({**result["head"], "messages": []}, source=str(session))
         if doc.counts.malformed_lines:
             _report_issues(document_envelope(staged))  # (read back as a stream: the envelope holds the issues)
@@ -249,50 +251,78 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------- convert
 def cmd_convert(args: argparse.Namespace) -> int:
+    """A session file to a document (the packing process's way: converted as it is written, or checked and
+    written as it is), or a document back to the agent's session file it came from (read into a spool, written
+    one line at a time): memory is bounded by an element, not the conversation, both ways."""
     from p2pd.agents import registry
-    from p2pd.conversation.document_io import write_document
-    from p2pd.support.atomic import atomic_write_bytes
+    from p2pd.agents.file_source import file_source, origin_platform
+    from p2pd.agents.sources import named_file
+    from p2pd.support.atomic import atomic_writer
 
-    src, dst = Path(args.input), Path(args.output)
-    with status(f"Reading {escape(str(src))}…"):
-        doc = load_conversation(str(src))
-    own = doc.origin.platform if doc.origin.platform in registry.restore_targets() else "claude-code"
-    to = args.format or (own if dst.suffix == ".jsonl" else "a2a")  # a .jsonl goes back to the agent it came from
-    if to == "a2a":
-        with status(f"Writing {escape(str(dst))}…"), writing(dst):
-            size = write_document(doc, dst, compressed=dst.name.endswith(".p2pd"))
-        err.print(f"Wrote A2A conversation {escape(str(dst))} ({human(size)})")
+    src, dst = named_file(args.input), Path(args.output)
+    to = args.format
+    if to is None and dst.suffix == ".jsonl":  # a .jsonl goes back to the agent it came from
+        with status(f"Reading {escape(str(src))}…"):
+            own = origin_platform(src)
+        to = own if own in registry.restore_targets() else "claude-code"
+    if to is None or to == "a2a":
+        from p2pd.daemon.packer import Job, run
+
+        compressed = dst.name.endswith(".p2pd")
+        with status(f"Converting {escape(str(src))} and writing {escape(str(dst))}…"), \
+                writing(dst, reading=src):
+            run(Job(str(src), str(dst), kind="lz4" if compressed else "json", pretty=not compressed))
+        err.print(f"Wrote A2A conversation {escape(str(dst))} ({human(dst.stat().st_size)})")
         return ExitCode.OK
     agent = registry.get(to)
-    if agent.restore is None:
+    if agent.restore is None or agent.restore_lines is None:
         raise InvalidInputError(agent.no_restore_reason)
-    with status(f"Converting to {agent.display} and writing {escape(str(dst))}…"):
-        data = agent.restore(doc, keep_ids=args.keep_ids)
-        with writing(dst):
-            atomic_write_bytes(dst, data)
-    err.print(f"Wrote {agent.display} session file {escape(str(dst))} ({human(len(data))}"
+    with status(f"Converting to {agent.display} and writing {escape(str(dst))}…"), \
+            file_source(src, agent.restore_lines) as source, writing(dst, reading=src), atomic_writer(dst) as fh:
+        agent.restore(source, fh.write, keep_ids=args.keep_ids)
+    err.print(f"Wrote {agent.display} session file {escape(str(dst))} ({human(dst.stat().st_size)}"
               f"{', ids kept' if args.keep_ids else ''})")
     return ExitCode.OK
 
 
 # ---------------------------------------------------------------- show
 def cmd_show(args: argparse.Namespace) -> int:
+    """The conversation read one message at a time (:mod:`p2pd.agents.file_source`; ``--json``: written by the
+    packing process's way, then indented as a stream): memory is bounded by a message, not the conversation."""
+    from p2pd.agents.sources import named_file
+
+    src = named_file(args.file)
+    if args.json:
+        return _show_json(src)
+    from p2pd.agents.file_source import file_source, no_lines
     from p2pd.conversation.render import render
 
-    with status(f"Reading {escape(args.file)}…"):
-        doc = load_conversation(args.file)
-    if args.json:
-        from p2pd.conversation.document_io import dumps
+    with contextlib.ExitStack() as stack:
+        with status(f"Reading {escape(args.file)}…"):
+            conversation = stack.enter_context(file_source(src, no_lines))
+        console = real_console(out)
+        show = functools.partial(render, console, conversation.document, full=args.full, all_branches=args.all,
+                                 messages=conversation.messages())
+        if args.pager and console.is_terminal and os.environ.get("PAGER", "less") not in ("", "cat"):
+            _ensure_pager_env()
+            with console.pager(styles=True):
+                show()
+        else:
+            show()
+    return ExitCode.OK
 
-        sys.stdout.buffer.write(dumps(doc, pretty=True) + b"\n")
-        return ExitCode.OK
-    console = real_console(out)
-    if args.pager and console.is_terminal and os.environ.get("PAGER", "less") not in ("", "cat"):
-        _ensure_pager_env()
-        with console.pager(styles=True):
-            render(console, doc, full=args.full, all_branches=args.all)
-    else:
-        render(console, doc, full=args.full, all_branches=args.all)
+
+def _show_json(src: Path) -> int:
+    """The document, indented, on standard output: written in the line layout to a spool file, then indented from
+    there as a stream."""
+    from p2pd.conversation.indented import write_indented
+    from p2pd.daemon.packer import Job, run
+
+    with tempfile.TemporaryDirectory(prefix=".p2pd-show-") as spool:
+        compact = Path(spool) / "compact.a2a.json"
+        with status(f"Reading {escape(str(src))}…"):
+            run(Job(str(src), str(compact), kind="json"))
+        write_indented(compact, sys.stdout.buffer.write)  # (it ends with a newline)
     return ExitCode.OK
 
 

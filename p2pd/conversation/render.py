@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from rich.console import Console
@@ -143,8 +144,10 @@ def render_teams(console: Console, state: dict[str, Any], *, full: bool = False)
         console.print(f"[dim]{len(ignored)} team calls named an unknown task or member and were ignored[/dim]")
 
 
-def render(console: Console, doc: ConversationDocument, *, full: bool = False, all_branches: bool = False) -> int:
-    """Print the document; returns the number of messages shown."""
+def render(console: Console, doc: ConversationDocument, *, full: bool = False, all_branches: bool = False,
+           messages: Iterable[Message] | None = None) -> int:
+    """Print the document; returns the number of messages shown. ``messages``: its messages, when they are not in
+    ``doc`` (read from a spool one at a time)."""
     render_header(console, doc)
     teams = (doc.metadata or {}).get("teams")
     if isinstance(teams, dict):
@@ -152,7 +155,7 @@ def render(console: Console, doc: ConversationDocument, *, full: bool = False, a
         render_teams(console, teams, full=full)
     console.rule()
     shown = 0
-    for m in doc.messages:
+    for m in doc.messages if messages is None else messages:
         if not all_branches and not m.p2pd.get("active", True):
             continue
         render_message(console, m, full)

@@ -9,7 +9,8 @@ session, an agent-team session, another document — is loaded whole, but in thi
 is written. The daemon keeps its own size. ``p2pd export`` calls :func:`run` in its own process.
 
 What is written (``kind``): a blob (``lz4`` or ``zstd``, :mod:`p2pd.blob`) or the document's JSON (``json``, the
-line layout; ``pretty`` JSON loads the document whole). ``metadata``: fields added to the document's
+line layout; ``pretty``: written in the line layout to the spool, then indented as a stream,
+:mod:`p2pd.conversation.indented`). ``metadata``: fields added to the document's
 ``metadata`` (a handoff's package), under the blob's SHA-256 like the rest. The file appears complete at ``out``
 or not at all. On standard output, one JSON object (:mod:`p2pd.daemon.children`): ``{"head": …}`` (the document's
 fields before its messages: title, origin, counts …), ``"masked"`` (secrets masked, by kind) and, for a blob,
@@ -172,15 +173,15 @@ def run(job: Job) -> dict[str, Any]:
     out = Path(job.out)
     masked: Counter[str] = Counter()
     with tempfile.TemporaryDirectory(prefix=".p2pd-pack-", dir=out.parent) as spool:
-        if job.kind == "json" and job.pretty:
-            from p2pd.conversation.document_io import write_document
+        if job.kind == "json" and job.pretty:  # the line layout into the spool, then indented as a stream
+            from p2pd.conversation.indented import write_indented
 
-            doc = _whole(job, masked)
-            write_document(doc, out, pretty=True)
-            data = doc.to_json_dict()
-            return {"head": {k: v for k, v in data.items() if k not in ("messages", "records", "subagents",
-                                                                          "toolResults", "metadata")},
-                    "masked": dict(masked)}
+            compact = Path(spool) / "compact.a2a.json"
+            with compact.open("wb") as fh:
+                head = write_conversation(job, fh.write, Path(spool), masked)
+            with atomic_writer(out) as fh:
+                write_indented(compact, fh.write)
+            return {"head": head, "masked": dict(masked)}
         if job.kind == "json":
             with atomic_writer(out) as fh:
                 head = write_conversation(job, fh.write, Path(spool), masked)

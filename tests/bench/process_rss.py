@@ -4,10 +4,11 @@
 For each size, on a generated real-shaped session (``tests/transfer/gen.py``): the daemon's packing process
 (``python -m p2pd.daemon.packer``, run by ``POST /send``, handoffs and ``POST /export``), ``p2pd export`` (compact
 JSON, then ``--compressed``), ``p2pd import`` of that document and of that blob into a throwaway Claude Code home
-and of that document into Codex, ``p2pd export --redact``, the daemon's packing process given that document, and
-``p2pd send`` of that document and ``send --redact`` of the session, with no peer (their whole packing, then the
-fallback file); then a generated Codex rollout of the same size (``tests/transfer/gen.py``), exported, sent, and
-imported into Claude Code and into Codex. Peak RSS from ``wait4``; seconds are wall time on a shared machine.
+and of that document into Codex, ``p2pd export --redact`` and ``--pretty``, ``p2pd convert`` both ways, ``p2pd
+show`` and ``show --json``, the daemon's packing process given that document, and ``p2pd send`` of that document
+and ``send --redact`` of the session, with no peer (their whole packing, then the fallback file); then a generated
+Codex rollout of the same size (``tests/transfer/gen.py``), exported, sent, imported into Claude Code and into
+Codex, and converted back. Peak RSS from ``wait4``; seconds are wall time on a shared machine.
 """
 
 from __future__ import annotations
@@ -68,6 +69,17 @@ def main(sizes: list[float]) -> int:
                  [py, "-m", "p2pd", "import", str(doc), "--agent", "codex", "--cwd", str(work)]),
                 ("p2pd export --redact", [py, "-m", "p2pd", "export", str(session), "--redact", "-o",
                                           str(work / "redacted.a2a.json")]),
+                ("p2pd export --pretty (compact into a spool, then indented as a stream)",
+                 [py, "-m", "p2pd", "export", str(session), "--pretty", "-o", str(work / "pretty.a2a.json")]),
+                ("p2pd convert SESSION.jsonl X.a2a.json", [py, "-m", "p2pd", "convert", str(session),
+                                                           str(work / "converted.a2a.json")]),
+                ("p2pd convert X.a2a.json back.jsonl --keep-ids (read into a spool, written line by line)",
+                 [py, "-m", "p2pd", "convert", str(doc), str(work / "back.jsonl"), "--keep-ids"]),
+                ("p2pd convert X.a2a.json back.jsonl (its active chain under a new id)",
+                 [py, "-m", "p2pd", "convert", str(doc), str(work / "back-new.jsonl")]),
+                ("p2pd show X.a2a.json (read one message at a time)",
+                 [py, "-m", "p2pd", "show", str(doc), "--no-pager"]),
+                ("p2pd show --json X.a2a.json", [py, "-m", "p2pd", "show", str(doc), "--json"]),
                 ("daemon packing process (send of the .a2a.json)",
                  [py, "-m", "p2pd.daemon.packer", Job(str(doc), str(work / "packed.a2a.p2pd")).to_arg()]),
                 # No peer (a signaling server that refuses): the whole packing runs, then the fallback file.
@@ -90,13 +102,16 @@ def main(sizes: list[float]) -> int:
                  [py, "-m", "p2pd", "import", str(rollout), "--cwd", str(work)]),
                 ("p2pd import of a Codex rollout into Codex (written back line for line)",
                  [py, "-m", "p2pd", "import", str(rollout), "--agent", "codex", "--cwd", str(work)]),
+                ("p2pd convert of that document back to the rollout",
+                 [py, "-m", "p2pd", "convert", str(work / "rollout.a2a.json"), str(work / "rollout-back.jsonl")]),
             ]
             for name, argv in steps:
                 rss, seconds = run(argv, env, work, ok=(0, ExitCode.FALLBACK_WRITTEN))
                 rows.append((label, name, rss, seconds))
                 print(f"  {label} {name}: {rss:.0f} MiB, {seconds:.1f} s", flush=True)
             for f in (doc, blob, work / "packed.a2a.p2pd", work / "redacted.a2a.json", session, rollout,
-                      work / "rollout.a2a.json",
+                      work / "rollout.a2a.json", work / "pretty.a2a.json", work / "converted.a2a.json",
+                      work / "back.jsonl", work / "back-new.jsonl", work / "rollout-back.jsonl",
                       *(work / "fallback").glob("*")):
                 f.unlink(missing_ok=True)
     print()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -82,20 +82,22 @@ def _restore_lines(message: Message) -> list[tuple[int, dict[str, Any]]] | None:
     return restore_lines(message)
 
 
-def _restore(doc: ConversationDocument, *, keep_ids: bool) -> bytes:
-    """The transcript as Claude Code wrote it (``keep_ids``), else its active chain under a new session id."""
-    from p2pd.agents.claude_code.importer import linearize, source_objects
-    from p2pd.agents.claude_code.restore import has_claude_code_source, to_jsonl
-    from p2pd.agents.jsonl import dumps_line
+def _restore(src: DocumentSource, write: Callable[[bytes], object], *, keep_ids: bool) -> None:
+    """The transcript as Claude Code wrote it (``keep_ids``), else its active chain under a new session id, one
+    line at a time."""
+    from p2pd.agents.claude_code.importer import chain_lines, linearize_chain
+    from p2pd.agents.jsonl import jsonl_bytes
 
-    main = doc.main_transcript()
-    if not has_claude_code_source(main):
+    if not src.restored:
         raise InvalidInputError("this conversation did not come from Claude Code; use `p2pd import` to rebuild "
                                 "it as a session")
     if keep_ids:
-        return to_jsonl(main).encode("utf-8", errors="surrogateescape")
-    lines = linearize(source_objects(main), str(uuid.uuid4()), doc.origin.cwd or os.getcwd(), keep_thinking=True)
-    return "".join(dumps_line(v) + "\n" for v in lines).encode()
+        lines: Iterable[Any] = (v for _, v in src.main_lines())
+    else:
+        lines = linearize_chain(chain_lines(src), str(uuid.uuid4()), src.document.origin.cwd or os.getcwd(),
+                                keep_thinking=True)
+    for data in jsonl_bytes(lines):
+        write(data)
 
 
 AGENT = Agent(name=NAME, display="Claude Code", aliases=("claude",), find_sessions=_find, detect=_detect,

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import json
 import os
 import re
 import shlex
@@ -39,7 +38,7 @@ from p2pd.agents.claude_code.paths import config_dir, project_dir_for, projects_
 from p2pd.agents.claude_code.restore import restore_message_lines, restore_transcript, source_lines
 from p2pd.agents.claude_code.synthesize import synthesize_lines
 from p2pd.agents.claude_code.transcript import active_chain, message_problem
-from p2pd.agents.jsonl import SourceLine, dumps_line
+from p2pd.agents.jsonl import SourceLine, dumps_line, jsonl_bytes, jsonl_line
 from p2pd.agents.spec import Note, NoteKind, missing_folder_note
 from p2pd.agents.spooled import DocumentSource, MemorySource
 from p2pd.conversation.model import ConversationDocument, Message, Transcript
@@ -217,21 +216,6 @@ def _rewrite_sidecar(lines: Iterable[Any], session_id: str, cwd: str, keep_think
         yield value
 
 
-def _jsonl(values: Iterable[Any]) -> Iterator[bytes]:
-    for v in values:
-        yield (v + "\n").encode("utf-8", errors="surrogateescape") if isinstance(v, str) else jsonl_line(v)
-
-
-def jsonl_line(value: Any) -> bytes:
-    """``dumps_line(value)`` and a newline, in UTF-8: a line with no lone surrogate (all but a few) skips the
-    escaping pass."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    try:
-        return text.encode("utf-8") + b"\n"
-    except UnicodeEncodeError:
-        return (dumps_line(value) + "\n").encode("utf-8", errors="surrogateescape")
-
-
 def _inside(base: Path, rel: str) -> Path:
     if not _SAFE_REL.match(rel) or any(part in ("..", ".") for part in rel.split("/")):
         raise InvalidInputError(f"refusing unsafe file name in conversation: {rel!r}")
@@ -271,7 +255,7 @@ def import_source(src: DocumentSource, *, cwd: str | os.PathLike[str] | None = N
     result = ImportResult(new_id, path, target_cwd, 0, dry_run=dry_run)
 
     if src.restored:
-        lines = linearize_chain(_chain(src), new_id, target_cwd, keep_thinking=same_account, result=result)
+        lines = linearize_chain(chain_lines(src), new_id, target_cwd, keep_thinking=same_account, result=result)
     else:
         synthesized = synthesize_lines(src.messages(), src.message_count(), doc.origin.git_branch, new_id,
                                        target_cwd)
@@ -283,7 +267,7 @@ def import_source(src: DocumentSource, *, cwd: str | os.PathLike[str] | None = N
     for i, sub in enumerate(src.subagents):
         target = _inside(session_folder, f"subagents/{sub.file_name}")
         values = (v for _, v in src.subagent_lines(i))
-        writes.append((target, _jsonl(_rewrite_sidecar(values, new_id, target_cwd, same_account))))
+        writes.append((target, jsonl_bytes(_rewrite_sidecar(values, new_id, target_cwd, same_account))))
         result.subagent_files.append(target)
         if sub.meta is not None:
             writes.append((target.with_name(target.stem + ".meta.json"), [dumps_line(sub.meta).encode("utf-8")]))
@@ -304,7 +288,7 @@ def import_source(src: DocumentSource, *, cwd: str | os.PathLike[str] | None = N
     return result
 
 
-def _chain(src: DocumentSource) -> Iterator[dict[str, Any]]:
+def chain_lines(src: DocumentSource) -> Iterator[dict[str, Any]]:
     """The active chain's lines, root first: an index of the main lines (only the keys the chain reads) picks
     them, then they are read again in line order (the chain is in line order)."""
     from p2pd.agents.claude_code.streamed import light_line

@@ -70,15 +70,15 @@ def _restore_lines(message: Message) -> list[tuple[int, dict[str, Any]]] | None:
     return codex_lines(message)
 
 
-def _restore(doc: ConversationDocument, *, keep_ids: bool) -> bytes:
+def _restore(src: DocumentSource, write: Callable[[bytes], object], *, keep_ids: bool) -> None:
     """The rollout line for line, as Codex wrote it (ids are always the original ones)."""
-    from p2pd.agents.codex.restore import has_codex_source, to_jsonl
+    from p2pd.agents.jsonl import jsonl_bytes
 
-    main = doc.main_transcript()
-    if not has_codex_source(main):
+    if not src.restored:
         raise InvalidInputError("this conversation did not come from Codex; use `p2pd import --to codex` to "
                                 "rebuild it as a Codex session")
-    return to_jsonl(main).encode("utf-8", errors="surrogateescape")
+    for data in jsonl_bytes(v for _, v in src.main_lines()):
+        write(data)
 
 
 AGENT = Agent(name=NAME, display="Codex", aliases=("codex-cli",), find_sessions=_find, detect=_detect,

@@ -269,8 +269,7 @@ def test_an_import_cut_off_midway_leaves_no_half_session(tmp_path, monkeypatch):
 ])
 def test_written_lines_are_dumps_line_in_utf8(value):
     """The importer's lines (a fast path for lines without lone surrogates) are exactly ``dumps_line``'s."""
-    from p2pd.agents.claude_code.importer import jsonl_line
-    from p2pd.agents.jsonl import dumps_line
+    from p2pd.agents.jsonl import dumps_line, jsonl_line
 
     assert jsonl_line(value) == (dumps_line(value) + "\n").encode("utf-8", errors="surrogateescape")
     assert json.loads(jsonl_line(value)) == value
