@@ -151,7 +151,6 @@ def test_the_daemons_packing_process_writes_a_document_p2pd_wrote_as_it_is(tmp_p
 def test_send_redact_masks_as_streams_and_leaves_no_work_folder(tmp_path):
     """``p2pd send --redact`` (no peer: the fallback file): the counts are said before the code would be, the
     conversation that travels is the masked one the whole way makes, and the private work folder is gone."""
-    import tempfile
 
     from p2pd.conversation.redact import redact_document
     from p2pd.exchange.handover import SEND_WORK_PREFIX
@@ -163,9 +162,11 @@ def test_send_redact_masks_as_streams_and_leaves_no_work_folder(tmp_path):
     s.user(f"deploy with ANTHROPIC_API_KEY={secret} please")
     s.assistant([{"type": "text", "text": "done"}])
     src = s.write(tmp_path / "proj")
-    before = set(Path(tempfile.gettempdir()).glob(f"{SEND_WORK_PREFIX}*"))
+    temp = tmp_path / "temp"  # the send's own temporary folder (other tests may run sends meanwhile)
+    temp.mkdir()
     r = cli("send", str(src), "--redact", "--signal", "ws://127.0.0.1:9/", "--timeout", "2", "--connect-timeout",
-            "2", "--fallback-dir", str(tmp_path / "out"), "--json", env={"P2PD_CONFIG": str(tmp_path / "none.toml")})
+            "2", "--fallback-dir", str(tmp_path / "out"), "--json",
+            env={"P2PD_CONFIG": str(tmp_path / "none.toml"), "TMPDIR": str(temp)})
     assert r.returncode == 7, r.stderr
     masked, report = redact_document(load_file(src))
     assert f"Redaction: {report.describe()}" in r.stderr and report.total > 0
@@ -174,4 +175,4 @@ def test_send_redact_masks_as_streams_and_leaves_no_work_folder(tmp_path):
     sent = Path(data["fallback_file"]).read_bytes()
     assert secret.encode() not in sent and b"[REDACTED:" in sent
     assert read_whole([sent], source="fallback") == masked
-    assert set(Path(tempfile.gettempdir()).glob(f"{SEND_WORK_PREFIX}*")) <= before
+    assert not list(temp.glob(f"{SEND_WORK_PREFIX}*"))  # the masked copy's work folder is gone
