@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+import os
 import signal
 
 import pytest
 
 from tests.corpus import CORPUS
+from tests.seeds import RUN_SEED
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -14,10 +16,15 @@ def pytest_configure(config: pytest.Config) -> None:
     at its default: the run gets it back, and a handled signal is reset to the default in the programs it execs."""
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    # One fresh seed for the run, drawn before the workers start (pytest-xdist: they inherit the environment), so
+    # that a test parametrized by a fresh seed (tests/daemon/test_chaos.py) is collected the same by every worker.
+    if RUN_SEED not in os.environ:
+        os.environ[RUN_SEED] = str(int.from_bytes(os.urandom(4), "big"))
 
 
 def pytest_report_header(config: pytest.Config) -> str:
-    return f"p2pd corpus: {CORPUS if CORPUS else 'NOT FOUND (set P2PD_CORPUS)'}"
+    return (f"p2pd corpus: {CORPUS if CORPUS else 'NOT FOUND (set P2PD_CORPUS)'}; the run's fresh seed: "
+            f"{RUN_SEED}={os.environ.get(RUN_SEED)}")
 
 
 @pytest.fixture(scope="session")

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from tests.daemon.chaos import make_template, run_once
+from tests.seeds import run_seed
 
 pytestmark = pytest.mark.slow
 
@@ -32,10 +33,9 @@ REGRESSIONS = (400, 401, 986654361, 3996369669, 3996369679, 1524154286, 32824065
 
 def _seeds() -> list[int]:
     given = os.environ.get("P2PD_CHAOS_SEED")
-    fresh = random.SystemRandom()
     if not given:
-        return [*REGRESSIONS, fresh.randrange(1 << 32)]
-    first = fresh.randrange(1 << 32) if given == "random" else int(given)
+        return [*REGRESSIONS, run_seed()]  # (the run's fresh seed: every pytest-xdist worker draws the same)
+    first = random.SystemRandom().randrange(1 << 32) if given == "random" else int(given)
     return [first + i for i in range(int(os.environ.get("P2PD_CHAOS_RUNS") or 1))]
 
 

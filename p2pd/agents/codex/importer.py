@@ -36,7 +36,7 @@ from p2pd.agents.codex import NAME
 from p2pd.agents.codex.paths import codex_home
 from p2pd.agents.codex.restore import codex_lines
 from p2pd.agents.crossagent import CarryReport, carry_warnings, iter_turns
-from p2pd.agents.jsonl import dumps_line
+from p2pd.agents.jsonl import jsonl_line
 from p2pd.agents.spec import Note, NoteKind, missing_folder_note
 from p2pd.agents.spooled import DocumentSource, MemorySource
 from p2pd.conversation.model import ConversationDocument, Message, Role
@@ -252,21 +252,20 @@ def _write_lines(lines: Iterable[dict[str, Any]], out: IO[bytes]) -> int:
     (the staged file is then removed)."""
     count = 0
     messages = False
-    buf: list[str] = []
+    buf: list[bytes] = []
     held = 0
     for value in lines:
-        text = dumps_line(value)
-        buf.append(text)
-        buf.append("\n")
-        held += len(text)
+        data = jsonl_line(value)
+        buf.append(data)
+        held += len(data)
         count += 1
         messages = messages or value.get("type") == "response_item"
         if held >= 1 << 20:
-            out.write("".join(buf).encode("utf-8", errors="surrogateescape"))
+            out.write(b"".join(buf))
             buf, held = [], 0
     if not messages:
         raise InvalidInputError("the conversation has no messages to import")
-    out.write("".join(buf).encode("utf-8", errors="surrogateescape"))
+    out.write(b"".join(buf))
     return count
 
 
