@@ -2,10 +2,14 @@ from __future__ import annotations
 
 import os
 import signal
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from tests.corpus import CORPUS
+from tests.machine import machine
 from tests.seeds import RUN_SEED
 
 
@@ -20,11 +24,20 @@ def pytest_configure(config: pytest.Config) -> None:
     # that a test parametrized by a fresh seed (tests/daemon/test_chaos.py) is collected the same by every worker.
     if RUN_SEED not in os.environ:
         os.environ[RUN_SEED] = str(int.from_bytes(os.urandom(4), "big"))
+    if LOCKS not in os.environ:  # (the workers inherit it: one pair of lock files for the run)
+        os.environ[LOCKS] = tempfile.mkdtemp(prefix="p2pd-test-locks-")
 
 
-def pytest_report_header(config: pytest.Config) -> str:
-    return (f"p2pd corpus: {CORPUS if CORPUS else 'NOT FOUND (set P2PD_CORPUS)'}; the run's fresh seed: "
-            f"{RUN_SEED}={os.environ.get(RUN_SEED)}")
+LOCKS = "P2PD_TEST_LOCKS"
+
+
+@pytest.fixture(autouse=True)
+def _machine(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test marked ``alone`` runs while no other test does (its assertions time the machine: frame gaps in the
+    page, how fast a cancel is heard); every other test may run beside any other (pytest-xdist)."""
+    folder = Path(os.environ.get(LOCKS) or tempfile.gettempdir())
+    with machine(folder, alone=request.node.get_closest_marker("alone") is not None):
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -210,6 +210,7 @@ def test_a_receiver_whose_disk_refuses_the_transfer_gets_it_again_once_there_is_
         disk.unmount()
 
 
+@pytest.mark.alone  # (timed: sent on request, before the automatic try 10 s later)
 def test_a_transfer_that_waits_for_room_goes_at_once_when_asked(paired: PairMaker) -> None:
     """Its wait (10 s after the first refusal, minutes later on) ends when the user says the device has room:
     `p2pd transfers ID --retry` (POST /transfers/{id}/retry). Anything else is refused with 409."""

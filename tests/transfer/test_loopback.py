@@ -168,6 +168,7 @@ async def _cancel_mid_transfer(tmp_path: Path, side: str) -> tuple[BaseException
     return sender, receiver, max(ended.values()) - cancelled_at[0]
 
 
+@pytest.mark.alone  # (timed: both sides stop within a second)
 @pytest.mark.parametrize("side", ["sender", "receiver"])
 async def test_cancel_from_either_side_stops_both_within_a_second(tmp_path: Path, side: str) -> None:
     sender, receiver, took = await _cancel_mid_transfer(tmp_path, side)

@@ -163,6 +163,7 @@ def open_in_reader(page: Any, server: SignalProcess, path: Path) -> float:
     return time.monotonic() - started
 
 
+@pytest.mark.alone  # (frame gaps and the first screen are timed)
 def test_reader_on_a_5969_message_conversation(server: SignalProcess, page: Any, tmp_path: Path) -> None:
     doc = conversation(5969)
     path = tmp_path / "long.a2a.json"
@@ -388,6 +389,7 @@ def test_a_receiver_that_declines_is_reported_once(server: SignalProcess, page: 
         receiver.close()
 
 
+@pytest.mark.alone  # (frame gaps and the first screen are timed)
 def test_5969_messages_from_p2pd_send_first_screen_and_frames(server: SignalProcess, page: Any,
                                                                 tmp_path: Path) -> None:
     document = export(SMALL)  # the real document's envelope, with the generated messages in it
