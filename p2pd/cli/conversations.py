@@ -8,7 +8,6 @@ import functools
 import json
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -315,6 +314,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 def _show_json(src: Path) -> int:
     """The document, indented, on standard output: written in the line layout to a spool file, then indented from
     there as a stream."""
+    import tempfile
+
     from p2pd.conversation.indented import write_indented
     from p2pd.daemon.packer import Job, run
 
