@@ -204,8 +204,6 @@ def cmd_receive(args: argparse.Namespace) -> int:
     if args.file:
         from p2pd.agents.file_source import document_envelope
         from p2pd.agents.importing import is_document_file
-        from p2pd.agents.sources import load_file
-        from p2pd.exchange.handover import fallback_file
 
         path = Path(args.file)
         move = out_file is not None or path.resolve().parent != out_dir.resolve()
@@ -221,12 +219,25 @@ def cmd_receive(args: argparse.Namespace) -> int:
                 from p2pd.exchange.packing import place
 
                 path = _place(place(staged, out_dir, safe_file_stem(doc.context_id)), out_file)
-        else:
-            with status(f"Reading {escape(args.file)}…"):
-                doc = load_file(args.file)
-            if move:
-                with status("Writing the conversation document…"), writing(out_file or out_dir):
-                    path = _place(fallback_file(doc, out_dir, pretty=args.pretty), out_file)
+        elif move:  # (a session file, or --pretty: written the packing process's way, never whole in memory)
+            from p2pd.agents.sources import safe_file_stem
+            from p2pd.conversation.document_json import document_from_json
+            from p2pd.daemon.packer import Job
+            from p2pd.daemon.packer import run as pack
+            from p2pd.exchange.packing import place
+
+            with status(f"Reading {escape(args.file)} and writing the conversation document…"), \
+                    writing(out_file or out_dir, reading=path):
+                out_dir.mkdir(parents=True, exist_ok=True)
+                staged = out_dir / f".{path.name}.part"
+                head = pack(Job(str(path), str(staged), kind="json", pretty=args.pretty))["head"]
+                doc = document_from_json({**head, "messages": []}, source=str(path))
+            path = _place(place(staged, out_dir, safe_file_stem(doc.context_id)), out_file)
+        else:  # (read one element at a time for what it is: nothing is written)
+            from p2pd.agents.file_source import file_source, no_lines
+
+            with status(f"Reading {escape(args.file)}…"), file_source(path, no_lines) as source:
+                doc = source.document
         err.print(f"Read [bold]{shown(doc.title or doc.context_id)}[/] ({counted(doc.counts.messages, 'message')}) "
                   f"→ {escape(str(path))}")
     else:

@@ -71,7 +71,7 @@ class HandoffWork:
         """Start-up: a granted handoff's conversation was filed in the inbox but a stop cut its import off (its
         transfer committed, so it is this daemon's to finish): imported now, as :meth:`received` would have. Returns
         the resume command when that completes the handoff."""
-        from p2pd.agents.sources import load_file
+        from p2pd.agents.file_source import document_envelope
         from p2pd.daemon.handoffs import package_of
 
         entry = await asyncio.to_thread(self.store.get_inbox, entry_id)
@@ -81,7 +81,8 @@ class HandoffWork:
             offer = await asyncio.to_thread(self.store.find_offer, entry.handoff_id, device.device_id)
             return str(entry.imported.get("resume_command") or "") if offer is not None and offer.mode == "auto" \
                 else ""
-        doc = await asyncio.to_thread(load_file, entry.document_path)
+        # (read as a stream for its envelope, whose metadata holds the package: never whole in the daemon)
+        doc = await asyncio.to_thread(document_envelope, entry.document_path)
         return await self.received(device, entry_id, entry.handoff_id, package_of(doc), agent)
 
     async def _import_received(self, device: Device, entry_id: str, hid: str, package: dict[str, Any] | None,

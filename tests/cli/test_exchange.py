@@ -36,6 +36,31 @@ def test_receive_a_fallback_file_and_import_it(tmp_path: Path, monkeypatch: pyte
     assert captured.out.startswith(f"cd {tmp_path.resolve()} && claude --resume ")
 
 
+@pytest.mark.parametrize("given", ["session", "pretty"])
+def test_receive_file_of_a_session_or_pretty_writes_the_document_without_holding_it(tmp_path: Path,
+                                                                                   given: str) -> None:
+    """``receive --file`` given a session file, or asked for ``--pretty``, writes the document the packing
+    process's way (it used to load it whole): the same conversation, nothing staged left behind."""
+    from p2pd.agents.sources import load_file
+
+    source = SHORT
+    if given == "pretty":
+        source = tmp_path / "c.a2a.json"
+        assert run("export", str(SHORT), "-o", str(source)).returncode == 0
+    inbox = tmp_path / "inbox"
+    r = run("receive", "--file", str(source), "-o", str(inbox), *(["--pretty"] if given == "pretty" else []))
+    assert r.returncode == 0, r.stderr
+    written = list(inbox.iterdir())
+    assert len(written) == 1 and written[0].name.endswith(".a2a.json"), written
+    assert written[0].read_text().startswith("{\n  " if given == "pretty" else '{"')
+    doc = load_file(SHORT)
+    got, whole = json.loads(written[0].read_bytes()), doc.to_json_dict()
+    for d in (got, whole):
+        d.pop("exportedAt", None)
+    assert got == whole
+    assert str(written[0]) in r.stdout and f"({doc.counts.messages} messages)" in r.stderr, r.stderr
+
+
 def test_send_without_a_peer_writes_the_fallback(tmp_path: Path) -> None:
     r = run("send", str(SHORT), "--signal", "ws://127.0.0.1:9/", "--timeout", "2", "--fallback-dir", str(tmp_path))
     assert r.returncode == ExitCode.FALLBACK_WRITTEN, r.stderr

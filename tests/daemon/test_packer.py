@@ -148,3 +148,16 @@ def test_a_ready_blob_streams_its_payload_and_makes_lz4_for_a_peer_without_zstd(
         assert check_file(lz4).codec == "lz4" and b"".join(iter_raw(lz4)) == b"".join(iter_raw(packed.path))
     finally:
         ready.close()
+
+
+@pytest.mark.parametrize("kind", ["lz4", "json"])
+def test_a_handoffs_package_is_read_from_the_envelope_as_from_the_whole_document(tmp_path: Path, kind: str) -> None:
+    """A daemon restarted after it filed a granted handoff finishes its import from the package in the document's
+    metadata (handoff_work.resume): read from the envelope as a stream, never the whole document in the daemon."""
+    from p2pd.agents.file_source import document_envelope
+    from p2pd.daemon.handoffs import METADATA_KEY, package_of
+
+    package = {"folder": str(tmp_path), "note": "carry on"}
+    out = tmp_path / f"handoff.{kind}"
+    run(Job(str(claude_code_files()[0]), str(out), kind=kind, metadata={METADATA_KEY: package}))
+    assert package_of(document_envelope(out)) == package_of(load_file(out)) == package
