@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from p2pd.errors import Cause, ConflictError, P2pdError, StorageError, TransferFailedError, storage_error
+from p2pd.errors import Cause, P2pdError, StorageError, TransferFailedError, storage_error
 from p2pd.exchange.notice import GRACE, PeerSignals, sender_fell_back, tell_receiver
 from p2pd.exchange.producing import Production
 from p2pd.support import staging
@@ -125,24 +125,6 @@ class ReceiveOutcome:
         from p2pd.conversation.document_io import read_document
 
         return read_document(self.path)
-
-
-def fallback_file(doc: ConversationDocument, folder: Path, *, pretty: bool = False) -> Path:
-    """Write the conversation as ``<id>.a2a.json`` in ``folder`` (a new name if one exists); compact JSON
-    unless ``pretty`` (indented: several times slower to write, and larger)."""
-    from p2pd.agents.sources import document_file_name
-    from p2pd.conversation.document_io import write_document
-
-    folder.mkdir(parents=True, exist_ok=True)
-    base = document_file_name(doc, "")
-    for i in range(1000):
-        path = folder / (f"{base}.a2a.json" if i == 0 else f"{base}-{i}.a2a.json")
-        try:
-            write_document(doc, path, overwrite=False, pretty=pretty)
-            return path
-        except ConflictError:
-            continue
-    raise ConflictError(f"could not find a free file name for {base}.a2a.json in {folder}")
 
 
 @runtime_checkable
@@ -388,5 +370,5 @@ async def _connect_or_hear_fallback(rv: Any, connect_timeout: float, ui: UI) -> 
         await signals.close()
 
 
-__all__ = ["UI", "Prepared", "QuietUI", "ReceiveOutcome", "SendOutcome", "fallback_file", "receive_document",
+__all__ = ["UI", "Prepared", "QuietUI", "ReceiveOutcome", "SendOutcome", "receive_document",
            "send_document"]
