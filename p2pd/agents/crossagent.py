@@ -70,17 +70,12 @@ def result_text(result: ToolResult, names: dict[str, str]) -> str:
     return f"[{status} of {name}" + (f" (id {result.id})" if result.id else "") + f"]\n{_fence(result.text)}{images}"
 
 
-def readable_turns(doc: ConversationDocument, report: CarryReport,
-                   messages: Iterable[Message] | None = None) -> list[Turn]:
-    """The active conversation as alternating readable turns. ``messages``: its active messages, when they are
-    not in ``doc``."""
-    return list(iter_turns(doc, report, messages))
-
-
 def iter_turns(doc: ConversationDocument, report: CarryReport,
                messages: Iterable[Message] | None = None) -> Iterator[Turn]:
-    """:func:`readable_turns` one turn at a time (a turn is given once the next message cannot join it), its
-    images moved on (:func:`images_to_user_turns`): read from a spool, only the turn at hand is held."""
+    """The active conversation as alternating readable turns, one at a time (a turn is given once the next message
+    cannot join it), each agent turn's images moved on to the user turn that follows (the model APIs accept images
+    in user turns only): read from a spool, only the turn at hand is held. ``messages``: its active messages, when
+    they are not in ``doc``."""
     return _images_forward(_merged_turns(doc.origin.platform, report,
                                          doc.active_messages() if messages is None else messages))
 
@@ -129,13 +124,9 @@ def _merged_turns(platform: str, report: CarryReport, messages: Iterable[Message
         yield last
 
 
-def images_to_user_turns(turns: list[Turn]) -> list[Turn]:
-    """Images of agent turns move to the user turn that follows (a new one when none does), after a note saying
-    so: the model APIs accept images in user turns only."""
-    return list(_images_forward(turns))
-
-
 def _images_forward(turns: Iterable[Turn]) -> Iterator[Turn]:
+    """Images of agent turns move to the user turn that follows (a new one when none does), after a note saying
+    so."""
     carried: list[Image] = []
     last: Turn | None = None
     for t in turns:
@@ -157,15 +148,6 @@ def _str(v: Any) -> str | None:
     return v if isinstance(v, str) and v else None
 
 
-def plain_document(doc: ConversationDocument, report: CarryReport,
-                   active: Iterable[Message] | None = None) -> ConversationDocument:
-    """The conversation as plain A2A text/image messages (what the Claude Code synthesizer takes); ``active``:
-    its active messages, when they are not in ``doc``."""
-    plain = plain_envelope(doc)
-    plain.messages = list(plain_messages(doc, report, active))
-    return plain
-
-
 def plain_envelope(doc: ConversationDocument) -> ConversationDocument:
     return ConversationDocument(context_id=doc.context_id, title=doc.title, summary=doc.summary,
                                 created_at=doc.created_at, origin=doc.origin)
@@ -173,7 +155,8 @@ def plain_envelope(doc: ConversationDocument) -> ConversationDocument:
 
 def plain_messages(doc: ConversationDocument, report: CarryReport,
                    active: Iterable[Message] | None = None) -> Iterator[Message]:
-    """:func:`plain_document`'s messages, one at a time."""
+    """The conversation as plain A2A text/image messages (what the Claude Code synthesizer takes), one at a time;
+    ``active``: its active messages, when they are not in ``doc``."""
     for i, t in enumerate(iter_turns(doc, report, active)):
         parts = [Part(text="\n\n".join(t.texts), media_type=mt.TEXT)] if t.texts else []
         for img in t.images:

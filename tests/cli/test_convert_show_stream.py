@@ -14,8 +14,10 @@ import pytest
 from rich.console import Console
 
 from p2pd.agents import registry
-from p2pd.agents.claude_code.importer import linearize, source_objects
-from p2pd.agents.jsonl import dumps_line
+from p2pd.agents.claude_code.importer import linearize_chain
+from p2pd.agents.claude_code.restore import restore_transcript
+from p2pd.agents.claude_code.transcript import active_chain
+from p2pd.agents.jsonl import SourceLine, dumps_line
 from p2pd.agents.sources import load_file
 from p2pd.agents.spooled import DocumentSource
 from p2pd.conversation.document_io import write_document
@@ -45,8 +47,11 @@ def _restored_in_memory(path: Path, *, keep_ids: bool) -> str:
 
     if keep_ids:
         return to_jsonl(main)
-    lines = linearize(source_objects(main), "00000000-0000-0000-0000-000000000000", doc.origin.cwd or "/",
-                      keep_thinking=True)
+    # the whole way: every source line indexed, the active chain walked from it (what convert did before)
+    by_n = {n: SourceLine(n, "", value=v) for n, v in restore_transcript(main) if isinstance(v, dict)}
+    chain = (by_n[n].obj for n in active_chain(list(by_n.values())) if n in by_n)
+    lines = linearize_chain((o for o in chain if o is not None), "00000000-0000-0000-0000-000000000000",
+                            doc.origin.cwd or "/", keep_thinking=True)
     return "".join(dumps_line(v) + "\n" for v in lines)
 
 

@@ -35,13 +35,13 @@ from pathlib import Path
 from typing import Any
 
 from p2pd.agents.claude_code.paths import config_dir, project_dir_for, projects_dir
-from p2pd.agents.claude_code.restore import restore_message_lines, restore_transcript, source_lines
+from p2pd.agents.claude_code.restore import restore_message_lines, source_lines
 from p2pd.agents.claude_code.synthesize import synthesize_lines
 from p2pd.agents.claude_code.transcript import active_chain, message_problem
 from p2pd.agents.jsonl import SourceLine, dumps_line, jsonl_bytes, jsonl_line
 from p2pd.agents.spec import Note, NoteKind, missing_folder_note
 from p2pd.agents.spooled import DocumentSource, MemorySource
-from p2pd.conversation.model import ConversationDocument, Message, Transcript
+from p2pd.conversation.model import ConversationDocument, Message
 from p2pd.errors import ConflictError, InvalidInputError, storage_error
 from p2pd.support import staging
 from p2pd.support.atomic import fsync_dir
@@ -71,23 +71,6 @@ class ImportResult:
     @property
     def resume_command(self) -> str:
         return f"cd {shlex.quote(self.cwd)} && claude --resume {self.session_id}"
-
-
-def source_objects(transcript: Transcript) -> list[SourceLine]:
-    out = []
-    for n, value in restore_transcript(transcript):
-        if isinstance(value, dict):
-            out.append(SourceLine(n, "", value=value))
-    return out
-
-
-def linearize(lines: list[SourceLine], session_id: str, cwd: str, *, keep_thinking: bool,
-              result: ImportResult | None = None) -> list[dict[str, Any]]:
-    """The active branch of ``lines`` as a resumable, strictly linear list of new line objects."""
-    by_n = {ln.n: ln for ln in lines}
-    chain = (by_n[n].obj for n in active_chain(lines) if n in by_n)
-    return list(linearize_chain((o for o in chain if o is not None), session_id, cwd, keep_thinking=keep_thinking,
-                                result=result))
 
 
 def linearize_chain(chain: Iterable[dict[str, Any]], session_id: str, cwd: str, *, keep_thinking: bool,

@@ -22,10 +22,6 @@ def source_lines(message: Message) -> list[dict[str, Any]] | None:
     return lines if isinstance(lines, list) else None
 
 
-def has_claude_code_source(transcript: Transcript) -> bool:
-    return bool(transcript.messages) and all(source_lines(m) is not None for m in transcript.messages)
-
-
 def restore_message_lines(message: Message) -> list[tuple[int, dict[str, Any]]]:
     """The source lines of one message as (line number, JSON object)."""
     sources = source_lines(message)

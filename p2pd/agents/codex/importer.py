@@ -173,7 +173,7 @@ def synthesize_codex_lines(doc: ConversationDocument, session_id: str, cwd: str,
             yield _line(ts, "response_item", {"type": "message", "role": "user", "content": content})
             yield _line(ts, "event_msg", {"type": "user_message", "message": text, "images": urls})
         else:
-            if not text:  # (agent turns carry no images: readable_turns moved them to the next user turn)
+            if not text:  # (agent turns carry no images: iter_turns moved them to the next user turn)
                 continue
             yield _line(ts, "response_item", {"type": "message", "role": "assistant",
                                               "content": [{"type": "output_text", "text": text}]})

@@ -17,10 +17,6 @@ def codex_source(message: Message) -> dict[str, Any] | None:
     return src if isinstance(src, dict) and isinstance(src.get("source"), dict) else None
 
 
-def has_codex_source(transcript: Transcript) -> bool:
-    return bool(transcript.messages) and all(codex_source(m) is not None for m in transcript.messages)
-
-
 def restore_message_line(message: Message) -> tuple[int, dict[str, Any]]:
     src = codex_source(message)
     if src is None:
