@@ -23,13 +23,11 @@ def import_document(doc: ConversationDocument, *, to: str = DEFAULT_TARGET,
                     cwd: str | os.PathLike[str] | None = None, same_account: bool = False,
                     dry_run: bool = False) -> ImportResultLike:
     """Returns the target's import result (``session_id``, ``path``, ``lines``, ``warnings``, ``resume_command``)."""
-    agent = registry.find(to)
-    if agent is None or agent.import_to is None:
-        raise InvalidInputError(f"unknown import target {to!r} (choose from {', '.join(registry.import_targets())})")
-    source = registry.find(doc.origin.platform)
-    foreign = source is not None and source is not agent
-    return agent.import_to(doc, foreign=foreign, cwd=os.fspath(cwd) if cwd is not None else None,
-                           same_account=same_account, dry_run=dry_run)
+    from p2pd.agents.spooled import MemorySource
+
+    agent = _target(to)
+    return _import_from(MemorySource(doc, agent.restore_lines), agent, cwd=cwd, same_account=same_account,
+                           dry_run=dry_run)
 
 
 def target_name(to: str) -> str:
@@ -59,15 +57,21 @@ def import_file(path: str | os.PathLike[str], *, to: str = DEFAULT_TARGET,
     p = Path(path)
     if not p.is_file():
         raise NotFoundError(f"file not found: {p}")
+    agent = _target(to)
+    with file_source(p, agent.restore_lines, spool_dir=spool_dir) as src:
+        folder = cwd(src.document) if callable(cwd) else cwd
+        return _import_from(src, agent, cwd=folder, same_account=same_account, dry_run=dry_run), src.document
+
+
+def _target(to: str) -> Any:
+    """The agent ``to`` names, when it can be imported into."""
     agent = registry.find(to)
     if agent is None or agent.import_source is None or agent.restore_lines is None:
         raise InvalidInputError(f"unknown import target {to!r} (choose from {', '.join(registry.import_targets())})")
-    with file_source(p, agent.restore_lines, spool_dir=spool_dir) as src:
-        folder = cwd(src.document) if callable(cwd) else cwd
-        return _import_spooled(src, agent, cwd=folder, same_account=same_account, dry_run=dry_run), src.document
+    return agent
 
 
-def _import_spooled(src: DocumentSource, agent: Any, **kwargs: Any) -> ImportResultLike:
+def _import_from(src: DocumentSource, agent: Any, **kwargs: Any) -> ImportResultLike:
     doc = src.document
     source = registry.find(doc.origin.platform)
     foreign = source is not None and source is not agent

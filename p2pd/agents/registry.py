@@ -32,7 +32,7 @@ def names() -> tuple[str, ...]:
 
 def import_targets() -> tuple[str, ...]:
     """The agents a document can be imported into."""
-    return tuple(a.name for a in AGENTS if a.import_to is not None)
+    return tuple(a.name for a in AGENTS if a.import_source is not None)
 
 
 def restore_targets() -> tuple[str, ...]:

@@ -32,14 +32,10 @@ class ImportResultLike(Protocol):
     def resume_command(self) -> str: ...
 
 
-class Importer(Protocol):
-    def __call__(self, doc: ConversationDocument, *, foreign: bool, cwd: str | None, same_account: bool,
-                 dry_run: bool) -> ImportResultLike: ...
-
-
 class SourceImporter(Protocol):
-    """:class:`Importer` of a document read from ``src`` one element at a time (a spool of a stream, or memory):
-    memory holds an element, not the session. ``src`` was read with the agent's ``restore_lines``."""
+    """Write the conversation read from ``src`` one element at a time (a spool of a stream, or a document in
+    memory) as a session this agent resumes: memory holds an element, not the session. ``src`` was read with the
+    agent's ``restore_lines``."""
 
     def __call__(self, src: DocumentSource, *, foreign: bool, cwd: str | None, same_account: bool,
                  dry_run: bool) -> ImportResultLike: ...
@@ -78,8 +74,7 @@ class Agent:
     detect_rank: int = 50  # detectors run in this order; a catch-all (any .jsonl) ranks last
     resolve: Callable[[str], Path | None] | None = None  # a session by id / unique prefix / ``latest``
     enrich: Callable[[ConversationDocument], None] | None = None  # after export: state kept beside the session
-    import_to: Importer | None = None  # write a document as a session this agent resumes
-    import_source: SourceImporter | None = None  # the same from a document read one element at a time
+    import_source: SourceImporter | None = None  # write a conversation as a session this agent resumes
     restore_lines: LineRestorer | None = None  # a message's source lines here (None: it has none): what the spool
     # of a document keeps for ``import_source``
     restore: Restorer | None = None  # the original session file back, when the document came from here

@@ -141,8 +141,6 @@ class SpooledSource(DocumentSource):
             return
         slot = "lines" if item.subagent is None else f"sub{item.subagent}"
         if item.key == "records":
-            if item.subagent is None:
-                self._add("records", item.index, compact_json(item.value))
             self._line(slot, *record_line(item.model))
             return
         if item.subagent is None:
@@ -196,10 +194,6 @@ class SpooledSource(DocumentSource):
 
     def main_lines(self) -> Iterator[tuple[int, Any]]:
         return self._lines("lines")
-
-    def raw_records(self) -> Iterator[tuple[int, bytes]]:
-        """The main transcript's records as they came (their JSON), in document order."""
-        return self._read("records", by_number=False)
 
     def subagent_lines(self, index: int) -> Iterator[tuple[int, Any]]:
         return self._lines(f"sub{index}")

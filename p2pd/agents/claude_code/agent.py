@@ -54,13 +54,6 @@ def _enrich(doc: ConversationDocument) -> None:
         attach_team_state(doc)
 
 
-def _import(doc: ConversationDocument, *, foreign: bool, cwd: str | None, same_account: bool,
-            dry_run: bool) -> ImportResultLike:
-    from p2pd.agents.crossagent import import_into_claude_code
-
-    return import_into_claude_code(doc, foreign=foreign, cwd=cwd, same_account=same_account, dry_run=dry_run)
-
-
 def _import_source(src: DocumentSource, *, foreign: bool, cwd: str | None, same_account: bool,
                    dry_run: bool) -> ImportResultLike:
     if not foreign:
@@ -101,6 +94,6 @@ def _restore(src: DocumentSource, write: Callable[[bytes], object], *, keep_ids:
 
 
 AGENT = Agent(name=NAME, display="Claude Code", aliases=("claude",), find_sessions=_find, detect=_detect,
-              export=_export, detect_rank=90, resolve=_resolve, enrich=_enrich, import_to=_import,
+              export=_export, detect_rank=90, resolve=_resolve, enrich=_enrich,
               restore=_restore, write_streamed=_write_streamed, import_source=_import_source,
               restore_lines=_restore_lines)

@@ -50,13 +50,6 @@ def _write_streamed(path: Path, write: Callable[[bytes], object], *, spool_dir: 
     return write_rollout(path, write, spool_dir=spool_dir, on_head=on_head)
 
 
-def _import(doc: ConversationDocument, *, foreign: bool, cwd: str | None, same_account: bool,
-            dry_run: bool) -> ImportResultLike:
-    from p2pd.agents.codex.importer import import_to_codex
-
-    return import_to_codex(doc, cwd=cwd, same_account=same_account, dry_run=dry_run)
-
-
 def _import_source(src: DocumentSource, *, foreign: bool, cwd: str | None, same_account: bool,
                    dry_run: bool) -> ImportResultLike:
     from p2pd.agents.codex.importer import import_source
@@ -82,5 +75,5 @@ def _restore(src: DocumentSource, write: Callable[[bytes], object], *, keep_ids:
 
 
 AGENT = Agent(name=NAME, display="Codex", aliases=("codex-cli",), find_sessions=_find, detect=_detect,
-              export=_export, detect_rank=10, resolve=_resolve, import_to=_import, restore=_restore,
+              export=_export, detect_rank=10, resolve=_resolve, restore=_restore,
               write_streamed=_write_streamed, import_source=_import_source, restore_lines=_restore_lines)
