@@ -221,9 +221,19 @@ def test_a_transfer_that_waits_for_room_goes_at_once_when_asked(paired: PairMake
     try:
         with a.client() as c:
             tid = c.post("/send", json={"session": SESSION_ID, "to": {"device": "laptop"}}).json()["id"]
-            refused = wait_for(lambda: (r := c.get(f"/transfers/{tid}").json())["state"] == "interrupted" and r,
-                               timeout=90, what="refused for room")
-            assert (refused["cause"], refused["detail"]["retry_in"]) == ("peer_storage", 10), refused
+            seen: list[dict[str, Any]] = []
+
+            def refused_for_room() -> dict[str, Any] | None:
+                row: dict[str, Any] = c.get(f"/transfers/{tid}").json()
+                if row["state"] == "interrupted" and (not seen or seen[-1] != row):
+                    seen.append(row)
+                return row if row["state"] == "interrupted" and row["cause"] == "peer_storage" else None
+
+            # Under a loaded CI machine the link itself may be cut first (another cause, retried by itself); every
+            # interruption seen is printed, and the one this test is about must come.
+            refused = wait_for(refused_for_room, timeout=90, what="refused for room")
+            print("interruptions seen:", [(r["cause"], r.get("detail")) for r in seen])
+            assert refused["detail"].get("retry_in") == 10, seen
             disk.free()
             asked = a.p2pd("transfers", tid, "--retry")
             assert asked.returncode == 0 and "again now" in asked.stderr, asked
