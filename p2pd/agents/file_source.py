@@ -2,9 +2,10 @@
 :class:`~p2pd.agents.spooled.DocumentSource` that importers, ``convert`` and ``show`` read one element at a time.
 
 A document is read as a stream into a spool on disk (:func:`~p2pd.agents.spooled.spool_document`: every element
-checked, within the reader's limits). A session its agent converts as it is written (Claude Code, Codex:
-``Agent.write_streamed``) is converted into the spool's folder first, then spooled the same way. Anything else —
-a Gemini session, a Claude Code agent-team session — is loaded whole (a :class:`~p2pd.agents.spooled.MemorySource`).
+checked, within the reader's limits). A session its agent converts as it is written (Claude Code, Codex,
+a Gemini CLI JSONL recording: ``Agent.write_streamed``) is converted into the spool's folder first, then spooled
+the same way. Anything else — a Gemini CLI JSON session, a Claude Code agent-team session — is loaded whole (a
+:class:`~p2pd.agents.spooled.MemorySource`).
 Memory is then one element and the spool's compact index, not the session; the spool is removed on leaving.
 """
 
@@ -121,7 +122,7 @@ def file_source(path: str | os.PathLike[str], restore: LineRestorer, *,
 
 
 def _whole(p: Path, restore: LineRestorer) -> MemorySource:
-    """A session file converted in memory (a Gemini session, an agent-team session)."""
+    """A session file converted in memory (a Gemini CLI JSON session, an agent-team session)."""
     from p2pd.agents.sources import load_file
 
     return MemorySource(load_file(p), restore)

@@ -48,10 +48,10 @@ def import_file(path: str | os.PathLike[str], *, to: str = DEFAULT_TARGET,
                 spool_dir: str | os.PathLike[str] | None = None) -> tuple[ImportResultLike, ConversationDocument]:
     """Import a file: a conversation document (``.a2a.json``, a blob) is read as a stream into a spool on disk
     (in ``spool_dir``, else the system's temporary folder) and imported from there, so memory does not grow with
-    the session; an agent's session file is converted into that spool first as it is read (Claude Code, Codex:
-    the agent's ``write_streamed``), else in memory (:mod:`p2pd.agents.file_source`). Returns the result and the
-    document's envelope (title, origin, counts). ``cwd`` may be a function of the envelope, called once it is
-    read."""
+    the session; an agent's session file is converted into that spool first as it is read (Claude Code, Codex,
+    a Gemini CLI JSONL recording: the agent's ``write_streamed``), else in memory
+    (:mod:`p2pd.agents.file_source`). Returns the result and the document's envelope (title, origin, counts).
+    ``cwd`` may be a function of the envelope, called once it is read."""
     from p2pd.agents.file_source import file_source
 
     p = Path(path)

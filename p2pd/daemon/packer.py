@@ -104,9 +104,9 @@ def _whole(job: Job, masked: Counter[str]) -> Any:
 
 def _streamed(job: Job, session: Path, write: Callable[[bytes], object], spool: Path,
               masked: Counter[str]) -> dict[str, Any]:
-    """A session converted as it is written (Claude Code, Codex: its agent's ``write_streamed``; raises
-    NotStreamable before it writes anything); when redacting, written first to a spool file, then masked as a
-    stream (:mod:`p2pd.conversation.redact_stream`)."""
+    """A session converted as it is written (Claude Code, Codex, a Gemini CLI JSONL recording: its agent's
+    ``write_streamed``; raises NotStreamable before it writes anything); when redacting, written first to a spool
+    file, then masked as a stream (:mod:`p2pd.conversation.redact_stream`)."""
     from p2pd.agents.sources import stream_writer
 
     write_session = stream_writer(session)

@@ -1,11 +1,10 @@
 """The packing process of a streamed send: ``python -m p2pd.exchange.producer SESSION_FILE WORK_DIR`` (or, started
 ahead as a spare, without arguments: it imports, then reads ``{"session", "work"}`` as one JSON line on stdin).
 
-It converts the session into the conversation document (a Claude Code transcript or a Codex rollout as it is
-written; a document p2pd wrote is checked, then sent as it is; anything else is loaded whole), compresses it with
-zstd as it goes,
-and writes records to its standard output, which the sending process (:mod:`p2pd.exchange.producing`) reads
-while the transfer runs::
+It converts the session into the conversation document (a Claude Code transcript, a Codex rollout or a Gemini CLI
+JSONL recording as it is written; a document p2pd wrote is checked, then sent as it is; anything else is loaded
+whole), compresses it with zstd as it goes, and writes records to its standard output, which the sending process
+(:mod:`p2pd.exchange.producing`) reads while the transfer runs::
 
     tag u8, length u32 (big-endian), data
     b"S"  what the conversation is offered under, as JSON (title, contextId, origin, counts.messages): once,
@@ -104,9 +103,9 @@ def offered(doc_json: dict[str, Any]) -> dict[str, Any]:
 
 
 def produce(session: Path, work: Path, out: Any) -> None:
-    """Pack ``session``: a Claude Code transcript or a Codex rollout converted as it is written; a conversation
-    document p2pd wrote checked, then sent as it is (:mod:`p2pd.exchange.document_file`); anything else loaded
-    whole."""
+    """Pack ``session``: a Claude Code transcript, a Codex rollout or a Gemini CLI JSONL recording converted as it
+    is written; a conversation document p2pd wrote checked, then sent as it is
+    (:mod:`p2pd.exchange.document_file`); anything else loaded whole."""
     from p2pd.agents import registry
 
     agent = registry.detect_agent(session)
@@ -116,7 +115,7 @@ def produce(session: Path, work: Path, out: Any) -> None:
         if pass_through(session, out.write, on_head=out.head).as_is:
             out.finish()
             return
-    elif (write_session := agent.write_streamed) is not None:  # Claude Code, Codex
+    elif (write_session := agent.write_streamed) is not None:  # Claude Code, Codex, Gemini CLI JSONL
         from p2pd.agents.spec import NotStreamable
 
         try:

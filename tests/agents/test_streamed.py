@@ -16,7 +16,7 @@ import pytest
 
 from p2pd.agents.claude_code import streamed
 from p2pd.agents.claude_code.streamed import OFFER_KEYS, NotStreamable, write_session
-from p2pd.agents.sources import load_file, streamable_session
+from p2pd.agents.sources import load_file, stream_writer, streamable_session
 from p2pd.conversation.document_io import compact_json, parse_document
 from p2pd.conversation.model import ConversationDocument
 from p2pd.conversation.stream_reader import DocumentReader
@@ -172,10 +172,13 @@ def test_a_title_settled_late_is_offered_by_the_writing_pass(tmp_path, monkeypat
     assert [e for e in events if e != "write"] == ["message", "message", "head Do it", "message"]
 
 
-def test_claude_code_and_codex_sessions_are_streamable_gemini_sessions_and_documents_are_not(tmp_path):
+def test_agent_sessions_are_streamable_documents_are_not(tmp_path):
     assert streamable_session(str(claude_code_files(include_subagents=False)[0])) is not None
     assert streamable_session(str(codex_files()[0])) == codex_files()[0]  # (p2pd/agents/codex/streamed.py)
-    assert streamable_session(str(gemini_files()[0])) is None
+    gemini_json = next(p for p in gemini_files() if p.suffix == ".json")
+    assert streamable_session(str(gemini_json)) == gemini_json  # offered, and declined (NotStreamable) by the
+    with pytest.raises(NotStreamable):  # writer before it writes anything: the whole way reads it
+        stream_writer(gemini_json)(gemini_json, lambda data: pytest.fail("wrote"), spool_dir=tmp_path)
     doc = tmp_path / "c.a2a.json"
     doc.write_text('{"messages": []}')  # a document: no agent's session
     assert streamable_session(str(doc)) is None

@@ -8,7 +8,9 @@ and of that document into Codex, ``p2pd export --redact`` and ``--pretty``, ``p2
 show`` and ``show --json``, the daemon's packing process given that document, and ``p2pd send`` of that document
 and ``send --redact`` of the session, with no peer (their whole packing, then the fallback file); then a generated
 Codex rollout of the same size (``tests/transfer/gen.py``), exported, sent, imported into Claude Code and into
-Codex, and converted back. Peak RSS from ``wait4``; seconds are wall time on a shared machine.
+Codex, and converted back; and a generated Gemini CLI recording (``generate_recording``), exported, sent, imported
+into Claude Code and into Codex, and shown. ``--only TEXT`` runs the processes whose description holds TEXT.
+Peak RSS from ``wait4``; seconds are wall time on a shared machine.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ def run(argv: list[str], env: dict[str, str], cwd: Path, ok: tuple[int, ...] = (
     return usage.ru_maxrss / 1024, seconds
 
 
-def main(sizes: list[float]) -> int:
+def main(sizes: list[float], only: str | None = None) -> int:
     from p2pd.daemon.packer import Job
     from p2pd.errors import ExitCode
 
@@ -105,14 +107,30 @@ def main(sizes: list[float]) -> int:
                 ("p2pd convert of that document back to the rollout",
                  [py, "-m", "p2pd", "convert", str(work / "rollout.a2a.json"), str(work / "rollout-back.jsonl")]),
             ]
+            recording = work / f"gemini-{mb:g}.jsonl"  # a Gemini CLI recording of the same size
+            subprocess.run([py, "-c", "import sys; from pathlib import Path; from tests.transfer.gen import "
+                            "generate_recording as g; Path(sys.argv[1]).write_bytes(g(int(sys.argv[2]), 7))",
+                            str(recording), str(int(mb * MB))], check=True, env=env, cwd=ROOT)
+            steps += [
+                ("p2pd export (Gemini CLI recording)", [py, "-m", "p2pd", "export", str(recording), "-o",
+                                                        str(work / "gemini.a2a.json")]),
+                ("p2pd send (Gemini CLI recording; no peer: the fallback file)",
+                 [py, "-m", "p2pd", "send", str(recording), *no_peer]),
+                ("p2pd import of a Gemini CLI recording into Claude Code",
+                 [py, "-m", "p2pd", "import", str(recording), "--cwd", str(work)]),
+                ("p2pd import of a Gemini CLI recording into Codex",
+                 [py, "-m", "p2pd", "import", str(recording), "--agent", "codex", "--cwd", str(work)]),
+                ("p2pd show (Gemini CLI recording)", [py, "-m", "p2pd", "show", str(recording)]),
+            ]
+            steps = [(name, argv) for name, argv in steps if only is None or only in name]
             for name, argv in steps:
                 rss, seconds = run(argv, env, work, ok=(0, ExitCode.FALLBACK_WRITTEN))
                 rows.append((label, name, rss, seconds))
                 print(f"  {label} {name}: {rss:.0f} MiB, {seconds:.1f} s", flush=True)
             for f in (doc, blob, work / "packed.a2a.p2pd", work / "redacted.a2a.json", session, rollout,
                       work / "rollout.a2a.json", work / "pretty.a2a.json", work / "converted.a2a.json",
-                      work / "back.jsonl", work / "back-new.jsonl", work / "rollout-back.jsonl",
-                      *(work / "fallback").glob("*")):
+                      work / "back.jsonl", work / "back-new.jsonl", work / "rollout-back.jsonl", recording,
+                      work / "gemini.a2a.json", *(work / "fallback").glob("*")):
                 f.unlink(missing_ok=True)
     print()
     print("| session | process | peak RSS MiB | seconds |")
@@ -123,4 +141,10 @@ def main(sizes: list[float]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main([float(a) for a in sys.argv[1:]] or [50.0, 200.0]))
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("sizes", nargs="*", type=float, default=[50.0, 200.0], help="session sizes in MB")
+    ap.add_argument("--only", help="only the processes whose description holds this text (e.g. Gemini)")
+    args = ap.parse_args()
+    sys.exit(main(args.sizes, args.only))

@@ -75,3 +75,50 @@ def generate_rollout(size: int, seed: int = 0) -> bytes:
         out.append(line + b"\n")
         total += len(line) + 1
     return b"".join(out)
+
+
+def generate_recording(size: int, seed: int = 0) -> bytes:
+    """At least ``size`` bytes of a Gemini CLI JSONL recording made of the corpus's Gemini messages, as the
+    recorder writes one: the session's metadata first; then the messages in turn, each copy with a fresh id,
+    an agent message with tool calls written twice (first with its calls executing, then again finished, with
+    their results grown to real sizes), now and then a ``$set`` of the summary, and a ``$rewindTo`` taking back
+    the last few messages."""
+    from tests.corpus import gemini_files
+
+    rng = random.Random(seed)
+    source = next(p for p in gemini_files() if p.suffix == ".json")
+    data = json.loads(source.read_bytes())
+    messages = [m for m in data["messages"] if isinstance(m, dict)]
+    meta = {k: v for k, v in data.items() if k != "messages"}
+    out = [json.dumps(meta, separators=(",", ":")).encode() + b"\n"]
+    total, i = len(out[0]), 0
+    recent: list[str] = []
+
+    def put(obj: object) -> None:
+        nonlocal total
+        line = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        out.append(line)
+        total += len(line)
+
+    while total < size:
+        msg = json.loads(json.dumps(messages[i % len(messages)]))
+        i += 1
+        msg["id"] = f"{rng.getrandbits(128):032x}"
+        calls = msg.get("toolCalls")
+        if isinstance(calls, list) and calls:
+            put({**msg, "toolCalls": [{**c, "status": "executing", "result": None} for c in calls]})
+            if rng.random() < 0.3:  # a notice while the calls run: written before the finished version
+                put({"id": f"{rng.getrandbits(128):032x}", "timestamp": msg.get("timestamp"), "type": "info",
+                     "content": "Running the tools…"})
+            for c in calls:
+                c["result"] = [{"functionResponse": {"id": c.get("id"), "name": c.get("name"), "response": {
+                    "output": "\n".join(f"line {n}: {rng.getrandbits(96):024x}"
+                                        for n in range(rng.randrange(20, 200)))}}}]
+        put(msg)
+        recent = [*recent[-5:], msg["id"]]
+        if rng.random() < 0.01:
+            put({"$set": {"summary": f"working on step {i}", "lastUpdated": msg.get("timestamp")}})
+        if rng.random() < 0.005 and len(recent) > 3:
+            put({"$rewindTo": recent[-3]})
+            recent = recent[:-3]
+    return b"".join(out)

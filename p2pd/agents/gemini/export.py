@@ -33,11 +33,13 @@ from __future__ import annotations
 
 import json
 import socket
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from p2pd.agents.counting import count
 from p2pd.agents.gemini import NAME
+from p2pd.agents.gemini.timeline import NEITHER, Kind, LineKinds, Place, Timeline
 from p2pd.agents.jsonl import parse_lines, read_text, require_lines, session_time, verbatim_record
 from p2pd.conversation import media_types as mt
 from p2pd.conversation.model import ConversationDocument, LineIssue, Message, Origin, Part, Record, Role
@@ -119,29 +121,23 @@ def _load(path: Path) -> tuple[dict[str, Any], list[tuple[int, Any]], list[Recor
     if path.name.endswith(".jsonl"):
         lines = parse_lines(text)
         require_lines(lines, path)
-        meta: dict[str, Any] = {}
+        kinds = LineKinds()
         entries: list[tuple[int, Any]] = []
         records: list[Record] = []
         issues: list[LineIssue] = []
         for ln in lines:
-            o = ln.obj
-            if o is None:
+            kind = kinds.kind(ln.obj)
+            if kind is Kind.UNREADABLE:
                 issues.append(LineIssue(line=ln.n, reason=ln.error or "unreadable"))
                 records.append(verbatim_record(ln))
-            elif not meta and not entries and "type" not in o and "$set" not in o and "$rewindTo" not in o:
-                meta = dict(o)
-                records.append(Record(line=ln.n, value=o))
-            elif "$set" in o or "$rewindTo" in o:
-                if isinstance(o.get("$set"), dict):
-                    meta.update(o["$set"])
-                entries.append((ln.n, o))
-                records.append(Record(line=ln.n, value=o))
-            elif isinstance(o.get("type"), str):
-                entries.append((ln.n, o))
-            else:
-                issues.append(LineIssue(line=ln.n, reason="JSON object that is neither a message nor an update"))
-                records.append(Record(line=ln.n, value=o))
-        return meta, entries, records, issues, len(lines)
+                continue
+            if kind in (Kind.UPDATE, Kind.MESSAGE):
+                entries.append((ln.n, ln.obj))
+            if kind is Kind.OTHER:
+                issues.append(LineIssue(line=ln.n, reason=NEITHER))
+            if kind is not Kind.MESSAGE:
+                records.append(Record(line=ln.n, value=ln.obj))
+        return kinds.meta, entries, records, issues, len(lines)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -157,59 +153,59 @@ def _load(path: Path) -> tuple[dict[str, Any], list[tuple[int, Any]], list[Recor
     return meta, entries, records, issues, len(entries)
 
 
-def export_gemini(path: Path) -> ConversationDocument:
-    path = Path(path)
-    meta, entries, records, issues, line_count = _load(path)
+def session_id_of(meta: dict[str, Any], path: Path) -> str:
     raw_sid = meta.get("sessionId")
-    session_id = raw_sid if isinstance(raw_sid, str) and raw_sid else path.stem
-    messages: list[Message] = []
-    index: dict[str, int] = {}
-    superseded = rewound = 0
-    for where, entry in entries:
-        if not isinstance(entry, dict):
-            continue
-        if "$rewindTo" in entry:
-            target = entry.get("$rewindTo")
-            if isinstance(target, str) and target in index:
-                for m in messages[index[target]:]:
-                    if m.p2pd.get("active", True):
-                        (m.metadata or {})["p2pd"]["active"] = False
-                        rewound += 1
-                index = {k: v for k, v in index.items() if v < index[target]}
-            continue
-        if "$set" in entry or not isinstance(entry.get("type"), str):
-            continue
-        msg = message_to_a2a(entry, where, session_id)
-        mid = entry.get("id")
-        if isinstance(mid, str) and mid in index:
-            old_at = (messages[index[mid]].metadata or {})[GEMINI]["at"]
-            records.append(Record(line=old_at, value={"supersededBy": where, "message": _source_of(entries, old_at)}))
-            messages[index[mid]] = msg
-            superseded += 1
-            continue
-        if isinstance(mid, str):
-            if any(m.message_id == mid for m in messages):  # an id reused after a rewind
-                msg.message_id = f"{mid}#{where}"
-            index[mid] = len(messages)
-        messages.append(msg)
-    records.sort(key=lambda r: r.line)
+    return raw_sid if isinstance(raw_sid, str) and raw_sid else path.stem
+
+
+def kept_message(entry: dict[str, Any], place: Place, context_id: str) -> Message:
+    """The message of the version a document keeps, with its place's id and state."""
+    msg = message_to_a2a(entry, place.line, context_id)
+    msg.message_id = place.message_id
+    if not place.active:
+        (msg.metadata or {})["p2pd"]["active"] = False
+    return msg
+
+
+def superseded_record(line: int, by: int, entry: Any) -> Record:
+    """A replaced version of a message, kept as a record."""
+    return Record(line=line, value={"supersededBy": by, "message": entry})
+
+
+def gemini_envelope(path: Path, meta: dict[str, Any], *, session_id: str, stamps: Iterable[Any],
+                    superseded: int, rewound: int, **fields: Any) -> ConversationDocument:
+    """The document without its messages' counts, title and summary (``fields``: its elements, issues and line
+    count)."""
     doc = ConversationDocument(
         context_id=session_id,
-        created_at=session_time([meta.get("lastUpdated"), meta.get("startTime"),
-                                 *((m.get("timestamp") if isinstance(m, dict) else None) for _, m in entries)],
-                                path),
+        created_at=session_time([meta.get("lastUpdated"), meta.get("startTime"), *stamps], path),
         origin=Origin(platform=PLATFORM, session_id=session_id, transcript_path=str(path.resolve()),
                       hostname=socket.gethostname()),
-        messages=messages, records=records, issues=issues, line_count=line_count,
         metadata={GEMINI: {"session": meta, "format": "jsonl" if path.name.endswith(".jsonl") else "json",
                            "supersededMessages": superseded, "rewoundMessages": rewound}},
+        **fields,
     )
     if isinstance(meta.get("summary"), str):
         doc.title = clip(meta["summary"], TITLE_MAX)  # Gemini CLI's own session summary
-    doc.counts = count(doc)
-    summarize(doc)
     return doc
 
 
-def _source_of(entries: list[tuple[int, Any]], at: int) -> Any:
-    return next((e for w, e in entries if w == at), None)
+def export_gemini(path: Path) -> ConversationDocument:
+    path = Path(path)
+    meta, entries, records, issues, line_count = _load(path)
+    session_id = session_id_of(meta, path)
+    timeline = Timeline()
+    for where, entry in entries:
+        if isinstance(entry, dict):
+            timeline.entry(where, entry)
+    by_line = {where: entry for where, entry in entries}
+    messages = [kept_message(by_line[place.line], place, session_id) for place in timeline.places]
+    records.extend(superseded_record(line, by, by_line[line]) for line, by in timeline.superseded.items())
+    records.sort(key=lambda r: r.line)
+    doc = gemini_envelope(path, meta, session_id=session_id,
+                          stamps=(m.get("timestamp") if isinstance(m, dict) else None for _, m in entries),
+                          superseded=len(timeline.superseded), rewound=timeline.rewound,
+                          messages=messages, records=records, issues=issues, line_count=line_count)
+    doc.counts = count(doc)
+    summarize(doc)
+    return doc

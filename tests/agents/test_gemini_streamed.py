@@ -1,0 +1,170 @@
+"""A Gemini CLI JSONL recording converted as it is written (p2pd/agents/gemini/streamed.py): the same bytes as the
+whole way's document in the line layout — for a recording of every odd line and update, and a generated one —;
+the same errors with nothing written; the JSON format left to the whole way; and through the real packing
+process. The whole way's own rules are held by tests/agents/test_gemini.py."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from p2pd.agents.gemini.export import export_gemini
+from p2pd.agents.gemini.streamed import write_recording
+from p2pd.agents.sources import detect, load_file, streamable_session
+from p2pd.agents.spec import NotStreamable
+from p2pd.blob.stream import iter_raw
+from p2pd.conversation.layout import document_lines
+from p2pd.errors import P2pdError
+from p2pd.exchange.producing import Production
+from tests.corpus import gemini_files
+from tests.transfer.gen import generate_recording
+
+
+def whole(path: Path) -> bytes:
+    out = io.BytesIO()
+    document_lines(export_gemini(path).to_json_dict(), out.write)
+    return out.getvalue()
+
+
+def streamed(path: Path, spool: Path) -> tuple[bytes, dict]:
+    spool.mkdir(exist_ok=True)
+    out = io.BytesIO()
+    heads: list[dict] = []
+    write_recording(path, out.write, spool_dir=spool, on_head=heads.append)
+    assert len(heads) == 1 and list(spool.iterdir()) == []  # said once; the spools are gone
+    return out.getvalue(), heads[0]
+
+
+def head_of(path: Path) -> dict:
+    doc = export_gemini(path)
+    return {"title": doc.title, "contextId": doc.context_id, "origin": doc.origin.to_json_dict(),
+            "counts": {"messages": doc.counts.messages}}
+
+
+def odd_recording(*, as_found: bool = False) -> bytes:
+    """Every kind of line the conversion treats apart, numbered as the file numbers them. ``as_found``: without
+    the empty object of line 2, so that the file is found to be Gemini CLI's (its first object is the metadata)."""
+    done = {"id": "c1", "name": "read_file", "status": "success",
+            "result": [{"functionResponse": {"id": "c1", "name": "read_file", "response": {"output": "x = 1"}}}]}
+    lines: list[object] = [
+        "",  # 1 blank: an issue and a record
+        {},  # 2 an empty object: the metadata, which stays empty...
+        {"sessionId": "odd-1", "startTime": "2026-03-24T15:43:17Z"},  # 3 ...so this one is it
+        {"id": "u1", "timestamp": "2026-03-24T15:44:00Z", "type": "user", "content": "first"},  # 4
+        {"id": "g1", "type": "gemini", "content": "", "toolCalls": [{**done, "status": "executing",
+                                                                    "result": None}]},  # 5
+        {"id": "i1", "type": "info", "content": "Running read_file"},  # 6 comes before the version it follows
+        {"id": "g1", "timestamp": "2026-03-24T15:45:00Z", "type": "gemini", "content": "", "toolCalls": [done],
+         "thoughts": [{"subject": "Reading", "description": "the file"}]},  # 7 replaces 5 (before i1)
+        {"id": "u2", "type": "user", "content": "wrong turn"},  # 8
+        {"id": "g2", "type": "gemini", "content": "on the wrong turn"},  # 9
+        {"$rewindTo": "u2"},  # 10 takes back 8 and 9
+        {"$rewindTo": "nowhere"},  # 11 an unknown id: nothing
+        {"$set": "not an object"},  # 12
+        {"id": "g2", "type": "gemini", "content": "again"},  # 13 an id the rewind freed: renamed g2#13
+        {"id": "g2", "type": "gemini", "content": "again, done"},  # 14 replaces 13, keeps g2#13
+        {"id": "", "type": "user", "content": "no id"},  # 15 gemini-15
+        {"id": "", "type": "user", "content": "no id, again"},  # 16 replaces 15
+        {"id": 7, "type": "info", "content": "a number for an id"},  # 17 gemini-17
+        {"type": "warning", "content": "no id at all"},  # 18 gemini-18
+        {"$set": {"summary": "an odd session", "lastUpdated": "2026-03-24T16:00:00Z"}},  # 19
+        {"neither": True},  # 20 an issue and a record
+        "[1, 2]",  # 21 not an object
+        "{not json",  # 22
+        '{"id": "u5", "type": "user", "content": "crlf"}\r',  # 23
+    ]
+    if as_found:
+        lines.remove({})
+    text = b"".join((x if isinstance(x, str) else json.dumps(x)).encode() + b"\n" for x in lines)
+    not_utf8 = b'{"id": "u3", "type": "user", "content": "\xff\xfe"}\n'  # 24
+    return text + not_utf8 + b'{"id": "u4", "type": "user", "content": "cut off'  # 25, no newline
+
+
+def test_a_recording_of_every_odd_line_streams_to_the_whole_ways_bytes(tmp_path: Path) -> None:
+    path = tmp_path / "session-2026-03-24T15-43-odd.jsonl"
+    path.write_bytes(odd_recording())
+    data, head = streamed(path, tmp_path / "spool")
+    assert data == whole(path)
+    assert head == head_of(path)
+    doc = export_gemini(path)
+    ids = [m.message_id for m in doc.messages]
+    assert [m.metadata["gemini"]["at"] for m in doc.messages] == [4, 7, 6, 8, 9, 14, 16, 17, 18, 23]
+    assert ids == ["u1", "g1", "i1", "u2", "g2", "g2#13", "gemini-15", "gemini-17", "gemini-18", "u5"]
+    assert len(set(ids)) == len(ids)  # a replaced message keeps the id it was renamed to
+    by_id = {m.message_id: m for m in doc.messages}
+    assert by_id["g2#13"].parts[0].text == "again, done" and by_id["gemini-15"].parts[0].text == "no id, again"
+    assert not by_id["u2"].p2pd["active"] and not by_id["g2"].p2pd["active"] and by_id["g2#13"].p2pd["active"]
+    gemini = doc.metadata["gemini"]
+    assert (gemini["supersededMessages"], gemini["rewoundMessages"]) == (3, 2)
+    assert gemini["session"]["sessionId"] == "odd-1" and doc.title == "an odd session"
+    assert {i.line for i in doc.issues} == {1, 20, 21, 22, 24, 25}
+    assert {r.line for r in doc.records} | {m.metadata["gemini"]["at"] for m in doc.messages} == set(range(1, 26))
+    assert doc.created_at == "2026-03-24T16:00:00Z"
+    assert detect(path) != "gemini"  # (its first object is no metadata)
+    path.write_bytes(odd_recording(as_found=True))
+    assert detect(path) == "gemini"
+    assert streamed(path, tmp_path / "spool")[0] == whole(path)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_generated_recording_streams_to_the_whole_ways_bytes(tmp_path: Path, seed: int) -> None:
+    print("seed", seed)
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(generate_recording(2_000_000, seed=seed))
+    data, head = streamed(path, tmp_path / "spool")
+    assert data == whole(path)
+    assert head == head_of(path)
+    doc = export_gemini(path)
+    assert doc.metadata["gemini"]["supersededMessages"] > 50 and doc.counts.tool_results > 50
+
+
+def test_the_same_errors_and_nothing_written(tmp_path: Path) -> None:
+    cases = {"garbage.jsonl": b"not json\n[1]\n", "empty.jsonl": b"\n\n", "array.jsonl": b"[1, 2]\n"}
+    for name, data in cases.items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        with pytest.raises(P2pdError) as expected:
+            export_gemini(path)
+        out = io.BytesIO()
+        with pytest.raises(type(expected.value)) as got:
+            write_recording(path, out.write, spool_dir=tmp_path)
+        assert str(got.value) == str(expected.value) and out.getvalue() == b"", name
+    with pytest.raises(P2pdError) as expected:
+        export_gemini(tmp_path / "missing.jsonl")
+    with pytest.raises(type(expected.value)):
+        write_recording(tmp_path / "missing.jsonl", io.BytesIO().write, spool_dir=tmp_path)
+
+
+def test_the_json_format_is_left_to_the_whole_way(tmp_path: Path) -> None:
+    source = next(p for p in gemini_files() if p.suffix == ".json")
+    out = io.BytesIO()
+    with pytest.raises(NotStreamable):
+        write_recording(source, out.write, spool_dir=tmp_path)
+    assert out.getvalue() == b"" and list(tmp_path.iterdir()) == []
+    (tmp_path / "work").mkdir()
+    prod = Production.start(source, tmp_path / "work")  # the packing process reads it whole
+    try:
+        payload = b"".join(iter_raw(prod.wait_complete()))
+    finally:
+        prod.close()
+    assert json.loads(payload) == export_gemini(source).to_json_dict()
+
+
+def test_the_packing_process_sends_a_recording_converted_as_a_stream(tmp_path: Path) -> None:
+    path = tmp_path / "session-2026-03-24T15-43-gen.jsonl"
+    path.write_bytes(generate_recording(1_000_000, seed=5))
+    assert streamable_session(str(path)) == path
+    (tmp_path / "work").mkdir()
+    prod = Production.start(path, tmp_path / "work")
+    try:
+        payload = b"".join(iter_raw(prod.wait_complete()))
+        head = prod.head
+    finally:
+        prod.close()
+    assert payload == whole(path)
+    doc = load_file(path)
+    assert head == {"title": doc.title, "contextId": doc.context_id, "origin": doc.origin.to_json_dict(),
+                    "counts": {"messages": doc.counts.messages}}
