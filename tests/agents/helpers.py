@@ -96,3 +96,65 @@ def every_kind_rollout() -> Rollout:
     r.lines.append({"timestamp": "x", "type": "response_item", "payload": "not an object"})
     r.lines.append([1, 2])
     return r
+
+
+def packed_in_process(path: Path, work: Path) -> tuple[bytes, dict[str, Any] | None]:
+    """The document the real packing process (``p2pd.exchange.producer``) sends for the session at ``path``, and
+    the head it offers it under."""
+    from p2pd.blob.stream import iter_raw
+    from p2pd.exchange.producing import Production
+
+    work.mkdir()
+    prod = Production.start(path, work)
+    try:
+        return b"".join(iter_raw(prod.wait_complete())), prod.head
+    finally:
+        prod.close()
+
+
+def offer_of(doc: Any) -> dict[str, Any]:
+    """What a transfer offers a conversation document under."""
+    return {"title": doc.title, "contextId": doc.context_id, "origin": doc.origin.to_json_dict(),
+            "counts": {"messages": doc.counts.messages}}
+
+
+def line_layout(doc: Any) -> bytes:
+    """A whole document in the line layout, as the whole way writes it."""
+    import io
+
+    from p2pd.conversation.layout import document_lines
+
+    out = io.BytesIO()
+    document_lines(doc.to_json_dict(), out.write)
+    return out.getvalue()
+
+
+def written_as_stream(writer: Any, path: Path, spool: Path) -> tuple[bytes, dict[str, Any]]:
+    """What a streamed writer (``write_rollout``, ``write_recording``…) writes for ``path``, and the head it says
+    once; its spools gone afterwards."""
+    import io
+
+    spool.mkdir(exist_ok=True)
+    out = io.BytesIO()
+    heads: list[dict[str, Any]] = []
+    writer(path, out.write, spool_dir=spool, on_head=heads.append)
+    assert len(heads) == 1 and list(spool.iterdir()) == []  # said once; the spools are gone
+    return out.getvalue(), heads[0]
+
+
+def refused_alike(export: Any, writer: Any, path: Path, spool: Path) -> Exception:
+    """The error the whole way (``export``) gives for ``path``, which the streamed ``writer`` gives too, word for
+    word, having written nothing; returned."""
+    import io
+
+    import pytest
+
+    from p2pd.errors import P2pdError
+
+    with pytest.raises(P2pdError) as expected:
+        export(path)
+    out = io.BytesIO()
+    with pytest.raises(type(expected.value)) as got:
+        writer(path, out.write, spool_dir=spool)
+    assert str(got.value) == str(expected.value) and out.getvalue() == b"", path
+    return expected.value

@@ -1,10 +1,9 @@
 """A Codex rollout converted as it is written (p2pd/agents/codex/streamed.py): the same bytes as the whole way's
 document in the line layout, for every corpus rollout, a generated one, .zst ones and rollouts of every odd line;
-the same errors; and through the real packing process."""
+the same errors (through the real packing process: tests/exchange/test_producing.py)."""
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 
@@ -14,28 +13,18 @@ import zstandard
 from p2pd.agents.codex.export import export_rollout
 from p2pd.agents.codex.rollout import iter_rollout, read_bytes, read_rollout
 from p2pd.agents.codex.streamed import write_rollout
-from p2pd.agents.sources import load_file, streamable_session
-from p2pd.blob.stream import iter_raw
-from p2pd.conversation.layout import document_lines
-from p2pd.errors import CodecError, InvalidInputError, P2pdError, TooLargeError
-from p2pd.exchange.producing import Production
+from p2pd.errors import CodecError, InvalidInputError, TooLargeError
+from tests.agents.helpers import line_layout, offer_of, refused_alike, written_as_stream
 from tests.corpus import codex_files, file_id
 from tests.transfer.gen import generate_rollout
 
 
 def whole(path: Path) -> bytes:
-    out = io.BytesIO()
-    document_lines(export_rollout(path).to_json_dict(), out.write)
-    return out.getvalue()
+    return line_layout(export_rollout(path))
 
 
 def streamed(path: Path, spool: Path) -> tuple[bytes, dict]:
-    spool.mkdir(exist_ok=True)
-    out = io.BytesIO()
-    heads: list[dict] = []
-    write_rollout(path, out.write, spool_dir=spool, on_head=heads.append)
-    assert len(heads) == 1 and list(spool.iterdir()) == []  # said once; the spools are gone
-    return out.getvalue(), heads[0]
+    return written_as_stream(write_rollout, path, spool)
 
 
 META = {"timestamp": "2026-07-10T08:00:00.000Z", "type": "session_meta",
@@ -62,9 +51,7 @@ def odd_rollout() -> bytes:
 def test_every_corpus_rollout_streams_to_the_whole_ways_bytes(tmp_path: Path, path: Path) -> None:
     data, head = streamed(path, tmp_path / "spool")
     assert data == whole(path)
-    doc = export_rollout(path)
-    assert head == {"title": doc.title, "contextId": doc.context_id, "origin": doc.origin.to_json_dict(),
-                    "counts": {"messages": doc.counts.messages}}
+    assert head == offer_of(export_rollout(path))
 
 
 @pytest.mark.parametrize("kind", ["odd", "generated", "odd.zst", "generated.zst"])
@@ -87,15 +74,9 @@ def test_the_same_errors_and_nothing_written(tmp_path: Path) -> None:
         corrupt[i] ^= 0x55
     cases = {"garbage.jsonl": b"not json\n[1]\n", "empty.jsonl": b"\n\n", "broken.jsonl.zst": bytes(corrupt)}
     for name, data in cases.items():
-        path = tmp_path / name
-        path.write_bytes(data)
-        with pytest.raises(P2pdError) as expected:
-            export_rollout(path)
-        out = io.BytesIO()
-        with pytest.raises(type(expected.value)) as got:
-            write_rollout(path, out.write, spool_dir=tmp_path)
-        assert str(got.value) == str(expected.value) and out.getvalue() == b"", name
-    assert isinstance(expected.value, CodecError)
+        (tmp_path / name).write_bytes(data)
+        refused = refused_alike(export_rollout, write_rollout, tmp_path / name, tmp_path)
+    assert isinstance(refused, CodecError)
     big = tmp_path / "big.jsonl.zst"
     big.write_bytes(zstandard.ZstdCompressor().compress(generate_rollout(300_000)))
     with pytest.raises(TooLargeError) as expected:
@@ -105,20 +86,3 @@ def test_the_same_errors_and_nothing_written(tmp_path: Path) -> None:
     assert str(got.value) == str(expected.value)
     with pytest.raises(InvalidInputError):
         list(iter_rollout(tmp_path))
-
-
-def test_the_packing_process_sends_a_rollout_converted_as_a_stream(tmp_path: Path) -> None:
-    path = tmp_path / "rollout.jsonl"
-    path.write_bytes(generate_rollout(2_000_000, seed=5))
-    assert streamable_session(str(path)) == path
-    (tmp_path / "work").mkdir()
-    prod = Production.start(path, tmp_path / "work")
-    try:
-        payload = b"".join(iter_raw(prod.wait_complete()))
-        head = prod.head
-    finally:
-        prod.close()
-    assert payload == whole(path)
-    doc = load_file(path)
-    assert head == {"title": doc.title, "contextId": doc.context_id, "origin": doc.origin.to_json_dict(),
-                    "counts": {"messages": doc.counts.messages}}

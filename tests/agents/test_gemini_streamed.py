@@ -1,7 +1,7 @@
 """A Gemini CLI JSONL recording converted as it is written (p2pd/agents/gemini/streamed.py): the same bytes as the
 whole way's document in the line layout — for a recording of every odd line and update, and a generated one —;
-the same errors with nothing written; the JSON format left to the whole way; and through the real packing
-process. The whole way's own rules are held by tests/agents/test_gemini.py."""
+the same errors with nothing written; the JSON format left to the whole way (through the real packing process:
+here and tests/exchange/test_producing.py). The whole way's own rules are held by tests/agents/test_gemini.py."""
 
 from __future__ import annotations
 
@@ -13,35 +13,19 @@ import pytest
 
 from p2pd.agents.gemini.export import export_gemini
 from p2pd.agents.gemini.streamed import write_recording
-from p2pd.agents.sources import detect, load_file, streamable_session
+from p2pd.agents.sources import detect
 from p2pd.agents.spec import NotStreamable
-from p2pd.blob.stream import iter_raw
-from p2pd.conversation.layout import document_lines
-from p2pd.errors import P2pdError
-from p2pd.exchange.producing import Production
+from tests.agents.helpers import line_layout, offer_of, packed_in_process, refused_alike, written_as_stream
 from tests.corpus import gemini_files
 from tests.transfer.gen import generate_recording
 
 
 def whole(path: Path) -> bytes:
-    out = io.BytesIO()
-    document_lines(export_gemini(path).to_json_dict(), out.write)
-    return out.getvalue()
+    return line_layout(export_gemini(path))
 
 
 def streamed(path: Path, spool: Path) -> tuple[bytes, dict]:
-    spool.mkdir(exist_ok=True)
-    out = io.BytesIO()
-    heads: list[dict] = []
-    write_recording(path, out.write, spool_dir=spool, on_head=heads.append)
-    assert len(heads) == 1 and list(spool.iterdir()) == []  # said once; the spools are gone
-    return out.getvalue(), heads[0]
-
-
-def head_of(path: Path) -> dict:
-    doc = export_gemini(path)
-    return {"title": doc.title, "contextId": doc.context_id, "origin": doc.origin.to_json_dict(),
-            "counts": {"messages": doc.counts.messages}}
+    return written_as_stream(write_recording, path, spool)
 
 
 def odd_recording(*, as_found: bool = False) -> bytes:
@@ -88,7 +72,7 @@ def test_a_recording_of_every_odd_line_streams_to_the_whole_ways_bytes(tmp_path:
     path.write_bytes(odd_recording())
     data, head = streamed(path, tmp_path / "spool")
     assert data == whole(path)
-    assert head == head_of(path)
+    assert head == offer_of(export_gemini(path))
     doc = export_gemini(path)
     ids = [m.message_id for m in doc.messages]
     assert [m.metadata["gemini"]["at"] for m in doc.messages] == [4, 7, 6, 8, 9, 14, 16, 17, 18, 23]
@@ -116,7 +100,7 @@ def test_a_generated_recording_streams_to_the_whole_ways_bytes(tmp_path: Path, s
     path.write_bytes(generate_recording(2_000_000, seed=seed))
     data, head = streamed(path, tmp_path / "spool")
     assert data == whole(path)
-    assert head == head_of(path)
+    assert head == offer_of(export_gemini(path))
     doc = export_gemini(path)
     assert doc.metadata["gemini"]["supersededMessages"] > 50 and doc.counts.tool_results > 50
 
@@ -124,18 +108,9 @@ def test_a_generated_recording_streams_to_the_whole_ways_bytes(tmp_path: Path, s
 def test_the_same_errors_and_nothing_written(tmp_path: Path) -> None:
     cases = {"garbage.jsonl": b"not json\n[1]\n", "empty.jsonl": b"\n\n", "array.jsonl": b"[1, 2]\n"}
     for name, data in cases.items():
-        path = tmp_path / name
-        path.write_bytes(data)
-        with pytest.raises(P2pdError) as expected:
-            export_gemini(path)
-        out = io.BytesIO()
-        with pytest.raises(type(expected.value)) as got:
-            write_recording(path, out.write, spool_dir=tmp_path)
-        assert str(got.value) == str(expected.value) and out.getvalue() == b"", name
-    with pytest.raises(P2pdError) as expected:
-        export_gemini(tmp_path / "missing.jsonl")
-    with pytest.raises(type(expected.value)):
-        write_recording(tmp_path / "missing.jsonl", io.BytesIO().write, spool_dir=tmp_path)
+        (tmp_path / name).write_bytes(data)
+        refused_alike(export_gemini, write_recording, tmp_path / name, tmp_path)
+    refused_alike(export_gemini, write_recording, tmp_path / "missing.jsonl", tmp_path)
 
 
 def test_the_json_format_is_left_to_the_whole_way(tmp_path: Path) -> None:
@@ -144,27 +119,5 @@ def test_the_json_format_is_left_to_the_whole_way(tmp_path: Path) -> None:
     with pytest.raises(NotStreamable):
         write_recording(source, out.write, spool_dir=tmp_path)
     assert out.getvalue() == b"" and list(tmp_path.iterdir()) == []
-    (tmp_path / "work").mkdir()
-    prod = Production.start(source, tmp_path / "work")  # the packing process reads it whole
-    try:
-        payload = b"".join(iter_raw(prod.wait_complete()))
-    finally:
-        prod.close()
+    payload, _ = packed_in_process(source, tmp_path / "work")  # the packing process reads it whole
     assert json.loads(payload) == export_gemini(source).to_json_dict()
-
-
-def test_the_packing_process_sends_a_recording_converted_as_a_stream(tmp_path: Path) -> None:
-    path = tmp_path / "session-2026-03-24T15-43-gen.jsonl"
-    path.write_bytes(generate_recording(1_000_000, seed=5))
-    assert streamable_session(str(path)) == path
-    (tmp_path / "work").mkdir()
-    prod = Production.start(path, tmp_path / "work")
-    try:
-        payload = b"".join(iter_raw(prod.wait_complete()))
-        head = prod.head
-    finally:
-        prod.close()
-    assert payload == whole(path)
-    doc = load_file(path)
-    assert head == {"title": doc.title, "contextId": doc.context_id, "origin": doc.origin.to_json_dict(),
-                    "counts": {"messages": doc.counts.messages}}

@@ -1,5 +1,6 @@
 """The packing process (p2pd/exchange/producer.py, producing.py): a spare started ahead packs what a process
-started for the job packs, and one left without a job ends with its parent's pipe."""
+started for the job packs, and one left without a job ends with its parent's pipe; an agent's session goes
+converted as a stream."""
 
 from __future__ import annotations
 
@@ -72,3 +73,24 @@ def test_the_packing_processs_own_error_reaches_the_sender_typed(tmp_path):
     assert error.cause is Cause.TOO_LARGE
     assert error.details is not None and error.details["element"] == "message"
     assert error.details["bytes"] > error.details["limit"] == 64 << 20
+
+
+@pytest.mark.parametrize("kind", ["codex", "gemini"])
+def test_the_packing_process_sends_an_agents_session_converted_as_a_stream(tmp_path: Path, kind: str) -> None:
+    """A Codex rollout and a Gemini CLI JSONL recording (p2pd/agents/codex/streamed.py, gemini/streamed.py): the
+    streamed writer's bytes, which are the whole way's, offered as the whole way offers them."""
+    from p2pd.agents.codex.export import export_rollout
+    from p2pd.agents.gemini.export import export_gemini
+    from p2pd.agents.sources import streamable_session
+    from tests.agents.helpers import line_layout, offer_of, packed_in_process
+    from tests.transfer.gen import generate_recording, generate_rollout
+
+    name, generate, export = {"codex": ("rollout.jsonl", generate_rollout, export_rollout),
+                              "gemini": ("session-2026-03-24T15-43-gen.jsonl", generate_recording, export_gemini)}[kind]
+    path = tmp_path / name
+    path.write_bytes(generate(1_500_000, seed=5))
+    assert streamable_session(str(path)) == path
+    payload, head = packed_in_process(path, tmp_path / "work")
+    doc = export(path)
+    assert payload == line_layout(doc)
+    assert head == offer_of(doc)
