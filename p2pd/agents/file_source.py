@@ -14,14 +14,15 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 from p2pd.agents import registry
-from p2pd.agents.spooled import DocumentSource, LineRestorer, MemorySource
+from p2pd.agents.spec import Agent
+from p2pd.agents.spooled import DocumentSource, LineRestorer, MemorySource, SpooledSource
 from p2pd.conversation.model import ConversationDocument
-from p2pd.errors import NotFoundError, TooLargeError
+from p2pd.errors import NotFoundError, TooLargeError, writing
+from p2pd.support import staging, workroom
 
 
 def document_pieces(path: Path, *, max_size: int | None = None) -> Iterator[bytes]:
@@ -88,11 +89,8 @@ def no_lines(message: object) -> None:
 def file_source(path: str | os.PathLike[str], restore: LineRestorer, *,
                 spool_dir: str | os.PathLike[str] | None = None) -> Iterator[DocumentSource]:
     """The conversation in the file at ``path``, its messages' source lines kept as ``restore`` gives them (an
-    agent's ``restore_lines``); the spool goes in ``spool_dir`` (else the system's temporary folder)."""
-    from p2pd.agents.spec import NotStreamable
-    from p2pd.agents.spooled import spool_document
-    from p2pd.support.gcpause import bulk_work
-
+    agent's ``restore_lines``); the spool goes in ``spool_dir`` (else :func:`p2pd.support.workroom.work_root`:
+    the temporary folder unless it lives in RAM)."""
     p = Path(path)
     if not p.is_file():
         raise NotFoundError(f"file not found: {p}")
@@ -100,25 +98,42 @@ def file_source(path: str | os.PathLike[str], restore: LineRestorer, *,
     if source_agent is not None and source_agent.write_streamed is None:
         yield _whole(p, restore)
         return
-    spool_at = Path(tempfile.mkdtemp(prefix=".p2pd-import-spool-", dir=spool_dir))
+    if spool_dir is None:
+        workroom.sweep_stale_work()  # (what killed runs left)
+    spool_at = workroom.work_folder(workroom.SPOOL, spool_dir)
+    held = staging.hold(spool_at)  # (a sweep by another run leaves it alone while this one reads it)
     try:
-        document = p
-        if source_agent is not None and source_agent.write_streamed is not None:
-            document = spool_at / "converted.a2a.json"
-            try:
-                with bulk_work(), document.open("wb") as fh:
-                    source_agent.write_streamed(p, fh.write, spool_dir=spool_at)
-            except NotStreamable:  # (agent-team state: the session is read whole)
-                yield _whole(p, restore)
-                return
-        with bulk_work():
-            spooled = spool_document(document_pieces(document), spool_at / "elements", restore, source=str(p))
+        with writing(f"the spool of {p.name} in {spool_at.parent}", reading=p):  # (a full disk: a typed error)
+            spooled = _spooled(p, source_agent, spool_at, restore)
+        if spooled is None:  # (agent-team state, a Gemini CLI JSON session: read whole)
+            yield _whole(p, restore)
+            return
         try:
             yield spooled
         finally:
             spooled.close()
     finally:
+        os.close(held)
         shutil.rmtree(spool_at, ignore_errors=True)
+
+
+def _spooled(p: Path, source_agent: Agent | None, spool_at: Path, restore: LineRestorer) -> SpooledSource | None:
+    """The file read into a spool in ``spool_at``: a session converted into it first (None: its agent reads it
+    whole)."""
+    from p2pd.agents.spec import NotStreamable
+    from p2pd.agents.spooled import spool_document
+    from p2pd.support.gcpause import bulk_work
+
+    document = p
+    if source_agent is not None and source_agent.write_streamed is not None:
+        document = spool_at / "converted.a2a.json"
+        try:
+            with bulk_work(), document.open("wb") as fh:
+                source_agent.write_streamed(p, fh.write, spool_dir=spool_at)
+        except NotStreamable:
+            return None
+    with bulk_work():
+        return spool_document(document_pieces(document), spool_at / "elements", restore, source=str(p))
 
 
 def _whole(p: Path, restore: LineRestorer) -> MemorySource:

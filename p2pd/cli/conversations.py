@@ -314,16 +314,22 @@ def cmd_show(args: argparse.Namespace) -> int:
 def _show_json(src: Path) -> int:
     """The document, indented, on standard output: written in the line layout to a spool file, then indented from
     there as a stream."""
-    import tempfile
+    import shutil
 
     from p2pd.conversation.indented import write_indented
     from p2pd.daemon.packer import Job, run
+    from p2pd.support import staging, workroom
 
-    with tempfile.TemporaryDirectory(prefix=".p2pd-show-") as spool:
-        compact = Path(spool) / "compact.a2a.json"
-        with status(f"Reading {escape(str(src))}…"):
+    spool = workroom.work_folder(workroom.SHOW)
+    held = staging.hold(spool)  # (a sweep by another process leaves it alone while this one reads it)
+    try:
+        compact = spool / "compact.a2a.json"
+        with status(f"Reading {escape(str(src))}…"), writing(f"the work folder {spool}", reading=src):
             run(Job(str(src), str(compact), kind="json"))
         write_indented(compact, sys.stdout.buffer.write)  # (it ends with a newline)
+    finally:
+        os.close(held)
+        shutil.rmtree(spool, ignore_errors=True)
     return ExitCode.OK
 
 

@@ -103,10 +103,9 @@ def masked_copy(ref: str) -> Iterator[Path]:
     from p2pd.conversation.redact import RedactionReport
     from p2pd.daemon.packer import Job
     from p2pd.daemon.packer import run as pack
-    from p2pd.exchange.handover import SEND_WORK_PREFIX
-    from p2pd.support import staging
+    from p2pd.support import staging, workroom
 
-    work = Path(tempfile.mkdtemp(prefix=SEND_WORK_PREFIX))
+    work = workroom.work_folder(workroom.SEND)
     held = staging.hold(work)
     try:
         out = work / "masked.a2a.json"

@@ -205,16 +205,13 @@ __all__ = ["Item", "Limits", "needed_blobs", "plan", "prune", "remove", "usage"]
 
 
 def sweep_stale_staging() -> int:
-    """At start-up: what killed processes left staged — send work folders in the temp folder and imports'
-    staging folders beside Claude Code sessions — once untouched for an hour and held by no live process
-    (``p2pd.support.staging``). Partials are the device network's (``partial_max_age_hours``)."""
-    import tempfile
-
+    """At start-up: what killed processes left staged — work folders (p2pd/support/workroom.py: sends', spools)
+    and imports' staging folders beside Claude Code sessions — once untouched for an hour and held by no live
+    process (``p2pd.support.staging``). Partials are the device network's (``partial_max_age_hours``)."""
     from p2pd.agents.claude_code.importer import sweep_stale_imports
-    from p2pd.exchange.handover import SEND_WORK_PREFIX
-    from p2pd.support.staging import sweep
+    from p2pd.support.workroom import sweep_stale_work
 
-    removed = sweep(Path(tempfile.gettempdir()), f"{SEND_WORK_PREFIX}*") + sweep_stale_imports()
+    removed = sweep_stale_work() + sweep_stale_imports()
     if removed:
         logging.getLogger(__name__).info("removed %d stale staging folders", removed)
     return removed

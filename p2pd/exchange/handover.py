@@ -23,7 +23,6 @@ import asyncio
 import contextlib
 import os
 import shutil
-import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from p2pd.errors import Cause, P2pdError, StorageError, TransferFailedError, storage_error
 from p2pd.exchange.notice import GRACE, PeerSignals, sender_fell_back, tell_receiver
 from p2pd.exchange.producing import Production
-from p2pd.support import staging
+from p2pd.support import staging, workroom
 
 if TYPE_CHECKING:  # the conversation's modules (pydantic) load when a conversation is read or written, not before
     from p2pd.config import ReceiveLimits
@@ -40,7 +39,7 @@ if TYPE_CHECKING:  # the conversation's modules (pydantic) load when a conversat
     from p2pd.exchange.packing import Unpacked
 
 DAEMON_MESSAGE_SIZE = 65536
-SEND_WORK_PREFIX = "p2pd-send-"  # the send's work folder in the temp folder (swept at start-up once stale)
+SEND_WORK_PREFIX = workroom.SEND  # the send's work folder (p2pd/support/workroom.py; swept once stale)
 
 
 class UI(Protocol):
@@ -146,8 +145,8 @@ async def send_document(doc: ConversationDocument | Path | Prepared, *, signal_u
     connected); falls back to a file (``SendOutcome.sent == False``) when no peer could be reached."""
     from p2pd.pairing.client import Rendezvous
 
-    await asyncio.to_thread(staging.sweep, Path(tempfile.gettempdir()), f"{SEND_WORK_PREFIX}*")  # killed sends'
-    work = Path(tempfile.mkdtemp(prefix=SEND_WORK_PREFIX))
+    await asyncio.to_thread(workroom.sweep_stale_work)  # what killed runs left
+    work = await asyncio.to_thread(workroom.work_folder, SEND_WORK_PREFIX)
     held = staging.hold(work)  # (a sweep by another process leaves it alone while this one lives)
     rv: Rendezvous | None = None
     link = None

@@ -173,7 +173,10 @@ def main(argv: list[str]) -> int:
         os._exit(0)
     out = _Out(_size(job[0]))
     try:
-        produce(job[0], job[1], out)
+        from p2pd.errors import writing
+
+        with writing(f"the send's work folder {job[1].parent}", reading=job[0]):  # (a full disk: typed)
+            produce(job[0], job[1], out)
     except Exception as exc:  # the parent shows the text; the status says it failed
         from p2pd.errors import P2pdError
 
