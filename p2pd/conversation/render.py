@@ -13,8 +13,15 @@ from rich.table import Table
 from p2pd.conversation import media_types as mt
 from p2pd.conversation import neutral
 from p2pd.conversation.model import ConversationDocument, Message, Part, Role
+from p2pd.support.text import visible, visible_lines
 
 FOLD = 100
+
+
+def _safe(value: object) -> str:
+    """A document's text as shown: every control, bidi and invisible character visible as an escape (it came from
+    a transcript or a peer: an escape sequence must not act on the terminal), then rich markup escaped."""
+    return escape(visible(str(value), None))
 
 
 def _one_line(text: str, limit: int = FOLD) -> str:
@@ -47,36 +54,36 @@ def _result_text(data: Any) -> str:
 def part_summary(part: Part, full: bool = False) -> str:
     media = part.media_type or ""
     if part.text is not None:
-        return escape(part.text if full else _one_line(part.text, 400))
+        return escape(visible_lines(part.text)) if full else _safe(_one_line(part.text, 400))
     if part.raw is not None:
-        return f"[dim]🖼  {escape(media or 'file')} ({len(part.raw) * 3 // 4} bytes)[/dim]"
+        return f"[dim]🖼  {_safe(media or 'file')} ({len(part.raw) * 3 // 4} bytes)[/dim]"
     if part.url is not None:
-        return f"[dim]🔗 {escape(part.url)}[/dim]"
+        return f"[dim]🔗 {_safe(part.url)}[/dim]"
     data = part.data_value
     if media == mt.TOOL_USE:
         call = neutral.tool_call(data)
         line = _tool_use_line({"name": call.name, "input": call.input} if call else data)
-        return f"[cyan]▸ {escape(line)}[/cyan]"
+        return f"[cyan]▸ {_safe(line)}[/cyan]"
     if media == mt.TOOL_RESULT:
         res = neutral.tool_result(data)
         text = res.text if res else _result_text(data)
         err = res.is_error if res else isinstance(data, dict) and data.get("is_error")
         lines = text.count("\n") + 1 if text else 0
-        body = escape(text) if full else escape(_one_line(text, 120))
+        body = escape(visible_lines(text)) if full else _safe(_one_line(text, 120))
         return f"[{'red' if err else 'green'}]◂ result ({lines} lines)[/] [dim]{body}[/dim]"
     if media in mt.THINKING_KINDS:
         size = len(json.dumps(data)) if data is not None else 0
         return f"[dim italic]💭 thinking (folded, {size} chars)[/dim italic]"
-    return f"[dim]{escape(media or 'data')}: {escape(_one_line(json.dumps(data, ensure_ascii=False), 100))}[/dim]"
+    return f"[dim]{_safe(media or 'data')}: {_safe(_one_line(json.dumps(data, ensure_ascii=False), 100))}[/dim]"
 
 
 def render_message(console: Console, m: Message, full: bool = False) -> None:
     who = "[bold blue]user[/]" if m.role is Role.USER else "[bold magenta]agent[/]"
     kind = m.p2pd.get("kind")
     if kind and kind not in ("prompt", "response"):
-        who += f" [dim]({kind})[/dim]"
+        who += f" [dim]({_safe(kind)})[/dim]"
     ts = m.p2pd.get("timestamp")
-    console.print(f"{who} [dim]{escape(str(ts or ''))}[/dim]")
+    console.print(f"{who} [dim]{_safe(ts or '')}[/dim]")
     for p in m.parts:
         console.print("  " + part_summary(p, full), soft_wrap=not full)
 
@@ -84,11 +91,11 @@ def render_message(console: Console, m: Message, full: bool = False) -> None:
 def render_header(console: Console, doc: ConversationDocument) -> None:
     o = doc.origin
     table = Table.grid(padding=(0, 2))
-    table.add_row("[bold]title[/]", escape(doc.title or "(untitled)"))
-    table.add_row("[bold]origin[/]", escape(f"{o.platform} session {o.session_id or '?'}"
-                                            f" (client {o.client_version or '?'})"))
+    table.add_row("[bold]title[/]", _safe(doc.title or "(untitled)"))
+    table.add_row("[bold]origin[/]", _safe(f"{o.platform} session {o.session_id or '?'}"
+                                           f" (client {o.client_version or '?'})"))
     if o.cwd:
-        table.add_row("[bold]cwd[/]", escape(o.cwd + (f"  [branch {o.git_branch}]" if o.git_branch else "")))
+        table.add_row("[bold]cwd[/]", _safe(o.cwd + (f"  [branch {o.git_branch}]" if o.git_branch else "")))
     c = doc.counts
     table.add_row("[bold]messages[/]", f"{c.messages} ({c.user_messages} user, {c.agent_messages} agent; "
                   f"{c.active_messages} on the active branch, {c.side_branch_messages} on side branches)")
@@ -98,14 +105,14 @@ def render_header(console: Console, doc: ConversationDocument) -> None:
     if c.malformed_lines:
         table.add_row("[bold yellow]malformed[/]", f"{c.malformed_lines} source lines kept but unreadable")
     if doc.summary:
-        table.add_row("[bold]summary[/]", escape(doc.summary))
+        table.add_row("[bold]summary[/]", _safe(doc.summary))
     console.print(table)
 
 
 def render_teams(console: Console, state: dict[str, Any], *, full: bool = False) -> None:
     """Roster, task board and message timeline of the agent team(s) in ``doc.metadata["teams"]``."""
     teams = state.get("teams") or {}
-    title = ", ".join(f"{escape(t.get('name', '?'))} ({t.get('status', '?')})" for t in teams.values()) or "team"
+    title = ", ".join(f"{_safe(t.get('name', '?'))} ({_safe(t.get('status', '?'))})" for t in teams.values()) or "team"
     console.print(f"[bold]Agent team[/]: {title}")
     members = state.get("members") or {}
     if members:
@@ -115,8 +122,8 @@ def render_teams(console: Console, state: dict[str, Any], *, full: bool = False)
         colors = {"active": "green", "idle": "yellow", "shutdown": "dim"}
         for m in members.values():
             status = str(m.get("status", "?"))
-            roster.add_row(escape(str(m.get("name"))), escape(str(m.get("team", ""))),
-                           escape(str(m.get("agentType", ""))), f"[{colors.get(status, 'white')}]{status}[/]")
+            roster.add_row(_safe(m.get("name")), _safe(m.get("team", "")), _safe(m.get("agentType", "")),
+                           f"[{colors.get(status, 'white')}]{_safe(status)}[/]")
         console.print(roster)
     tasks = state.get("tasks") or {}
     if tasks:
@@ -124,9 +131,10 @@ def render_teams(console: Console, state: dict[str, Any], *, full: bool = False)
         for col in ("#", "subject", "status", "owner", "blocked by", "blocks"):
             board.add_column(col)
         for t in tasks.values():
-            board.add_row(escape(str(t.get("id"))), escape(_one_line(str(t.get("subject", "")), 60)),
-                          escape(str(t.get("status"))), escape(str(t.get("owner") or "—")),
-                          ", ".join(t.get("blockedBy") or []) or "—", ", ".join(t.get("blocks") or []) or "—")
+            board.add_row(_safe(t.get("id")), _safe(_one_line(str(t.get("subject", "")), 60)),
+                          _safe(t.get("status")), _safe(t.get("owner") or "—"),
+                          _safe(", ".join(map(str, t.get("blockedBy") or [])) or "—"),
+                          _safe(", ".join(map(str, t.get("blocks") or [])) or "—"))
         console.print(board)
     timeline = state.get("timeline") or []
     if timeline:
@@ -134,9 +142,9 @@ def render_teams(console: Console, state: dict[str, Any], *, full: bool = False)
         limit = None if full else 20
         for e in timeline[-limit:] if limit else timeline:
             text = e.get("summary") or e.get("content") or ""
-            console.print(f"  [dim]{escape(str(e.get('at') or ''))}[/dim] {escape(str(e.get('from')))} → "
-                          f"{escape(str(e.get('to') or '*'))} [cyan]{escape(str(e.get('type')))}[/cyan] "
-                          f"{escape(_one_line(str(text), 100))}")
+            console.print(f"  [dim]{_safe(e.get('at') or '')}[/dim] {_safe(e.get('from'))} → "
+                          f"{_safe(e.get('to') or '*')} [cyan]{_safe(e.get('type'))}[/cyan] "
+                          f"{_safe(_one_line(str(text), 100))}")
         if limit and len(timeline) > limit:
             console.print(f"  [dim]({len(timeline) - limit} earlier messages; --full shows all)[/dim]")
     ignored = state.get("ignored") or []

@@ -16,6 +16,7 @@ import unicodedata
 _BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
 _INVISIBLE = "\u200b-\u200d\u2028\u2029\u2060-\u2064\ufeff\ufff9-\ufffb"
 _UNSAFE = re.compile(f"[\x00-\x1f\x7f-\x9f{_BIDI}{_INVISIBLE}]")
+_UNSAFE_IN_LINES = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_BIDI}{_INVISIBLE}]")  # (newline and tab kept)
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -26,13 +27,24 @@ def _escape(match: re.Match[str]) -> str:
 
 def visible(text: str, limit: int | None = 300) -> str:
     """``text`` with control, bidi and invisible format characters escaped, cut to ``limit`` characters."""
-    out = _UNSAFE.sub(_escape, text)
-    # other format characters (category Cf) not listed above are escaped too
-    if any(unicodedata.category(c) == "Cf" for c in out):
-        out = "".join(f"\\u{ord(c):04x}" if unicodedata.category(c) == "Cf" and ord(c) > 0xFF else c for c in out)
+    out = _other_format(_UNSAFE.sub(_escape, text))
     if limit is not None and len(out) > limit:
         out = out[: limit - 1] + "…"
     return out
+
+
+def visible_lines(text: str) -> str:
+    """Like :func:`visible`, uncut, with its newlines and tabs kept: a multi-line text shown whole (``p2pd show
+    --full``), nothing in it acting on the terminal."""
+    return _other_format(_UNSAFE_IN_LINES.sub(_escape, text))
+
+
+def _other_format(text: str) -> str:
+    """Format characters (category Cf) not escaped by the patterns, escaped too."""
+    if any(unicodedata.category(c) == "Cf" for c in text):
+        return "".join(f"\\u{ord(c):04x}" if unicodedata.category(c) == "Cf" and ord(c) > 0xFF else c
+                       for c in text)
+    return text
 
 
 def visible_line(text: str, limit: int | None = 300) -> str:

@@ -98,6 +98,45 @@ def test_show_pages_on_a_terminal_unless_told_not_to(tmp_path: Path) -> None:
     assert "PAGED|" not in r.stdout and "mix phx.server" in r.stdout
 
 
+HOSTILE = "\x1b[2J\x1b]0;pwned\x07 \u202eexe.txt\u202c \u2066iso\u2069 zero\u200bwidth \x9b31m"
+_ACTING = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+
+
+def test_show_makes_a_transcripts_control_and_bidi_characters_visible(tmp_path: Path) -> None:
+    """A received conversation is peer text: in the title, the summary, a prompt, an agent's text, a tool call and
+    its result, an escape sequence or a bidi override must show as an escape, not act on the terminal (clear it,
+    retitle it, reorder what is read)."""
+    s = Session(cwd=f"/w/{HOSTILE}")
+    s.user(f"please {HOSTILE}")
+    s.assistant([{"type": "text", "text": f"ok {HOSTILE}"},
+                 {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": f"ls {HOSTILE}"}}])
+    s.user([{"type": "tool_result", "tool_use_id": "t1", "content": f"out\n{HOSTILE}\nmore"}])
+    path = s.write(tmp_path / "projects" / "-w")
+    for extra in ((), ("--full",)):
+        r = run("show", str(path), "--no-pager", *extra, env={"COLUMNS": "300"})
+        assert r.returncode == 0, r.stderr
+        assert _ACTING.search(r.stdout) is None, [m.group() for m in _ACTING.finditer(r.stdout)]
+        assert r.stdout.count("\\x1b]0;pwned\\x07") >= 5 and r.stdout.count("\\u202eexe.txt\\u202c") >= 5, r.stdout
+    assert "\nmore\n" in r.stdout  # (--full keeps the result's own lines)
+
+
+def test_the_team_board_makes_its_strings_visible() -> None:
+    from p2pd.conversation.render import render_teams
+
+    state = {"teams": {"t": {"name": f"team {HOSTILE}", "status": "active"}},
+             "members": {"m": {"name": f"[bold]m {HOSTILE}", "team": HOSTILE, "agentType": HOSTILE,
+                               "status": f"[red]{HOSTILE}"}},
+             "tasks": {"1": {"id": "1", "subject": HOSTILE, "status": HOSTILE, "owner": HOSTILE,
+                             "blockedBy": [HOSTILE, "[link=x]"], "blocks": [HOSTILE]}},
+             "timeline": [{"at": HOSTILE, "from": HOSTILE, "to": HOSTILE, "type": HOSTILE, "content": HOSTILE}]}
+    buf = io.StringIO()
+    render_teams(Console(file=buf, width=400, force_terminal=False, color_system=None), state, full=True)
+    text = buf.getvalue()
+    assert _ACTING.search(text) is None, text
+    assert "[bold]m" in text and "[link=x]" in text  # (markup in a name is shown, not applied)
+    assert text.count("\\u202eexe.txt") >= 10, text
+
+
 # ---------------------------------------------------------------- --json
 def test_export_import_and_show_print_one_json_object(tmp_path: Path) -> None:
     out = tmp_path / "c.a2a.json"
