@@ -55,7 +55,7 @@ class LineKinds:
         return Kind.OTHER
 
 
-@dataclass
+@dataclass(slots=True)
 class Place:
     """A message's place in the document: the line of its kept version, its id, whether it is active."""
 
