@@ -8,15 +8,15 @@ A file that cannot be read is listed with its error as title rather than hiding 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from p2pd.agents import registry
+from p2pd.agents.spec import Agent, StreamWriter
 from p2pd.conversation.model import ConversationDocument
-from p2pd.errors import P2pdError
+from p2pd.errors import P2pdError, TooLargeError, writing
 
 PLATFORMS = registry.names()
 
@@ -49,13 +49,20 @@ def last_message_time(doc: ConversationDocument) -> str | None:
     """When the conversation's last message was written (UTC, ``…Z``), from the messages' own timestamps; None
     when no message carries one. A file's mtime is not this: copying or touching a transcript changes it."""
     for message in reversed(doc.messages):
-        stamp = message.p2pd.get("timestamp")
-        if isinstance(stamp, str):
-            try:
-                when = datetime.fromisoformat(stamp)
-            except ValueError:
-                continue
-            return _utc(when if when.tzinfo else when.replace(tzinfo=UTC))
+        if (when := message_time(message.p2pd)) is not None:
+            return when
+    return None
+
+
+def message_time(p2pd: dict[str, Any]) -> str | None:
+    """A message's own time (its ``p2pd.timestamp``), in UTC (``…Z``); None when it has none that reads."""
+    stamp = p2pd.get("timestamp")
+    if isinstance(stamp, str):
+        try:
+            when = datetime.fromisoformat(stamp)
+        except ValueError:
+            return None
+        return _utc(when if when.tzinfo else when.replace(tzinfo=UTC))
     return None
 
 
@@ -69,12 +76,50 @@ def info_from_document(platform: str, path: Path, doc: ConversationDocument) -> 
                        summary=doc.summary or "")
 
 
-def _info(platform: str, path: Path, load: Callable[[Path], ConversationDocument]) -> SessionInfo:
+def _info(agent: Agent, path: Path) -> SessionInfo:
     try:
-        return info_from_document(platform, path, load(path))
+        if agent.write_streamed is not None:
+            from p2pd.agents.spec import NotStreamable
+
+            try:
+                return _streamed_info(agent.name, path, agent.write_streamed)
+            except (NotStreamable, TooLargeError):  # (read whole, as the agent's own reading does, without limits)
+                pass
+        return info_from_document(agent.name, path, agent.export(path))
     except P2pdError as exc:
-        return SessionInfo(platform=platform, session_id=path.stem, cwd=None, title=f"[unreadable: {exc}]",
+        return SessionInfo(platform=agent.name, session_id=path.stem, cwd=None, title=f"[unreadable: {exc}]",
                            messages=0, size=path.stat().st_size, last_activity=_mtime(path), path=str(path))
+
+
+def _streamed_info(platform: str, path: Path, write: StreamWriter) -> SessionInfo:
+    """The session's row from its document converted as a stream and read back as it is written (the envelope —
+    title, summary, origin, counts — and each message's time): memory bounded by a message, not the session."""
+    import os
+    import shutil
+
+    from p2pd.conversation.stream_reader import DocumentReader
+    from p2pd.support import staging, workroom
+
+    last: list[str] = []
+
+    def seen(key: str, subagent: int | None, model: Any) -> None:
+        if key == "messages" and subagent is None and (when := message_time(model.p2pd)) is not None:
+            last[:] = [when]
+
+    reader = DocumentReader(source=str(path), on_model=seen)
+    spool = workroom.work_folder(workroom.SPOOL)
+    held = staging.hold(spool)
+    try:
+        with writing(f"the spool of {path.name} in {spool.parent}", reading=path):
+            write(path, reader.feed, spool_dir=spool)
+    finally:
+        os.close(held)
+        shutil.rmtree(spool, ignore_errors=True)
+    summary = reader.finish()
+    doc = summary.document
+    return SessionInfo(platform=platform, session_id=doc.origin.session_id or doc.context_id, cwd=doc.origin.cwd,
+                       title=doc.title, messages=summary.counts.messages, size=path.stat().st_size,
+                       last_activity=last[0] if last else _mtime(path), path=str(path), summary=doc.summary or "")
 
 
 def list_sessions(platform: str | None = None, *, limit: int | None = None) -> list[SessionInfo]:
@@ -91,7 +136,7 @@ def list_sessions(platform: str | None = None, *, limit: int | None = None) -> l
                 found.sort(key=lambda i: i.last_activity, reverse=True)
                 if _mtime(path) < found[limit - 1].last_activity:
                     break
-            found.append(_info(agent.name, path, agent.export))
+            found.append(_info(agent, path))
         infos.extend(found)
     infos.sort(key=lambda i: i.last_activity, reverse=True)
     return infos[:limit] if limit else infos

@@ -73,15 +73,19 @@ SubagentSink = Callable[[int, Subagent], None]
 class DocumentReader:
     """Feed it bytes, then ``finish()`` for the summary. ``on_item`` hears each element as it is checked;
     ``on_subagent`` hears each subagent's fields (its arrays empty) once its object has closed, after its
-    elements. ``on_element(key, subagent, value)`` is the older, value-only form of ``on_item``."""
+    elements. ``on_element(key, subagent, value)`` is the older, value-only form of ``on_item``.
+    ``on_model(key, subagent, model)`` hears each element's model only — a message or record the quick check took
+    as its struct (``QuickMessage``: ``role``, ``p2pd``… as the model has them) —, so the quick path stays on."""
 
     def __init__(self, *, source: str = "input", limits: Limits = DEFAULT_LIMITS, on_item: ItemSink | None = None,
                  on_subagent: SubagentSink | None = None,
-                 on_element: Callable[[str, int | None, Any], None] | None = None) -> None:
+                 on_element: Callable[[str, int | None, Any], None] | None = None,
+                 on_model: Callable[[str, int | None, Any], None] | None = None) -> None:
         self.source = source
         self.limits = limits
         self.on_item = on_item
         self.on_element = on_element
+        self.on_model = on_model
         self.on_subagent = on_subagent
         self.counts = Counts()
         self.messages = 0  # main and subagent messages
@@ -148,6 +152,8 @@ class DocumentReader:
             self.on_item(Item(key, subagent, index, value, model))
         if self.on_element is not None:
             self.on_element(key, subagent, value)
+        if self.on_model is not None:
+            self.on_model(key, subagent, model)
 
     def _subagent(self, index: int, raw: bytes) -> None:
         assert self.on_subagent is not None

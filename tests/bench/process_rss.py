@@ -6,10 +6,11 @@ For each size, on a generated real-shaped session (``tests/transfer/gen.py``): t
 JSON, then ``--compressed``), ``p2pd import`` of that document and of that blob into a throwaway Claude Code home
 and of that document into Codex, ``p2pd export --redact`` and ``--pretty``, ``p2pd convert`` both ways, ``p2pd
 show`` and ``show --json``, the daemon's packing process given that document, and ``p2pd send`` of that document
-and ``send --redact`` of the session, with no peer (their whole packing, then the fallback file); then a generated
-Codex rollout of the same size (``tests/transfer/gen.py``), exported, sent, imported into Claude Code and into
-Codex, and converted back; and a generated Gemini CLI recording (``generate_recording``), exported, sent, imported
-into Claude Code and into Codex, and shown. ``--only TEXT`` runs the processes whose description holds TEXT.
+and ``send --redact`` of the session, with no peer (their whole packing, then the fallback file), and ``p2pd
+sessions`` of a folder holding the session; then a generated Codex rollout of the same size
+(``tests/transfer/gen.py``), exported, sent, imported into Claude Code and into Codex, and converted back; and a
+generated Gemini CLI recording (``generate_recording``), exported, sent, imported into Claude Code and into Codex,
+and shown. ``--only TEXT`` runs the processes whose description holds TEXT.
 Peak RSS from ``wait4``; seconds are wall time on a shared machine.
 """
 
@@ -38,6 +39,17 @@ def run(argv: list[str], env: dict[str, str], cwd: Path, ok: tuple[int, ...] = (
     if os.waitstatus_to_exitcode(status) not in ok:
         raise SystemExit(f"{' '.join(argv[2:])} failed: {err[-2000:]}")
     return usage.ru_maxrss / 1024, seconds
+
+
+def listed(session: Path, work: Path) -> Path:
+    """A Claude Code folder whose one project holds ``session`` (linked, not copied)."""
+    root = work / "listed"
+    project = root / "projects" / "-work"
+    project.mkdir(parents=True, exist_ok=True)
+    target = project / "5f0e1c9a-1111-2222-3333-444444444444.jsonl"
+    target.unlink(missing_ok=True)
+    os.link(session, target)
+    return root
 
 
 def main(sizes: list[float], only: str | None = None) -> int:
@@ -90,6 +102,8 @@ def main(sizes: list[float], only: str | None = None) -> int:
                  [py, "-m", "p2pd", "send", str(session), "--redact", *no_peer]),
                 ("p2pd import SESSION.jsonl (the session file itself)",
                  [py, "-m", "p2pd", "import", str(session), "--cwd", str(work)]),
+                ("p2pd sessions --json (a Claude Code folder holding that session)",
+                 ["env", f"CLAUDE_CONFIG_DIR={listed(session, work)}", py, "-m", "p2pd", "sessions", "--json"]),
             ]
             rollout = work / f"rollout-{mb:g}.jsonl"  # a Codex rollout of the same size (made in a child: see run)
             subprocess.run([py, "-c", "import sys; from pathlib import Path; from tests.transfer.gen import "
