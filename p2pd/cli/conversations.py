@@ -294,20 +294,19 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.json:
         return _show_json(src)
     from p2pd.agents.file_source import file_source, no_lines
+    from p2pd.cli.pager import paged, pager_command
     from p2pd.conversation.render import render
 
     with contextlib.ExitStack() as stack:
         with status(f"Reading {escape(args.file)}…"):
             conversation = stack.enter_context(file_source(src, no_lines))
         console = real_console(out)
-        show = functools.partial(render, console, conversation.document, full=args.full, all_branches=args.all,
+        show = functools.partial(render, doc=conversation.document, full=args.full, all_branches=args.all,
                                  messages=conversation.messages())
-        if args.pager and console.is_terminal and os.environ.get("PAGER", "less") not in ("", "cat"):
-            _ensure_pager_env()
-            with console.pager(styles=True):
-                show()
+        if args.pager and console.is_terminal and (command := pager_command()) is not None:
+            paged(console, command, show)  # (the first page shows while the rest is rendered)
         else:
-            show()
+            show(console)
     return ExitCode.OK
 
 
@@ -331,10 +330,3 @@ def _show_json(src: Path) -> int:
         os.close(held)
         shutil.rmtree(spool, ignore_errors=True)
     return ExitCode.OK
-
-
-def _ensure_pager_env() -> None:
-    """``less`` shows colours with -R and leaves a short conversation on screen with -F (git's defaults); a
-    user's own $LESS wins. Rich runs $PAGER (or ``less``) through pydoc's pager."""
-    if "LESS" not in os.environ:
-        os.environ["LESS"] = "FRX"

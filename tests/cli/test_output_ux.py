@@ -20,6 +20,7 @@ from p2pd.transfer.frames import Code
 from tests.agents.claude_code.helpers import Session
 from tests.cli.helpers import SHORT, run
 from tests.cli.terminal import Terminal
+from tests.transfer.gen import generate_conversation
 
 LONG_TITLE = "please refactor the tokenizer so that the parser can report every position of an error"
 
@@ -96,6 +97,32 @@ def test_show_pages_on_a_terminal_unless_told_not_to(tmp_path: Path) -> None:
     assert "PAGED|" not in t.text and "mix phx.server" in t.text
     r = run("show", str(SHORT), env=env)  # not a terminal: no pager
     assert "PAGED|" not in r.stdout and "mix phx.server" in r.stdout
+
+
+def _recording_pager(tmp_path: Path) -> Path:
+    """A pager that notes when its first line came and when its input ended (seconds since the epoch)."""
+    pager = tmp_path / "pager.sh"
+    pager.write_text(f"#!/bin/sh\nread -r first\ndate +%s.%N > {tmp_path}/first\ncat > /dev/null\n"
+                     f"date +%s.%N > {tmp_path}/eof\n")
+    pager.chmod(0o755)
+    return pager
+
+
+def test_show_streams_into_the_pager_and_stops_when_it_is_quit(tmp_path: Path) -> None:
+    """The pager is fed as the conversation is rendered (p2pd/cli/pager.py): its first page shows while the rest
+    is still being made — rich's own pager held everything until the end (50 MB: 7.7 s of blank screen)."""
+    session = tmp_path / "big.jsonl"
+    session.write_bytes(generate_conversation(8_000_000, seed=3))
+    with Terminal("show", str(session), env={"PAGER": str(_recording_pager(tmp_path))}) as t:
+        assert t.wait(timeout=300) == 0, t.text
+    first, eof = (float((tmp_path / name).read_text()) for name in ("first", "eof"))
+    assert eof - first > 0.1, (first, eof)  # (rendering 8 MB takes seconds here; the whole text at once, ms)
+    quitter = tmp_path / "quit.sh"
+    quitter.write_text("#!/bin/sh\nhead -n 3 > /dev/null\n")  # the person reads a page and quits
+    quitter.chmod(0o755)
+    with Terminal("show", str(session), env={"PAGER": str(quitter)}) as t:
+        assert t.wait(timeout=300) == 0, t.text
+    assert "Traceback" not in t.text and "rror" not in t.text, t.text
 
 
 HOSTILE = "\x1b[2J\x1b]0;pwned\x07 \u202eexe.txt\u202c \u2066iso\u2069 zero\u200bwidth \x9b31m"
