@@ -76,7 +76,9 @@ def info_from_document(platform: str, path: Path, doc: ConversationDocument) -> 
                        summary=doc.summary or "")
 
 
-def _info(agent: Agent, path: Path) -> SessionInfo:
+def session_info(agent: Agent, path: Path) -> SessionInfo:
+    """The row of ``agent``'s session file at ``path``: from its stream when the agent converts it as it is
+    written, else from the session read whole; a file that cannot be read is a row saying why."""
     try:
         if agent.write_streamed is not None:
             from p2pd.agents.spec import NotStreamable
@@ -136,7 +138,7 @@ def list_sessions(platform: str | None = None, *, limit: int | None = None) -> l
                 found.sort(key=lambda i: i.last_activity, reverse=True)
                 if _mtime(path) < found[limit - 1].last_activity:
                     break
-            found.append(_info(agent, path))
+            found.append(session_info(agent, path))
         infos.extend(found)
     infos.sort(key=lambda i: i.last_activity, reverse=True)
     return infos[:limit] if limit else infos

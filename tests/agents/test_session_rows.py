@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from p2pd.agents import registry
-from p2pd.agents.sessions import _info, info_from_document, list_sessions
+from p2pd.agents.sessions import info_from_document, list_sessions, session_info
 from tests.agents.test_codex_streamed import odd_rollout
 from tests.agents.test_gemini_streamed import odd_recording
 from tests.corpus import claude_code_files, codex_files, file_id, gemini_files
@@ -36,7 +36,7 @@ def _whole_row(path: Path) -> dict:
 def test_a_corpus_session_is_listed_as_the_whole_reading_lists_it(path: Path) -> None:
     agent = registry.detect_agent(path)
     assert agent is not None
-    assert _info(agent, path).to_json() == _whole_row(path)
+    assert session_info(agent, path).to_json() == _whole_row(path)
 
 
 @pytest.mark.parametrize("name", list(GENERATED))
@@ -45,7 +45,7 @@ def test_generated_and_odd_sessions_are_listed_as_the_whole_reading_lists_them(t
     path.write_bytes(GENERATED[name]())
     agent = registry.detect_agent(path)
     assert agent is not None and agent.write_streamed is not None, name
-    row = _info(agent, path).to_json()
+    row = session_info(agent, path).to_json()
     assert row == _whole_row(path)
     assert row["messages"] > 3 and row["title"]
 
