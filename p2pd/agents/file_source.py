@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from p2pd.agents.spec import Agent
 from p2pd.agents.spooled import DocumentSource, LineRestorer, MemorySource, SpooledSource
 from p2pd.conversation.model import ConversationDocument
 from p2pd.errors import NotFoundError, TooLargeError, writing
-from p2pd.support import staging, workroom
+from p2pd.support import workroom
 
 
 def document_pieces(path: Path, *, max_size: int | None = None) -> Iterator[bytes]:
@@ -100,9 +99,7 @@ def file_source(path: str | os.PathLike[str], restore: LineRestorer, *,
         return
     if spool_dir is None:
         workroom.sweep_stale_work()  # (what killed runs left)
-    spool_at = workroom.work_folder(workroom.SPOOL, spool_dir)
-    held = staging.hold(spool_at)  # (a sweep by another run leaves it alone while this one reads it)
-    try:
+    with workroom.held_folder(workroom.SPOOL, spool_dir) as spool_at:
         with writing(f"the spool of {p.name} in {spool_at.parent}", reading=p):  # (a full disk: a typed error)
             spooled = _spooled(p, source_agent, spool_at, restore)
         if spooled is None:  # (agent-team state, a Gemini CLI JSON session: read whole)
@@ -112,9 +109,6 @@ def file_source(path: str | os.PathLike[str], restore: LineRestorer, *,
             yield spooled
         finally:
             spooled.close()
-    finally:
-        os.close(held)
-        shutil.rmtree(spool_at, ignore_errors=True)
 
 
 def _spooled(p: Path, source_agent: Agent | None, spool_at: Path, restore: LineRestorer) -> SpooledSource | None:

@@ -96,11 +96,8 @@ def session_info(agent: Agent, path: Path) -> SessionInfo:
 def _streamed_info(platform: str, path: Path, write: StreamWriter) -> SessionInfo:
     """The session's row from its document converted as a stream and read back as it is written (the envelope —
     title, summary, origin, counts — and each message's time): memory bounded by a message, not the session."""
-    import os
-    import shutil
-
     from p2pd.conversation.stream_reader import DocumentReader
-    from p2pd.support import staging, workroom
+    from p2pd.support import workroom
 
     last: list[str] = []
 
@@ -109,14 +106,9 @@ def _streamed_info(platform: str, path: Path, write: StreamWriter) -> SessionInf
             last[:] = [when]
 
     reader = DocumentReader(source=str(path), on_model=seen)
-    spool = workroom.work_folder(workroom.SPOOL)
-    held = staging.hold(spool)
-    try:
-        with writing(f"the spool of {path.name} in {spool.parent}", reading=path):
-            write(path, reader.feed, spool_dir=spool)
-    finally:
-        os.close(held)
-        shutil.rmtree(spool, ignore_errors=True)
+    with workroom.held_folder(workroom.SPOOL) as spool, \
+            writing(f"the spool of {path.name} in {spool.parent}", reading=path):
+        write(path, reader.feed, spool_dir=spool)
     summary = reader.finish()
     doc = summary.document
     return SessionInfo(platform=platform, session_id=doc.origin.session_id or doc.context_id, cwd=doc.origin.cwd,

@@ -313,20 +313,13 @@ def cmd_show(args: argparse.Namespace) -> int:
 def _show_json(src: Path) -> int:
     """The document, indented, on standard output: written in the line layout to a spool file, then indented from
     there as a stream."""
-    import shutil
-
     from p2pd.conversation.indented import write_indented
     from p2pd.daemon.packer import Job, run
-    from p2pd.support import staging, workroom
+    from p2pd.support import workroom
 
-    spool = workroom.work_folder(workroom.SHOW)
-    held = staging.hold(spool)  # (a sweep by another process leaves it alone while this one reads it)
-    try:
+    with workroom.held_folder(workroom.SHOW) as spool:
         compact = spool / "compact.a2a.json"
         with status(f"Reading {escape(str(src))}…"), writing(f"the work folder {spool}", reading=src):
             run(Job(str(src), str(compact), kind="json"))
         write_indented(compact, sys.stdout.buffer.write)  # (it ends with a newline)
-    finally:
-        os.close(held)
-        shutil.rmtree(spool, ignore_errors=True)
     return ExitCode.OK

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -103,19 +102,14 @@ def masked_copy(ref: str) -> Iterator[Path]:
     from p2pd.conversation.redact import RedactionReport
     from p2pd.daemon.packer import Job
     from p2pd.daemon.packer import run as pack
-    from p2pd.support import staging, workroom
+    from p2pd.support import workroom
 
-    work = workroom.work_folder(workroom.SEND)
-    held = staging.hold(work)
-    try:
+    with workroom.held_folder(workroom.SEND) as work:
         out = work / "masked.a2a.json"
         with status(f"Reading {escape(ref)} and masking secrets…"):
             result = pack(Job(ref, str(out), kind="json", redact=True))
         err.print(f"Redaction: {escape(RedactionReport(Counter(result['masked'])).describe())}")
         yield out
-    finally:
-        os.close(held)
-        shutil.rmtree(work, ignore_errors=True)
 
 
 def _send(args: argparse.Namespace, doc: Any, code: Any) -> int:

@@ -14,8 +14,11 @@ tested without mounting anything.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from p2pd.errors import StorageError, writing
@@ -91,6 +94,21 @@ def work_folder(prefix: str, root: str | os.PathLike[str] | None = None) -> Path
         return Path(tempfile.mkdtemp(prefix=prefix, dir=where))
 
 
+@contextlib.contextmanager
+def held_folder(prefix: str, root: str | os.PathLike[str] | None = None) -> Iterator[Path]:
+    """A work folder (:func:`work_folder`) held by this run while it is used — a sweep by another run leaves it
+    alone (:func:`p2pd.support.staging.hold`) — and removed afterwards."""
+    from p2pd.support import staging
+
+    folder = work_folder(prefix, root)
+    held = staging.hold(folder)
+    try:
+        yield folder
+    finally:
+        os.close(held)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def sweep_stale_work() -> int:
     """Remove the work folders killed runs left (untouched for an hour, held by no live process: a run holds its
     own with :func:`p2pd.support.staging.hold`). Returns how many; never raises."""
@@ -103,5 +121,5 @@ def sweep_stale_work() -> int:
     return sum(sweep(root, f"{prefix}*") for root in roots for prefix in PREFIXES)
 
 
-__all__ = ["PREFIXES", "SEND", "SHOW", "SPOOL", "filesystem_of", "memory_backed", "sweep_stale_work", "work_folder",
-           "work_root", "work_roots"]
+__all__ = ["PREFIXES", "SEND", "SHOW", "SPOOL", "filesystem_of", "held_folder", "memory_backed", "sweep_stale_work",
+           "work_folder", "work_root", "work_roots"]
