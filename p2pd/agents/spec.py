@@ -59,8 +59,8 @@ class StreamWriter(Protocol):
 
 
 class NotStreamable(Exception):
-    """The session needs the whole document in memory (Claude Code's agent-team state is derived from all of
-    it); nothing was written."""
+    """The session needs the whole document in memory (a Gemini CLI session in the older JSON format: one object
+    holding every message); nothing was written."""
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,12 @@
 """The daemon's packing process: ``python -m p2pd.daemon.packer JOB`` (JOB: JSON, see :class:`Job`).
 
 A conversation the daemon sends, exports or hands off is made here, in a child process, and written to a file —
-never built in the daemon's memory. A Claude Code session or a Codex rollout is converted as it is written (its
-agent's ``write_streamed``: memory bounded by a message); redacted, it is written to a spool file first and masked
-as a stream from there (:mod:`p2pd.conversation.redact_stream`). A document p2pd wrote, neither masked nor given
+never built in the daemon's memory. A Claude Code session (agent teams included), a Codex rollout or a Gemini CLI
+JSONL recording is converted as it is written (its agent's ``write_streamed``: memory bounded by a message);
+redacted, it is written to a spool file first and masked as a stream from there
+(:mod:`p2pd.conversation.redact_stream`). A document p2pd wrote, neither masked nor given
 metadata, is checked, then written as it is (:mod:`p2pd.exchange.document_file`). Anything else — a Gemini
-session, an agent-team session, another document — is loaded whole, but in this process, which ends when the file
+JSON session, another document — is loaded whole, but in this process, which ends when the file
 is written. The daemon keeps its own size. ``p2pd export`` calls :func:`run` in its own process.
 
 What is written (``kind``): a blob (``lz4`` or ``zstd``, :mod:`p2pd.blob`) or the document's JSON (``json``, the

@@ -15,8 +15,9 @@ import orjson
 import pytest
 
 from p2pd.agents.claude_code import streamed
-from p2pd.agents.claude_code.streamed import OFFER_KEYS, NotStreamable, write_session
+from p2pd.agents.claude_code.streamed import OFFER_KEYS, write_session
 from p2pd.agents.sources import load_file, stream_writer, streamable_session
+from p2pd.agents.spec import NotStreamable
 from p2pd.conversation.document_io import compact_json, parse_document
 from p2pd.conversation.model import ConversationDocument
 from p2pd.conversation.stream_reader import DocumentReader
@@ -73,10 +74,7 @@ def stream(path: Path, spool: Path) -> tuple[bytes, list[dict[str, Any]], Any]:
 
 @pytest.mark.parametrize("path", claude_code_files(include_subagents=False), ids=file_id)
 def test_streamed_session_is_the_loaded_document(path, tmp_path):
-    try:
-        data, heads, info = stream(path, tmp_path)
-    except NotStreamable:
-        pytest.skip("agent-team session: built in memory")
+    data, heads, info = stream(path, tmp_path)
     doc = load_file(path)
     assert_same_document(data, doc, path)
     assert list(json.loads(data))[-3:] == list(OFFER_KEYS)
@@ -212,7 +210,7 @@ def test_odd_lines_stream_the_same(tmp_path):
     # Not the line with a null block (the in-memory writer cannot dump a JSON-null data part; the streamed one
     # can), nor NaN/infinity (written null by orjson, but NaN by json, which writes the whole in-memory document
     # when a number past 64 bits is in it).
-    odd = [line for line in ODD_LINES if b"team" not in line and b'"uuid":"blocks"' not in line
+    odd = [line for line in ODD_LINES if b'"uuid":"blocks"' not in line
            and b"NaN" not in line and b"1e999" not in line]
     extra = [b'{"no":"type"}', b'{"type":7,"uuid":"t7"}', b'{"type":"system","content":"\\u00e9 \\/ 1.50e2"}',
              b'{"type":"progress","data":{"a":[1,2.5,-0.0,true,null]}} ']
@@ -261,7 +259,6 @@ def test_odd_lines_spliced_into_real_sessions_stream_as_they_load(tmp_path):
 
     _, rng = seeded()
     files = claude_code_files(include_subagents=False)
-    tried = 0
     for i in range(25):
         lines = rng.choice(files).read_bytes().splitlines()
         for _ in range(rng.randint(1, 8)):
@@ -270,10 +267,5 @@ def test_odd_lines_spliced_into_real_sessions_stream_as_they_load(tmp_path):
         path.write_bytes(b"\n".join(lines) + (b"\n" if rng.random() < 0.8 else b""))
         spool = tmp_path / f"spool{i}"
         spool.mkdir()
-        try:
-            data, _, _ = stream(path, spool)
-        except NotStreamable:
-            continue
-        tried += 1
+        data, _, _ = stream(path, spool)
         assert _pairs(data) == _pairs(counts_last(load_file(path))), path.name
-    assert tried

@@ -48,9 +48,8 @@ def odd_session() -> bytes:
              b'{"type":"progress", "data":{"b":"\\ud83d\\ude00\\u2028\\t\\u001f\\u007f"}}',
              b'{"type":"progress","k":1,"k":2}', b'{"type":"system","x":"\\ud800"}', b"{}", b"[]",
              b'{"type":"queue-operation","content":"caf\xc3\xa9 \xe2\x80\xa8"}']
-    odd = [line for line in ODD_LINES if b"team" not in line]
-    return (generate_conversation(300_000, seed=3) + b"\n".join(odd[:-1] + extra) + b"\n"
-            + generate_conversation(200_000, seed=4) + odd[-1])
+    return (generate_conversation(300_000, seed=3) + b"\n".join(ODD_LINES[:-1] + extra) + b"\n"
+            + generate_conversation(200_000, seed=4) + ODD_LINES[-1])
 
 
 def run(session: Path, work: Path) -> tuple[float, int, str, str]:

@@ -10,7 +10,8 @@ and ``send --redact`` of the session, with no peer (their whole packing, then th
 sessions`` of a folder holding the session; then a generated Codex rollout of the same size
 (``tests/transfer/gen.py``), exported, sent, imported into Claude Code and into Codex, and converted back; and a
 generated Gemini CLI recording (``generate_recording``), exported, sent, imported into Claude Code and into Codex,
-and shown. ``--only TEXT`` runs the processes whose description holds TEXT.
+and shown; and a Claude Code session of a lead and its agent team (``generate_conversation(team_every=20)``),
+exported, sent and imported. ``--only TEXT`` runs the processes whose description holds TEXT.
 Peak RSS from ``wait4``; seconds are wall time on a shared machine.
 """
 
@@ -136,6 +137,18 @@ def main(sizes: list[float], only: str | None = None) -> int:
                  [py, "-m", "p2pd", "import", str(recording), "--agent", "codex", "--cwd", str(work)]),
                 ("p2pd show (Gemini CLI recording)", [py, "-m", "p2pd", "show", str(recording)]),
             ]
+            team = work / f"team-{mb:g}.jsonl"  # a Claude Code session of a lead and its agent team
+            subprocess.run([py, "-c", "import sys; from pathlib import Path; from tests.transfer.gen import "
+                            "generate_conversation as g; Path(sys.argv[1]).write_bytes(g(int(sys.argv[2]), 7, "
+                            "team_every=20))", str(team), str(int(mb * MB))], check=True, env=env, cwd=ROOT)
+            steps += [
+                ("p2pd export (agent-team session)", [py, "-m", "p2pd", "export", str(team), "-o",
+                                                      str(work / "team.a2a.json")]),
+                ("p2pd send (agent-team session; no peer: the fallback file)",
+                 [py, "-m", "p2pd", "send", str(team), *no_peer]),
+                ("p2pd import of an agent-team session (the session file itself)",
+                 [py, "-m", "p2pd", "import", str(team), "--cwd", str(work)]),
+            ]
             steps = [(name, argv) for name, argv in steps if only is None or only in name]
             for name, argv in steps:
                 rss, seconds = run(argv, env, work, ok=(0, ExitCode.FALLBACK_WRITTEN))
@@ -144,7 +157,7 @@ def main(sizes: list[float], only: str | None = None) -> int:
             for f in (doc, blob, work / "packed.a2a.p2pd", work / "redacted.a2a.json", session, rollout,
                       work / "rollout.a2a.json", work / "pretty.a2a.json", work / "converted.a2a.json",
                       work / "back.jsonl", work / "back-new.jsonl", work / "rollout-back.jsonl", recording,
-                      work / "gemini.a2a.json", *(work / "fallback").glob("*")):
+                      work / "gemini.a2a.json", team, work / "team.a2a.json", *(work / "fallback").glob("*")):
                 f.unlink(missing_ok=True)
     print()
     print("| session | process | peak RSS MiB | seconds |")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.corpus import claude_code_files
+from tests.corpus import claude_code_files, gemini_files
 from tests.signal_process import signal_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -79,13 +79,25 @@ def test_records_orjson_refuses_stream_without_the_models(tmp_path: Path) -> Non
 
 TEAM_SESSION = (b'{"type":"user","uuid":"u","sessionId":"s","message":{"content":"start a team"}}\n'
                 b'{"type":"assistant","uuid":"a","parentUuid":"u","message":{"id":"r","content":'
-                b'[{"type":"tool_use","id":"t","name":"TeamCreate","input":{"team_name":"x"}}]}}\n')
+                b'[{"type":"tool_use","id":"t","name":"TeamCreate","input":{"team_name":"x"}}]}}\n'
+                b'{"type":"user","uuid":"v","parentUuid":"a","message":{"content":'
+                b'[{"type":"tool_result","tool_use_id":"t","content":"Team x created"}]}}\n')
+
+
+def test_an_agent_team_session_streams_without_the_models(tmp_path: Path) -> None:
+    """A session holding agent-team state was loaded whole, through the models; its team state is now derived
+    from the messages as they are written."""
+    session = tmp_path / "team.jsonl"
+    session.write_bytes(TEAM_SESSION)
+    got = _produce(session, tmp_path)
+    assert got["size"] and got["heads"] == 1
+    assert _models(got["modules"]) == []
 
 
 def test_the_probe_sees_the_models_on_the_whole_document_path(tmp_path: Path) -> None:
-    """The probe can fail: a session holding agent-team state is loaded whole, through the models."""
-    session = tmp_path / "team.jsonl"
-    session.write_bytes(TEAM_SESSION)
+    """The probe can fail: a Gemini CLI JSON session (one object holding every message) is loaded whole, through
+    the models."""
+    session = next(p for p in gemini_files() if p.suffix == ".json")
     got = _produce(session, tmp_path)
     assert got["size"]
     assert "pydantic" in _models(got["modules"])

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Iterator
+from typing import Any
 
 from tests.corpus import claude_code_files
 
@@ -22,14 +24,16 @@ def corpus_lines() -> list[bytes]:
     return lines
 
 
-def generate_conversation(size: int, seed: int = 0) -> bytes:
-    """At least ``size`` bytes of JSONL (whole lines)."""
+def generate_conversation(size: int, seed: int = 0, *, team_every: int = 0) -> bytes:
+    """At least ``size`` bytes of JSONL (whole lines). ``team_every``: after every that many corpus lines, an
+    agent-team exchange (:func:`team_lines`) joins the chain — a session of a lead and its teammates."""
     rng = random.Random(seed)
     lines = corpus_lines()
     out: list[bytes] = []
     total = 0
     parent: str | None = None
     i = 0
+    team = team_lines(rng) if team_every else None
     while total < size:
         line = lines[i % len(lines)]
         i += 1
@@ -37,14 +41,53 @@ def generate_conversation(size: int, seed: int = 0) -> bytes:
             obj = json.loads(line)
         except ValueError:
             continue
-        if isinstance(obj, dict) and "uuid" in obj:
-            obj["uuid"] = f"{rng.getrandbits(128):032x}"
-            obj["parentUuid"] = parent
-            parent = obj["uuid"]
-            line = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
-        out.append(line + b"\n")
-        total += len(line) + 1
+        extra = next(team) if team is not None and i % team_every == 0 else []
+        for value in [obj, *extra]:
+            if isinstance(value, dict) and "uuid" in value:
+                value["uuid"] = f"{rng.getrandbits(128):032x}"
+                value["parentUuid"] = parent
+                parent = value["uuid"]
+            line = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+            out.append(line + b"\n")
+            total += len(line) + 1
     return b"".join(out)
+
+
+def team_lines(rng: random.Random) -> Iterator[list[dict[str, Any]]]:
+    """Agent-team exchanges, one list of lines (a lead's team call and its result, or a teammate's notice) at a
+    time: a team made and three teammates spawned, then, over and over, a task created, claimed, discussed and
+    completed (each line's ``uuid`` and ``parentUuid`` are the caller's to set)."""
+    stamp = "2026-02-12T10:00:00.000Z"
+
+    def call(name: str, tool_input: dict[str, Any], result: str) -> list[dict[str, Any]]:
+        call_id = f"toolu_{rng.getrandbits(64):016x}"
+        base = {"isSidechain": False, "userType": "external", "cwd": "/home/dev/proj", "sessionId": "team-session",
+                "version": "2.1.39", "gitBranch": "main", "timestamp": stamp, "uuid": "", "parentUuid": None}
+        return [{**base, "type": "assistant", "message": {
+                    "id": f"msg_{rng.getrandbits(64):016x}", "type": "message", "role": "assistant",
+                    "model": "claude-opus-4-6", "content": [{"type": "tool_use", "id": call_id, "name": name,
+                                                             "input": tool_input}]}},
+                {**base, "type": "user", "message": {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": call_id, "content": result}]}}]
+
+    yield call("TeamCreate", {"team_name": "squad", "description": "the work, shared"}, "Team squad created")
+    members = ["alice", "bob", "carol"]
+    for name in members:
+        yield call("Task", {"team_name": "squad", "name": name, "subagent_type": "general-purpose",
+                            "prompt": f"You are {name}, a member of squad."}, f"Spawned {name}")
+    n = 0
+    while True:
+        n += 1
+        who = members[n % len(members)]
+        yield call("TaskCreate", {"subject": f"Part {n}", "description": f"Do part {n} " + "of the port " * 20},
+                   f"Task #{n} created successfully: Part {n}")
+        yield call("TaskUpdate", {"taskId": str(n), "owner": who, "status": "in_progress"}, f"Updated task #{n}")
+        yield call("SendMessage", {"type": "message", "recipient": who, "content": f"Start on part {n}, please.",
+                                   "summary": f"part {n}"}, "Message sent")
+        yield [{"type": "user", "uuid": "", "parentUuid": None, "sessionId": "team-session", "timestamp": stamp,
+                "message": {"role": "user", "content": f'<teammate-message teammate_id="{who}">'
+                            '{"type":"idle_notification","from":"' + who + '"}</teammate-message>'}}]
+        yield call("TaskUpdate", {"taskId": str(n), "status": "completed"}, f"Updated task #{n}")
 
 
 def generate_rollout(size: int, seed: int = 0) -> bytes:

@@ -18,7 +18,6 @@ from typing import Any
 
 from p2pd.agents.claude_code.transcript import MESSAGE_TYPES, TITLE_TYPES, message_problem
 from p2pd.agents.jsonl import READ_BUFFER, SourceLine, iter_lines, open_lines, parse_line
-from p2pd.conversation.teams import TEAM_TOOLS
 
 try:
     import msgspec
@@ -30,19 +29,11 @@ KEEP = ("type", "uuid", "parentUuid", "logicalParentUuid", "isSidechain", "isMet
         "cwd", "gitBranch", "version", "timestamp", *TITLE_TYPES.values())
 _REPEATED = frozenset({"type", "sessionId", "cwd", "gitBranch", "version", "teamName", "isSidechain", "isMeta"})
 _BLOCKS: dict[Any, dict[str, Any]] = {}  # one shared object for every id-less block of a type (read only)
-_TEAM_TEXT = "<teammate-message"
-_TEAM_BYTES = _TEAM_TEXT.encode()
 
 
-def read_index(path: Path) -> list[SourceLine] | None:
-    """The index of every line of the transcript at ``path``, or None when a line shows agent-team state (a
-    teammate message, a team tool call): such a session is converted whole."""
-    index: list[SourceLine] = []
-    for line, team in index_lines(path):
-        if team:
-            return None
-        index.append(line)
-    return index
+def read_index(path: Path) -> list[SourceLine]:
+    """The index of every line of the transcript at ``path``."""
+    return list(index_lines(path))
 
 
 def message_line(line: SourceLine) -> bool:
@@ -51,27 +42,15 @@ def message_line(line: SourceLine) -> bool:
     return line.obj is not None and line.type in MESSAGE_TYPES and message_problem(line.obj) is None
 
 
-def index_lines(path: Path, *, exact: bool = False) -> Iterator[tuple[SourceLine, bool]]:
-    """Each line's index entry and whether it shows agent-team state: the fast way (msgspec), or ``exact``ly —
-    the same entries (a test holds it), each line parsed whole."""
+def index_lines(path: Path, *, exact: bool = False) -> Iterator[SourceLine]:
+    """Each line's index entry: the fast way (msgspec), or ``exact``ly — the same entries (a test holds it),
+    each line parsed whole."""
     return _exact_lines(path) if exact or msgspec is None else _fast_lines(path)
 
 
-def _exact_lines(path: Path) -> Iterator[tuple[SourceLine, bool]]:
+def _exact_lines(path: Path) -> Iterator[SourceLine]:
     for line in iter_lines(path):
-        yield light_line(line), team_marker(line)
-
-
-def team_marker(line: SourceLine) -> bool:
-    return _TEAM_TEXT in line.text or any(
-        isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(name := b.get("name"), str)
-        and name in TEAM_TOOLS for b in _blocks(line.obj))  # (a name that is an object is no team tool's)
-
-
-def _blocks(obj: dict[str, Any] | None) -> list[Any]:
-    msg = obj.get("message") if obj else None
-    content = msg.get("content") if isinstance(msg, dict) else None
-    return content if isinstance(content, list) else []
+        yield light_line(line)
 
 
 def _shared(value: Any) -> Any:
@@ -117,7 +96,7 @@ def light_line(line: SourceLine) -> SourceLine:
 
 if msgspec is not None:
     # One decode per line: the kept keys, and of ``message`` only its id and its content's shape (text, or
-    # blocks with their type, ids and tool name); everything else is skipped unbuilt. A line of another shape
+    # blocks with their type and ids); everything else is skipped unbuilt. A line of another shape
     # (a message that is no object, a block that is no object…) fails to decode and goes the exact way.
     # The kept values are strings, booleans or null as they are decoded (the decoder refuses anything else: a
     # number — the exact way reads the ones past 64 bits as floats —, a list or an object that may hold one).
@@ -128,7 +107,6 @@ if msgspec is not None:
         type: _Plain = _UNSET
         id: _Plain = _UNSET
         tool_use_id: _Plain = _UNSET
-        name: Any = _UNSET  # (not kept: read for the team tools only)
 
     class _Message(msgspec.Struct):
         id: _Plain = _UNSET
@@ -149,12 +127,12 @@ class _Odd(Exception):
     """A line the fast way does not take as it is."""
 
 
-def _fast_lines(path: Path) -> Iterator[tuple[SourceLine, bool]]:
-    for line, team, _, _ in index_lines_raw(path):
-        yield line, team
+def _fast_lines(path: Path) -> Iterator[SourceLine]:
+    for line, _, _ in index_lines_raw(path):
+        yield line
 
 
-def index_lines_raw(path: Path) -> Iterator[tuple[SourceLine, bool, bytes, bool]]:
+def index_lines_raw(path: Path) -> Iterator[tuple[SourceLine, bytes, bool]]:
     """:func:`index_lines`, each entry with the line's bytes (newline included) and whether the fast way read
     them — then they are one well-formed JSON object, UTF-8 throughout, that orjson and msgspec read as they
     are; else the line went the exact way."""
@@ -163,8 +141,7 @@ def index_lines_raw(path: Path) -> Iterator[tuple[SourceLine, bool, bytes, bool]
             try:  # (the newline is JSON whitespace: the line is decoded with it, not copied without it)
                 if not raw.isascii():
                     raw.decode("utf-8")  # (the decoder checks only the strings it keeps)
-                line, team = _fast_line(n, raw)
-                yield line, team, raw, True
+                yield _fast_line(n, raw), raw, True
             except (_Odd, UnicodeDecodeError, RecursionError, msgspec.MsgspecError):
                 ends = raw.endswith(b"\n")
                 body = raw[:-1] if ends else raw
@@ -172,10 +149,10 @@ def index_lines_raw(path: Path) -> Iterator[tuple[SourceLine, bool, bytes, bool]
                     line = parse_line(n, body.decode("utf-8"), last_without_newline=not ends, maybe_undecodable=False)
                 except UnicodeDecodeError:
                     line = parse_line(n, body.decode("utf-8", errors="surrogateescape"), last_without_newline=not ends)
-                yield light_line(line), team_marker(line), raw, False
+                yield light_line(line), raw, False
 
 
-def _fast_line(n: int, raw: bytes) -> tuple[SourceLine, bool]:
+def _fast_line(n: int, raw: bytes) -> SourceLine:
     if not raw.startswith(b"{"):
         raise _Odd
     decoded: Any = _LINE.decode(raw)
@@ -187,19 +164,11 @@ def _fast_line(n: int, raw: bytes) -> tuple[SourceLine, bool]:
             _shared_values[values] = shared
     decoded.type, decoded.sessionId, decoded.cwd, decoded.gitBranch, decoded.version, decoded.teamName = shared
     light: dict[str, Any] = _BUILTINS(decoded)  # (the keys present, in KEEP's order, message last)
-    first = raw.find(b"<")  # (the marker starts with it: looked for from the first one on)
-    team = first >= 0 and raw.find(_TEAM_BYTES, first) >= 0
     msg = light.get("message")
     if msg is not None:
         content = msg.get("content")
         if content.__class__ is str:
             msg["content"] = ""
         elif content is not None:
-            blocks: list[Any] = []
-            for block in content:
-                name = block.pop("name", None)
-                if name.__class__ is str and name in TEAM_TOOLS and block.get("type") == "tool_use":
-                    team = True
-                blocks.append(_light_block(block))
-            msg["content"] = blocks
-    return SourceLine(n, "", value=light), team
+            msg["content"] = [_light_block(block) for block in content]
+    return SourceLine(n, "", value=light)

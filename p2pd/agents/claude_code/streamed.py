@@ -8,14 +8,15 @@ holds it), without holding the session in memory, and starting to write before t
    number of messages need (ids, parent links, a few strings: :mod:`~p2pd.agents.claude_code.line_index`) —
    small next to the session — and which lines are message lines; on the way it makes the records (the lines
    that are no messages) and spools them;
-2. the subagents are converted and spooled, one at a time (one holding agent-team state makes the session
-   :class:`NotStreamable` before anything is written);
+2. the subagents are converted and spooled, one at a time (their agent-team events kept);
 3. the first messages are converted ahead until they settle the title (usually the first prompt): what a
    transfer offers (``on_head``: title, message count) is known now;
 4. the document is written: its envelope (``format`` first), ``records`` (copied from their spool),
    ``messages`` (a pass over the message lines, each written as soon as it is converted), the issues,
-   the subagents, the spilled tool results, and ``title``, ``summary`` and ``counts`` — known only now — last
-   (JSON objects are unordered: SPEC.md says readers take any key order).
+   the subagents, the spilled tool results, then what is known only now: the agent-team state (``metadata``,
+   when the session and its subagents hold one: :class:`~p2pd.conversation.teams.EventCollector` hears each
+   message as it is written), and ``title``, ``summary`` and ``counts`` last (JSON objects are unordered:
+   SPEC.md says readers take any key order).
 
 Messages and records are made straight into their JSON, without the pydantic models (the same bytes: a test holds
 it, :mod:`~p2pd.agents.claude_code.message_json`): a record is the line's own bytes under its number (read whole
@@ -23,7 +24,8 @@ when the line is odd), a message is built from its lines' dicts, and the counts,
 through a view.
 
 So the payload is produced, sent and checked while the transcript is still read, with nothing left for the end
-but the last messages. Memory holds the index, one message, one subagent and one tool result at a time.
+but the last messages. Memory holds the index, one message, one subagent and one tool result at a time, and the
+team calls (few and small next to the session).
 """
 
 from __future__ import annotations
@@ -64,12 +66,18 @@ from p2pd.agents.jsonl import (
     session_time,
     verbatim_json,
 )
-from p2pd.agents.spec import NotStreamable as NotStreamable  # (its callers import it here)
 from p2pd.conversation.json_text import DECODE_REFUSED, compact_json
 from p2pd.conversation.layout import ElementSpool, SubagentLines, Write, write_document
 from p2pd.conversation.shapes import A2A_PROTOCOL_VERSION, FORMAT_NAME, FORMAT_VERSION, Tally
 from p2pd.conversation.summary import SummaryBuilder
-from p2pd.conversation.teams import events_from_messages
+from p2pd.conversation.teams import (
+    EventCollector,
+    TeamEvent,
+    events_from_messages,
+    in_time_order,
+    subagent_name,
+    team_state,
+)
 from p2pd.support.gcpause import bulk_work
 
 
@@ -102,8 +110,6 @@ def write_session(path: Path, write: Write, *, spool_dir: Path, on_head: Head | 
     try:
         with bulk_work():
             indexed = _index_and_records(path, record_spool, issues)
-        if indexed is None:
-            raise NotStreamable(path)
         return _write(path, *indexed, record_spool, issues, write, spool_dir=spool_dir, on_head=on_head)
     finally:
         record_spool.close()
@@ -130,6 +136,7 @@ def _write(path: Path, index: list[SourceLine], in_messages: list[SourceLine], r
     counts = Tally()
     counts.records = record_spool.count
     summary = SummaryBuilder()
+    team = EventCollector()
     spools: list[_SubagentSpool] = []
     # The envelope (``ConversationDocument.to_json_dict()``'s keys before ``messages``, in order, unset ones left
     # out: a test holds it), without the model.
@@ -142,16 +149,22 @@ def _write(path: Path, index: list[SourceLine], in_messages: list[SourceLine], r
         heard = True
         on_head({"title": early, **offer})
 
+    def converted() -> Iterator[dict[str, Any]]:
+        return iter_messages_json(iter_lines(path, keep_text=False, only=message_lines), session_id, active)
+
+    def active_again() -> Iterator[MessageView]:  # (read again only for a team result written before its call)
+        return (v for v in map(MessageView, converted()) if v.p2pd.get("active", True))
+
     def messages() -> Iterator[bytes]:
         nonlocal title, heard
-        for message in iter_messages_json(iter_lines(path, keep_text=False, only=message_lines), session_id,
-                                          active):
+        for message in converted():
             item = MessageView(message)
             counts.add(item)
             if title is None:
                 title = prompt_title(item)
             if item.p2pd.get("active", True):
                 summary.add(item)
+                team.add(item)
             yield compact_json(message)
             if not heard and (settled := summary.settled_title(title)) is not None:
                 heard = True
@@ -165,12 +178,16 @@ def _write(path: Path, index: list[SourceLine], in_messages: list[SourceLine], r
         counts.source_lines = line_count
         counts.malformed_lines = len(issues) + subagents.issues
         counts.subagents = len(subagents.shape)
-        title, text = summary.finish(title or "", None)
-        return {"title": title, "summary": text, "counts": counts.to_json_dict()}
+        # (as the loaded reading's document_events: the active messages', then each subagent's, in time order)
+        state = team_state(in_time_order([*team.events(active_again),
+                                          *subagents.team_events]))
+        metadata = {"teams": state} if state is not None else None
+        title, text = summary.finish(title or "", metadata)
+        return {**({"metadata": metadata} if metadata else {}),
+                "title": title, "summary": text, "counts": counts.to_json_dict()}
 
     try:
-        # The subagents first (spooled): one that holds team state makes the session NotStreamable, and that
-        # must be known before anything is written.
+        # The subagents first (spooled): they come after the messages, which are written as they are made.
         subagents = _SubagentSpool(path, session_id, spool_dir / "subagents.spool")
         spools.append(subagents)
         with bulk_work():
@@ -260,10 +277,9 @@ _WHITESPACE = b" \t\r\n"
 
 
 def _index_and_records(path: Path, spool: _RecordSpool, issues: list[dict[str, Any]]
-                       ) -> tuple[list[SourceLine], list[SourceLine]] | None:
+                       ) -> tuple[list[SourceLine], list[SourceLine]]:
     """The line index (:func:`~p2pd.agents.claude_code.line_index.read_index`) and its message lines, with the
-    records made on the way into ``spool`` (their issues into ``issues``), in line order; None when a line shows
-    agent-team state.
+    records made on the way into ``spool`` (their issues into ``issues``), in line order.
 
     An ordinary record — a line the index read the fast way (one well-formed JSON object, UTF-8 throughout), of a
     string ``type`` that is no message type — is the line's own bytes under its number: the same value as the
@@ -272,9 +288,7 @@ def _index_and_records(path: Path, spool: _RecordSpool, issues: list[dict[str, A
     index: list[SourceLine] = []
     in_messages: list[SourceLine] = []
     add, message_types = spool.add, MESSAGE_TYPES
-    for line, team, raw, fast in index_lines_raw(path):
-        if team:
-            return None
+    for line, raw, fast in index_lines_raw(path):
         index.append(line)
         if message_line(line):
             in_messages.append(line)
@@ -328,6 +342,7 @@ class _SubagentSpool:
     def __init__(self, path: Path, session_id: str, spool: Path) -> None:
         self.shape: list[tuple[int, int, dict[str, Any]]] = []  # (messages, records, other fields)
         self.issues = 0
+        self.team_events: list[TeamEvent] = []  # (each subagent's, in its conversation order)
         self.spool = ElementSpool(spool)
         try:
             self._convert(path, session_id)
@@ -353,9 +368,8 @@ class _SubagentSpool:
                 if reason is not None or line.obj is None:
                     issues.append({"line": line.n, "reason": reason or "unreadable"})
                 records.append(verbatim_json(line) if line.obj is None else {"line": line.n, "value": line.obj})
-            name = (meta or {}).get("name") or (meta or {}).get("agentName") or agent_id
-            if events_from_messages([MessageView(m) for m in messages], actor=str(name)):
-                raise NotStreamable(path)
+            self.team_events += events_from_messages([MessageView(m) for m in messages],
+                                                     actor=subagent_name(meta, agent_id))
             self.issues += len(issues)
             rest: dict[str, Any] = {"issues": issues, "lineCount": len(lines), "agentId": agent_id, "fileName": rel}
             if meta is not None:

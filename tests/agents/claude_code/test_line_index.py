@@ -56,9 +56,8 @@ def both(path: Path) -> tuple[list, list]:
 def test_fast_index_is_the_exact_index_on_the_corpus(path):
     fast, exact = both(path)
     assert fast == exact
-    index = line_index.read_index(path)
-    if index is not None:  # and it counts the messages the conversion makes
-        assert message_count(index) == load_file(path).counts.messages
+    # and it counts the messages the conversion makes
+    assert message_count(line_index.read_index(path)) == load_file(path).counts.messages
 
 
 @pytest.mark.parametrize("i", range(len(ODD_LINES)))
@@ -68,7 +67,7 @@ def test_fast_index_is_the_exact_index_on_odd_lines(i, tmp_path):
                      + (b"" if ODD_LINES[i].endswith(b"here") else b"\n"))
     fast, exact = both(path)
     assert fast == exact
-    assert [team for _, team in fast] == [False, b"team-" in ODD_LINES[i]]
+    assert len(fast) == 2
 
 
 def test_fast_index_is_the_exact_index_on_damaged_lines(tmp_path):
@@ -94,20 +93,19 @@ def test_fast_index_is_the_exact_index_on_damaged_lines(tmp_path):
     fast, exact = both(path)
     assert len(fast) == len(exact) == 400
     for f, e in zip(fast, exact, strict=True):
-        assert f == e, (seed, e[0].n, lines[e[0].n - 1][:300])
-    assert any(line.obj is None for line, _ in exact) and any(line.obj for line, _ in exact)  # both kinds seen
+        assert f == e, (seed, e.n, lines[e.n - 1][:300])
+    assert any(line.obj is None for line in exact) and any(line.obj for line in exact)  # both kinds seen
 
 
 def test_a_tool_name_that_is_no_string_is_read_both_ways(tmp_path):
-    """A tool call named by an object (a damaged line: seed 401 of the test above) is no team tool's, the exact
-    way too (it failed on the unhashable name)."""
+    """A tool call named by an object (a damaged line: seed 401 of the test above) is indexed alike both ways."""
     path = tmp_path / "named.jsonl"
     path.write_bytes(b'{"type":"user","uuid":"a","message":{"content":"go"}}\n'
                      b'{"type":"assistant","uuid":"b","parentUuid":"a","message":{"id":"r","content":'
                      b'[{"type":"tool_use","id":"t","name":{"TeamCreate":1}}]}}\n')
     fast, exact = both(path)
     assert fast == exact
-    assert [team for _, team in exact] == [False, False]
+    assert exact[1].obj["message"]["content"] == [{"type": "tool_use", "id": "t"}]
 
 
 def test_index_without_msgspec_is_the_same(monkeypatch):
@@ -117,13 +115,17 @@ def test_index_without_msgspec_is_the_same(monkeypatch):
     assert line_index.read_index(path) == fast
 
 
-def test_a_team_line_makes_no_index(tmp_path):
+def test_a_team_line_is_indexed_as_any_other(tmp_path):
+    """The index no longer marks agent-team lines (the streamed writer derives the team state from the messages
+    it converts): a team call's line is one entry like any other, both ways."""
     path = tmp_path / "team.jsonl"
     path.write_bytes(b"".join(json.dumps(o).encode() + b"\n" for o in [
         {"type": "user", "uuid": "a", "message": {"content": "go"}},
         {"type": "assistant", "uuid": "b", "message": {"content": [{"type": "tool_use", "id": "t",
                                                                        "name": "SendMessage"}]}}]))
-    assert line_index.read_index(path) is None
+    fast, exact = both(path)
+    assert fast == exact == line_index.read_index(path)
+    assert [line.obj["uuid"] for line in fast] == ["a", "b"]
 
 
 @pytest.mark.parametrize("i", range(len(ODD_LINES)))
