@@ -9,7 +9,9 @@ needs none of that: the whole way would send the same values. So the packing pro
    :class:`~p2pd.conversation.stream_reader.DocumentReader`, within the receiver's limits (memory: one element),
    which tells what the conversation is offered under (title, contextId, origin, the messages it counted) and
    whether the file can go as it is — p2pd's own format at this version, every message in the current shape (none
-   read only once normalized), a summary, the counts it stores the same as those counted, and no agent-team state;
+   read only once normalized), a summary, the counts it stores the same as those counted, and, when it holds
+   agent-team state (``metadata.teams``), the title and summary it stores the same as those made again from its
+   messages and that state (a second checking pass, for such a document only: the whole way summarizes it again);
 2. :func:`~p2pd.agents.file_source.document_pieces`: its JSON (decompressed, for a blob) compressed as it is read.
 
 Any other document — another tool's bare A2A messages, A2A 0.3 shapes, an older p2pd's without a summary, stale
@@ -56,10 +58,29 @@ def check_document(path: Path) -> CheckedDocument:
     summary = reader.finish()
     doc = summary.document
     as_is = (reader.own_format and reader.normalized == 0 and doc.summary is not None
-             and "teams" not in (doc.metadata or {}) and doc.counts == summary.counts)
+             and doc.counts == summary.counts
+             and ("teams" not in (doc.metadata or {}) or _summarized_alike(path, doc)))
     offer = {"title": doc.title, "contextId": doc.context_id, "origin": doc.origin.to_json_dict(),
              "counts": {"messages": summary.counts.messages}}
     return CheckedDocument(offer=offer, as_is=as_is, envelope=doc)
+
+
+def _summarized_alike(path: Path, envelope: ConversationDocument) -> bool:
+    """Whether the whole way's ``summarize`` (run again on a document with team state) gives this document's own
+    title and summary: its active messages read again as a stream into a summary, with its metadata."""
+    from p2pd.conversation.summary import SummaryBuilder
+
+    builder = SummaryBuilder()
+
+    def heard(key: str, subagent: int | None, model: Any) -> None:
+        if key == "messages" and subagent is None and model.p2pd.get("active", True):
+            builder.add(model)
+
+    reader = DocumentReader(source=str(path), on_model=heard)
+    for piece in document_pieces(path):
+        reader.feed(piece)
+    reader.finish()
+    return builder.finish(envelope.title, envelope.metadata) == (envelope.title, envelope.summary)
 
 
 def pass_through(path: Path, write: Callable[[bytes], object],

@@ -176,3 +176,31 @@ def test_send_redact_masks_as_streams_and_leaves_no_work_folder(tmp_path):
     assert secret.encode() not in sent and b"[REDACTED:" in sent
     assert read_whole([sent], source="fallback") == masked
     assert not list(temp.glob(f"{SEND_WORK_PREFIX}*"))  # the masked copy's work folder is gone
+
+
+def test_a_team_document_p2pd_wrote_goes_as_it_is_unless_its_summary_is_stale(tmp_path):
+    """A document with agent-team state was always loaded whole (294 MiB for a 50 MB one): the whole way
+    summarizes such a document again. It now goes as it is when that summary is the one it stores (a second
+    checking pass); a stale one is still made again."""
+    from tests.conversation.test_teams import team_session
+
+    session = team_session().write(tmp_path / "proj")
+    exported = tmp_path / "team.a2a.json"
+    run(Job(str(session), str(exported), kind="json"))
+    whole = load_file(exported)
+    assert whole.metadata and whole.metadata["teams"]["tasks"] and "team task(s) open" in (whole.summary or "")
+    payload, head = sent(exported, tmp_path / "work")
+    assert payload == exported.read_bytes()  # as it is
+    assert read_whole([payload], source="payload") == whole
+    assert head["title"] == whole.title
+
+    def finished(data: dict) -> None:  # the team's open task closed in the state, the summary left as it was
+        for task in data["metadata"]["teams"]["tasks"].values():
+            task["status"] = "completed"
+
+    stale = _rewritten(exported, finished)
+    whole = load_file(stale)
+    assert "team task(s) open" not in (whole.summary or "")
+    payload, _ = sent(stale, tmp_path / "work2")
+    assert payload != stale.read_bytes()  # written again, summarized again
+    assert read_whole([payload], source="payload") == whole
