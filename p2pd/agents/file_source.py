@@ -4,7 +4,8 @@
 A document is read as a stream into a spool on disk (:func:`~p2pd.agents.spooled.spool_document`: every element
 checked, within the reader's limits). A session its agent converts as it is written (Claude Code, Codex,
 a Gemini CLI JSONL recording: ``Agent.write_streamed``) is converted into the spool's folder first, then spooled
-the same way. Anything else — a Gemini CLI JSON session — is loaded whole (a
+the same way. Anything else — a session its agent declines to stream (NotStreamable: a Gemini CLI JSON session
+two ``messages`` arrays or text after it…) — is loaded whole (a
 :class:`~p2pd.agents.spooled.MemorySource`).
 Memory is then one element and the spool's compact index, not the session; the spool is removed on leaving.
 """
@@ -102,7 +103,7 @@ def file_source(path: str | os.PathLike[str], restore: LineRestorer, *,
     with workroom.held_folder(workroom.SPOOL, spool_dir) as spool_at:
         with writing(f"the spool of {p.name} in {spool_at.parent}", reading=p):  # (a full disk: a typed error)
             spooled = _spooled(p, source_agent, spool_at, restore)
-        if spooled is None:  # (a Gemini CLI JSON session: read whole)
+        if spooled is None:  # (declined by its agent's streamed writer: read whole)
             yield _whole(p, restore)
             return
         try:
@@ -131,7 +132,7 @@ def _spooled(p: Path, source_agent: Agent | None, spool_at: Path, restore: LineR
 
 
 def _whole(p: Path, restore: LineRestorer) -> MemorySource:
-    """A session file converted in memory (a Gemini CLI JSON session)."""
+    """A session file converted in memory (one its agent declines to stream)."""
     from p2pd.agents.sources import load_file
 
     return MemorySource(load_file(p), restore)

@@ -72,8 +72,8 @@ def _looks_like_path(ref: str) -> bool:
 def streamable_session(ref: str) -> Path | None:
     """The file of ``ref`` when it is a session its agent converts as it is written (:func:`stream_writer`: Claude
     Code, Codex, Gemini CLI); None for anything else (read it with :func:`load_conversation`). The writer may still
-    decline a session it must read whole (NotStreamable, before it writes anything: a Gemini CLI session in the
-    older JSON format)."""
+    decline a session it must read whole (NotStreamable, before it writes anything: an odd Gemini CLI JSON
+    session)."""
     p = Path(ref).expanduser()
     if p.is_file():
         return p if stream_writer(p) is not None else None

@@ -59,8 +59,8 @@ class StreamWriter(Protocol):
 
 
 class NotStreamable(Exception):
-    """The session needs the whole document in memory (a Gemini CLI session in the older JSON format: one object
-    holding every message); nothing was written."""
+    """The session is left to its agent's whole reading (a Gemini CLI JSON session a message-at-a-time reading
+    could read otherwise: see :mod:`p2pd.agents.gemini.json_session`); nothing was written."""
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ JSONL recording is converted as it is written (its agent's ``write_streamed``: m
 redacted, it is written to a spool file first and masked as a stream from there
 (:mod:`p2pd.conversation.redact_stream`). A document p2pd wrote, neither masked nor given
 metadata, is checked, then written as it is (:mod:`p2pd.exchange.document_file`). Anything else — a Gemini
-JSON session, another document — is loaded whole, but in this process, which ends when the file
+JSON session its writer declines, another document — is loaded whole, but in this process, which ends when the file
 is written. The daemon keeps its own size. ``p2pd export`` calls :func:`run` in its own process.
 
 What is written (``kind``): a blob (``lz4`` or ``zstd``, :mod:`p2pd.blob`) or the document's JSON (``json``, the

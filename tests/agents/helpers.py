@@ -98,6 +98,12 @@ def every_kind_rollout() -> Rollout:
     return r
 
 
+# A Gemini CLI JSON session only the whole reading takes (two ``messages`` arrays: json keeps the last, read after
+# the first was streamed; tests/agents/test_gemini_json_streamed.py has the others).
+LEFT_WHOLE_GEMINI_JSON = (b'{"sessionId": "left-whole", "startTime": "2026-03-24T15:43:17Z", "messages": [], '
+                          b'"messages": [{"id": "u1", "type": "user", "content": "hello"}]}')
+
+
 def packed_in_process(path: Path, work: Path) -> tuple[bytes, dict[str, Any] | None]:
     """The document the real packing process (``p2pd.exchange.producer``) sends for the session at ``path``, and
     the head it offers it under."""

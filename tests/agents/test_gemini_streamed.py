@@ -1,7 +1,8 @@
 """A Gemini CLI JSONL recording converted as it is written (p2pd/agents/gemini/streamed.py): the same bytes as the
 whole way's document in the line layout — for a recording of every odd line and update, and a generated one —;
-the same errors with nothing written; the JSON format left to the whole way (through the real packing process:
-here and tests/exchange/test_producing.py). The whole way's own rules are held by tests/agents/test_gemini.py."""
+the same errors with nothing written; JSON sessions through the real packing process (here and
+tests/exchange/test_producing.py; their own tests: tests/agents/test_gemini_json_streamed.py). The whole way's own
+rules are held by tests/agents/test_gemini.py."""
 
 from __future__ import annotations
 
@@ -15,7 +16,14 @@ from p2pd.agents.gemini.export import export_gemini
 from p2pd.agents.gemini.streamed import write_recording
 from p2pd.agents.sources import detect
 from p2pd.agents.spec import NotStreamable
-from tests.agents.helpers import line_layout, offer_of, packed_in_process, refused_alike, written_as_stream
+from tests.agents.helpers import (
+    LEFT_WHOLE_GEMINI_JSON,
+    line_layout,
+    offer_of,
+    packed_in_process,
+    refused_alike,
+    written_as_stream,
+)
 from tests.corpus import gemini_files
 from tests.transfer.gen import generate_recording
 
@@ -113,11 +121,19 @@ def test_the_same_errors_and_nothing_written(tmp_path: Path) -> None:
     refused_alike(export_gemini, write_recording, tmp_path / "missing.jsonl", tmp_path)
 
 
-def test_the_json_format_is_left_to_the_whole_way(tmp_path: Path) -> None:
+def test_json_sessions_through_the_packing_process(tmp_path: Path) -> None:
+    """The corpus JSON session is streamed (tests/agents/test_gemini_json_streamed.py); one only the whole reading
+    takes is declined before anything is written, and read whole by the packing process."""
     source = next(p for p in gemini_files() if p.suffix == ".json")
+    payload, _ = packed_in_process(source, tmp_path / "work")
+    assert payload == whole(source)
+    left = tmp_path / "session-left.json"
+    left.write_bytes(LEFT_WHOLE_GEMINI_JSON)
     out = io.BytesIO()
+    spool = tmp_path / "spool"
+    spool.mkdir()
     with pytest.raises(NotStreamable):
-        write_recording(source, out.write, spool_dir=tmp_path)
-    assert out.getvalue() == b"" and list(tmp_path.iterdir()) == []
-    payload, _ = packed_in_process(source, tmp_path / "work")  # the packing process reads it whole
-    assert json.loads(payload) == export_gemini(source).to_json_dict()
+        write_recording(left, out.write, spool_dir=spool)
+    assert out.getvalue() == b"" and list(spool.iterdir()) == []
+    payload, _ = packed_in_process(left, tmp_path / "work2")  # the packing process reads it whole
+    assert json.loads(payload) == export_gemini(left).to_json_dict()

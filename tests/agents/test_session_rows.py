@@ -13,6 +13,7 @@ import pytest
 
 from p2pd.agents import registry
 from p2pd.agents.sessions import info_from_document, list_sessions, session_info
+from tests.agents.helpers import LEFT_WHOLE_GEMINI_JSON
 from tests.agents.test_codex_streamed import odd_rollout
 from tests.agents.test_gemini_streamed import odd_recording
 from tests.corpus import claude_code_files, codex_files, file_id, gemini_files
@@ -52,7 +53,8 @@ def test_generated_and_odd_sessions_are_listed_as_the_whole_reading_lists_them(t
 
 def test_a_streamable_session_is_never_loaded_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each agent's whole reading refuses to run: the streamable sessions are listed all the same (the spools are
-    gone afterwards); a Gemini CLI JSON session, which only the whole reading takes, is listed unreadable."""
+    gone afterwards), the corpus's Gemini CLI JSON session among them; a JSON session only the whole reading takes
+    is listed unreadable."""
     claude, codex, gemini = tmp_path / "claude", tmp_path / "codex", tmp_path / "gemini"
     project = claude / "projects" / "-w"
     project.mkdir(parents=True)
@@ -66,6 +68,7 @@ def test_a_streamable_session_is_never_loaded_whole(tmp_path: Path, monkeypatch:
     (chats / "session-2026-03-24T15-43-aaaa1111.jsonl").write_bytes(generate_recording(500_000, seed=7))
     json_session = next(p for p in gemini_files() if p.suffix == ".json")
     (chats / "session-2026-03-24T16-00-bbbb2222.json").write_bytes(json_session.read_bytes())
+    (chats / "session-2026-03-24T17-00-cccc3333.json").write_bytes(LEFT_WHOLE_GEMINI_JSON)
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude))
     monkeypatch.setenv("CODEX_HOME", str(codex))
     monkeypatch.setenv("GEMINI_DIR", str(gemini))
@@ -79,9 +82,10 @@ def test_a_streamable_session_is_never_loaded_whole(tmp_path: Path, monkeypatch:
         raise InvalidInputError(f"loaded whole: {path.name}")
 
     monkeypatch.setattr(registry, "AGENTS", type(registry.AGENTS)(replace(a, export=refused) for a in registry.AGENTS))
-    rows = {r.platform + ":" + Path(r.path).suffix: r for r in list_sessions()}
-    assert set(rows) == {"claude-code:.jsonl", "codex:.jsonl", "gemini:.jsonl", "gemini:.json"}, rows
-    for key in ("claude-code:.jsonl", "codex:.jsonl", "gemini:.jsonl"):
+    rows = {r.platform + ":" + Path(r.path).name[-10:]: r for r in list_sessions()}
+    assert set(rows) == {"claude-code:4444.jsonl", "codex:4a5b.jsonl", "gemini:1111.jsonl", "gemini:b2222.json",
+                         "gemini:c3333.json"}, rows
+    for key in ("claude-code:4444.jsonl", "codex:4a5b.jsonl", "gemini:1111.jsonl", "gemini:b2222.json"):
         assert rows[key].messages > 3 and not rows[key].title.startswith("[unreadable"), rows[key]
-    assert rows["gemini:.json"].title.startswith("[unreadable: loaded whole"), rows["gemini:.json"]
+    assert rows["gemini:c3333.json"].title.startswith("[unreadable: loaded whole"), rows["gemini:c3333.json"]
     assert list((tmp_path / "tmp").iterdir()) == []

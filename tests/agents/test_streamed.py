@@ -21,6 +21,7 @@ from p2pd.agents.spec import NotStreamable
 from p2pd.conversation.document_io import compact_json, parse_document
 from p2pd.conversation.model import ConversationDocument
 from p2pd.conversation.stream_reader import DocumentReader
+from tests.agents.helpers import LEFT_WHOLE_GEMINI_JSON
 from tests.corpus import claude_code_files, codex_files, file_id, gemini_files
 
 # The streamed writer's key order: records before messages; title, summary and counts last.
@@ -174,9 +175,14 @@ def test_agent_sessions_are_streamable_documents_are_not(tmp_path):
     assert streamable_session(str(claude_code_files(include_subagents=False)[0])) is not None
     assert streamable_session(str(codex_files()[0])) == codex_files()[0]  # (p2pd/agents/codex/streamed.py)
     gemini_json = next(p for p in gemini_files() if p.suffix == ".json")
-    assert streamable_session(str(gemini_json)) == gemini_json  # offered, and declined (NotStreamable) by the
-    with pytest.raises(NotStreamable):  # writer before it writes anything: the whole way reads it
-        stream_writer(gemini_json)(gemini_json, lambda data: pytest.fail("wrote"), spool_dir=tmp_path)
+    assert streamable_session(str(gemini_json)) == gemini_json  # (p2pd/agents/gemini/json_session.py)
+    left = tmp_path / "session-left.json"  # one only the whole reading takes: offered, and declined
+    left.write_bytes(LEFT_WHOLE_GEMINI_JSON)  # (NotStreamable) by the writer before it writes anything
+    assert streamable_session(str(left)) == left
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    with pytest.raises(NotStreamable):
+        stream_writer(left)(left, lambda data: pytest.fail("wrote"), spool_dir=spool)
     doc = tmp_path / "c.a2a.json"
     doc.write_text('{"messages": []}')  # a document: no agent's session
     assert streamable_session(str(doc)) is None

@@ -10,8 +10,9 @@ and ``send --redact`` of the session, with no peer (their whole packing, then th
 sessions`` of a folder holding the session; then a generated Codex rollout of the same size
 (``tests/transfer/gen.py``), exported, sent, imported into Claude Code and into Codex, and converted back; and a
 generated Gemini CLI recording (``generate_recording``), exported, sent, imported into Claude Code and into Codex,
-and shown; and a Claude Code session of a lead and its agent team (``generate_conversation(team_every=20)``),
-exported, sent and imported. ``--only TEXT`` runs the processes whose description holds TEXT.
+and shown, and the same messages as a JSON session, exported, sent and imported; and a Claude Code session of a
+lead and its agent team (``generate_conversation(team_every=20)``), exported, sent and imported. ``--only TEXT``
+runs the processes whose description holds TEXT.
 Peak RSS from ``wait4``; seconds are wall time on a shared machine.
 """
 
@@ -137,6 +138,19 @@ def main(sizes: list[float], only: str | None = None) -> int:
                  [py, "-m", "p2pd", "import", str(recording), "--agent", "codex", "--cwd", str(work)]),
                 ("p2pd show (Gemini CLI recording)", [py, "-m", "p2pd", "show", str(recording)]),
             ]
+            gemini_json = work / f"session-{mb:g}.json"  # the same messages as a Gemini CLI JSON session
+            subprocess.run([py, "-c", "import json, sys; from pathlib import Path; lines = [json.loads(x) for x in "
+                            "Path(sys.argv[1]).read_bytes().splitlines()]; Path(sys.argv[2]).write_text(json.dumps("
+                            "{**lines[0], 'messages': lines[1:]}, indent=2))", str(recording), str(gemini_json)],
+                           check=True, env=env, cwd=ROOT)
+            steps += [
+                ("p2pd export (Gemini CLI JSON session)", [py, "-m", "p2pd", "export", str(gemini_json), "-o",
+                                                           str(work / "gemini-json.a2a.json")]),
+                ("p2pd send (Gemini CLI JSON session; no peer: the fallback file)",
+                 [py, "-m", "p2pd", "send", str(gemini_json), *no_peer]),
+                ("p2pd import of a Gemini CLI JSON session into Claude Code",
+                 [py, "-m", "p2pd", "import", str(gemini_json), "--cwd", str(work)]),
+            ]
             team = work / f"team-{mb:g}.jsonl"  # a Claude Code session of a lead and its agent team
             subprocess.run([py, "-c", "import sys; from pathlib import Path; from tests.transfer.gen import "
                             "generate_conversation as g; Path(sys.argv[1]).write_bytes(g(int(sys.argv[2]), 7, "
@@ -157,7 +171,8 @@ def main(sizes: list[float], only: str | None = None) -> int:
             for f in (doc, blob, work / "packed.a2a.p2pd", work / "redacted.a2a.json", session, rollout,
                       work / "rollout.a2a.json", work / "pretty.a2a.json", work / "converted.a2a.json",
                       work / "back.jsonl", work / "back-new.jsonl", work / "rollout-back.jsonl", recording,
-                      work / "gemini.a2a.json", team, work / "team.a2a.json", *(work / "fallback").glob("*")):
+                      work / "gemini.a2a.json", team, work / "team.a2a.json", gemini_json,
+                      work / "gemini-json.a2a.json", *(work / "fallback").glob("*")):
                 f.unlink(missing_ok=True)
     print()
     print("| session | process | peak RSS MiB | seconds |")

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.corpus import claude_code_files, gemini_files
+from tests.agents.helpers import LEFT_WHOLE_GEMINI_JSON
+from tests.corpus import claude_code_files
 from tests.signal_process import signal_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -95,9 +96,10 @@ def test_an_agent_team_session_streams_without_the_models(tmp_path: Path) -> Non
 
 
 def test_the_probe_sees_the_models_on_the_whole_document_path(tmp_path: Path) -> None:
-    """The probe can fail: a Gemini CLI JSON session (one object holding every message) is loaded whole, through
-    the models."""
-    session = next(p for p in gemini_files() if p.suffix == ".json")
+    """The probe can fail: a Gemini CLI JSON session only the whole reading takes is loaded whole, through the
+    models."""
+    session = tmp_path / "session-left.json"
+    session.write_bytes(LEFT_WHOLE_GEMINI_JSON)
     got = _produce(session, tmp_path)
     assert got["size"]
     assert "pydantic" in _models(got["modules"])

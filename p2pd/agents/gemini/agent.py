@@ -1,5 +1,5 @@
-"""Gemini CLI as p2pd sees it: read only (p2pd writes no Gemini sessions); a JSONL recording is converted as it
-is written (:mod:`p2pd.agents.gemini.streamed`), a JSON one whole."""
+"""Gemini CLI as p2pd sees it: read only (p2pd writes no Gemini sessions); a JSONL recording or a JSON session is
+converted as it is read (:mod:`p2pd.agents.gemini.streamed`)."""
 
 from __future__ import annotations
 

@@ -115,6 +115,9 @@ def message_to_a2a(msg: dict[str, Any], where: int, context_id: str) -> Message:
                    metadata={"p2pd": neutral, GEMINI: {"at": where, "source": source}})
 
 
+UNTYPED = "message is not a JSON object with a 'type'"  # the issue of such an element of a JSON session
+
+
 def _load(path: Path) -> tuple[dict[str, Any], list[tuple[int, Any]], list[Record], list[LineIssue], int]:
     """(session metadata, [(line or index, message dict)], records, issues, line count)."""
     text = read_text(path)
@@ -146,7 +149,7 @@ def _load(path: Path) -> tuple[dict[str, Any], list[tuple[int, Any]], list[Recor
         raise InvalidInputError(f"{path} is not a Gemini CLI session (no 'messages' list)")
     meta = {k: v for k, v in data.items() if k != "messages"}
     entries = list(enumerate(data["messages"]))
-    issues = [LineIssue(line=i, reason="message is not a JSON object with a 'type'") for i, m in entries
+    issues = [LineIssue(line=i, reason=UNTYPED) for i, m in entries
               if not (isinstance(m, dict) and isinstance(m.get("type"), str))]
     records = [Record(line=i, value=m) for i, m in entries
                if not (isinstance(m, dict) and isinstance(m.get("type"), str))]

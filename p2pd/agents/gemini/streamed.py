@@ -1,6 +1,8 @@
-"""A Gemini CLI JSONL recording written as a conversation document a line at a time: the document
+"""A Gemini CLI session written as a conversation document a message at a time: the document
 :func:`~p2pd.agents.gemini.export.export_gemini` builds, byte for byte in the line layout (a test holds it),
-without holding the recording in memory.
+without holding the session in memory — a JSONL recording read a line at a time, or a session in the older JSON
+format (one object holding every message) read a message at a time
+(:class:`~p2pd.agents.gemini.json_session.JsonSession`).
 
 A message's kept version may come long after its place (the recorder writes a message again as its tool calls
 finish; a rewind marks those after it inactive), so it takes four steps, each reading one line at a time:
@@ -12,8 +14,10 @@ finish; a rewind marks those after it inactive), so it takes four steps, each re
 3. the messages are read back in their places' order for the counts, the title and the summary;
 4. the document is written: its envelope, the messages (from the spool, in order) and the records.
 
-Memory holds a few numbers per message (its place and where its version is spooled) and the issues. The JSON
-format (one object holding every message) is read whole: :class:`~p2pd.agents.spec.NotStreamable`.
+A JSON session takes the same steps over its ``messages`` (each known by its index, as the whole reading numbers
+them). Memory holds a few numbers per message (its place and where its version is spooled) and the issues. A JSON
+session this reading could read otherwise than the whole one (see ``json_session``) is left to it:
+:class:`~p2pd.agents.spec.NotStreamable`, before anything is written.
 """
 
 from __future__ import annotations
@@ -24,11 +28,13 @@ from typing import IO, Any
 
 from p2pd.agents.claude_code.message_json import MessageView
 from p2pd.agents.gemini.export import (
+    UNTYPED,
     gemini_envelope,
     kept_message,
     session_id_of,
     superseded_record,
 )
+from p2pd.agents.gemini.json_session import JsonSession
 from p2pd.agents.gemini.timeline import NEITHER, Kind, LineKinds, Timeline
 from p2pd.agents.jsonl import iter_lines, require_lines, verbatim_json
 from p2pd.agents.spec import NotStreamable
@@ -43,22 +49,23 @@ __all__ = ["write_recording"]
 
 def write_recording(path: Path, write: Write, *, spool_dir: Path,
                     on_head: Callable[[dict[str, Any]], object] | None = None) -> dict[str, Any]:
-    """Write the JSONL recording at ``path`` as a conversation document in the line layout through ``write``;
-    returns the document's envelope (``to_json_dict()`` with its arrays empty). ``on_head`` hears what a transfer
-    offers it under (title, contextId, origin, counts.messages) before anything is written. Nothing is written
-    when the file holds no session (the error :func:`~p2pd.agents.gemini.export.export_gemini` gives), nor for a
-    recording in the JSON format (NotStreamable)."""
+    """Write the Gemini CLI session at ``path`` (a JSONL recording, or a JSON session) as a conversation document
+    in the line layout through ``write``; returns the document's envelope (``to_json_dict()`` with its arrays
+    empty). ``on_head`` hears what a transfer offers it under (title, contextId, origin, counts.messages) before
+    anything is written. Nothing is written when the file holds no session (the error
+    :func:`~p2pd.agents.gemini.export.export_gemini` gives), nor for a JSON session the whole reading must read
+    (NotStreamable)."""
     path = Path(path)
-    if not path.name.endswith(".jsonl"):
-        raise NotStreamable(path)
+    session = None if path.name.endswith(".jsonl") else JsonSession(path)
     with bulk_work():
-        plan = _Plan(path)
-    session_id = session_id_of(plan.kinds.meta, path)
+        plan = _Plan.of_lines(path) if session is None else _Plan.of_json(session)
+    session_id = session_id_of(plan.meta, path)
     records = ElementSpool(spool_dir / "records.spool")
     messages = _PlacedSpool(spool_dir / "messages.spool", len(plan.timeline.places))
     try:
         with bulk_work():
-            n_records = _spool(path, plan, session_id, messages, records)
+            n_records = _spool(path, plan, session_id, messages, records) if session is None else \
+                _spool_json(session, plan, session_id, messages, records)
             counts = Counts()
             summary = SummaryBuilder()
             for item in messages.items():
@@ -69,7 +76,7 @@ def write_recording(path: Path, write: Write, *, spool_dir: Path,
             counts.source_lines = plan.lines
             counts.records = n_records
             counts.malformed_lines = len(plan.issues)
-            doc = gemini_envelope(path, plan.kinds.meta, session_id=session_id, stamps=plan.stamps,
+            doc = gemini_envelope(path, plan.meta, session_id=session_id, stamps=plan.stamps,
                                   superseded=len(plan.timeline.superseded), rewound=plan.timeline.rewound,
                                   issues=plan.issues, line_count=plan.lines, counts=counts)
             doc.title, doc.summary = summary.finish(doc.title, doc.metadata)
@@ -85,33 +92,58 @@ def write_recording(path: Path, write: Write, *, spool_dir: Path,
 
 
 class _Plan:
-    """Step 1: what each line is, the messages' places, the issues, the times and the number of lines."""
+    """Step 1: the session's metadata, the messages' places, the issues, the times and the number of lines (of
+    a JSON session: of its messages)."""
 
-    def __init__(self, path: Path) -> None:
-        self.kinds = LineKinds()
+    def __init__(self) -> None:
+        self.meta: dict[str, Any] = {}
         self.timeline = Timeline()
         self.issues: list[LineIssue] = []
         self.stamps: set[str] = set()
         self.lines = 0
+
+    @classmethod
+    def of_lines(cls, path: Path) -> _Plan:
+        plan, kinds = cls(), LineKinds()
         any_object = False
         for line in iter_lines(path, keep_text=False):
-            self.lines += 1
+            plan.lines += 1
             obj = line.obj
-            kind = self.kinds.kind(obj)
+            kind = kinds.kind(obj)
             if obj is not None:
                 any_object = True
             if kind is Kind.UNREADABLE:
-                self.issues.append(LineIssue(line=line.n, reason=line.error or "unreadable"))
+                plan.issues.append(LineIssue(line=line.n, reason=line.error or "unreadable"))
             elif kind is Kind.OTHER:
-                self.issues.append(LineIssue(line=line.n, reason=NEITHER))
+                plan.issues.append(LineIssue(line=line.n, reason=NEITHER))
             elif kind in (Kind.UPDATE, Kind.MESSAGE):
                 assert obj is not None
-                stamp = obj.get("timestamp")
-                if isinstance(stamp, str):
-                    self.stamps.add(stamp)
-                self.timeline.entry(line.n, obj)
+                plan.entry(line.n, obj)
         if not any_object:  # no session in it: the error the whole way gives, from the same lines
             require_lines(list(iter_lines(path)), path)
+        plan.meta = kinds.meta
+        return plan
+
+    @classmethod
+    def of_json(cls, session: JsonSession) -> _Plan:
+        """As :func:`~p2pd.agents.gemini.export.export_gemini` reads a JSON session's ``messages``: every object
+        is an entry of the timeline (one without a string ``type`` is a record and an issue too)."""
+        plan = cls()
+        for i, value in session.messages():
+            plan.lines += 1
+            if isinstance(value, dict):
+                plan.entry(i, value)
+                if isinstance(value.get("type"), str):
+                    continue
+            plan.issues.append(LineIssue(line=i, reason=UNTYPED))
+        plan.meta = session.meta
+        return plan
+
+    def entry(self, where: int, obj: dict[str, Any]) -> None:
+        stamp = obj.get("timestamp")
+        if isinstance(stamp, str):
+            self.stamps.add(stamp)
+        self.timeline.entry(where, obj)
 
 
 def _spool(path: Path, plan: _Plan, session_id: str, messages: _PlacedSpool, records: ElementSpool) -> int:
@@ -134,6 +166,31 @@ def _spool(path: Path, plan: _Plan, session_id: str, messages: _PlacedSpool, rec
             assert line.obj is not None
             at = kept[line.n]
             messages.put(at, compact_json(kept_message(line.obj, places[at], session_id).to_json_dict()))
+    return n_records
+
+
+def _spool_json(session: JsonSession, plan: _Plan, session_id: str, messages: _PlacedSpool,
+                records: ElementSpool) -> int:
+    """Step 2 for a JSON session: its messages read again, the records (the objects without a string ``type``
+    and the replaced versions) in order, the kept messages where they stand; a message the timeline took as no
+    message (an update's keys with a ``type``) is dropped, as the whole reading drops it. Returns how many
+    records."""
+    kept = plan.timeline.kept()
+    places = plan.timeline.places
+    superseded = plan.timeline.superseded
+    n_records = read = 0
+    for i, value in session.messages():
+        read += 1
+        if not (isinstance(value, dict) and isinstance(value.get("type"), str)):
+            records.add({"line": i, "value": value})  # (a null value too, as the whole document writes it)
+            n_records += 1
+        elif i in superseded:
+            records.add(superseded_record(i, superseded[i], value).to_json_dict())
+            n_records += 1
+        elif i in kept:
+            messages.put(kept[i], compact_json(kept_message(value, places[kept[i]], session_id).to_json_dict()))
+    if read != plan.lines:  # (rewritten by the CLI between the readings: nothing is written yet)
+        raise NotStreamable(session.path)
     return n_records
 
 
