@@ -128,7 +128,7 @@ class _Msg:
     """A message as the collector reads it (role, ``p2pd``, parts): a Claude Code block list."""
 
     def __init__(self, n: int, role: Role, blocks: list[dict[str, Any]]) -> None:
-        from p2pd.agents.claude_code.message_json import PartView
+        from p2pd.conversation.message_view import PartView
 
         self.message_id = f"m{n}"
         self.role = role

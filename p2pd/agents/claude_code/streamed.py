@@ -53,7 +53,7 @@ from p2pd.agents.claude_code.export import (
 )
 from p2pd.agents.claude_code.line_index import index_lines_raw, message_line
 from p2pd.agents.claude_code.line_index import light_line as light_line  # (the importer reads it here)
-from p2pd.agents.claude_code.message_json import MessageView, group_json, iter_messages_json
+from p2pd.agents.claude_code.message_json import group_json, iter_messages_json
 from p2pd.agents.claude_code.transcript import MESSAGE_TYPES, active_chain, message_problem
 from p2pd.agents.jsonl import (
     SourceLine,
@@ -68,6 +68,7 @@ from p2pd.agents.jsonl import (
 )
 from p2pd.conversation.json_text import DECODE_REFUSED, compact_json
 from p2pd.conversation.layout import ElementSpool, SubagentLines, Write, write_document
+from p2pd.conversation.message_view import MessageView
 from p2pd.conversation.shapes import A2A_PROTOCOL_VERSION, FORMAT_NAME, FORMAT_VERSION, Tally
 from p2pd.conversation.summary import SummaryBuilder
 from p2pd.conversation.teams import (

@@ -26,7 +26,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from p2pd.agents.claude_code.message_json import MessageView
 from p2pd.agents.gemini.export import (
     UNTYPED,
     gemini_envelope,
@@ -40,6 +39,7 @@ from p2pd.agents.jsonl import iter_lines, require_lines, verbatim_json
 from p2pd.agents.spec import NotStreamable
 from p2pd.conversation.json_text import compact_json, loads
 from p2pd.conversation.layout import ElementSpool, Write, envelope_lines
+from p2pd.conversation.message_view import MessageView
 from p2pd.conversation.model import Counts, LineIssue
 from p2pd.conversation.summary import SummaryBuilder
 from p2pd.support.gcpause import bulk_work

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from p2pd.agents.claude_code.export import iter_transcript, prompt_title
-from p2pd.agents.claude_code.message_json import MessageView, iter_messages_json
+from p2pd.agents.claude_code.message_json import iter_messages_json
 from p2pd.agents.claude_code.transcript import active_chain
 from p2pd.agents.jsonl import parse_lines, read_text
 from p2pd.conversation.document_io import compact_json
+from p2pd.conversation.message_view import MessageView
 from p2pd.conversation.model import Counts, Message
 from p2pd.conversation.summary import SummaryBuilder
 from tests.corpus import claude_code_files, file_id
