@@ -77,8 +77,9 @@ class TeamMessage(MessageLike, Protocol):
 class EventCollector:
     """The team events of messages heard one at a time (:meth:`add` each, in order, then :meth:`events`): what
     :func:`events_from_messages` makes of them all, holding the team calls and teammate notices (few and small),
-    the first result of each team call, and the ids of the results heard before a call of theirs — not the
-    messages, so a streamed writer can derive the team state of a session of any size.
+    the first result of each team call, and the id of every result heard while no call of its id had been (so
+    every other tool result's id: ~50,000 short strings in a 200 MB session) — not the messages, so a streamed
+    writer can derive the team state of a session of any size.
 
     Each call takes the first result of its id in the whole conversation. A result heard before its call (no agent
     writes that; a damaged or edited transcript can) is only known by its id when the call comes: ``again`` reads
