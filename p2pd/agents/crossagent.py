@@ -26,6 +26,10 @@ from p2pd.conversation.neutral import Image, Other, Reasoning, Text, ToolCall, T
 from p2pd.support.text import counted
 
 SKIPPED_KINDS = {"meta", "info", "warning", "error"}  # injected context and UI notices, not conversation
+# An agent turn's text at most before it goes on in the next agent message (past it only by one message's text):
+# an autonomous run of hours is one turn, tens of MB of calls and results — held whole and written as one message,
+# it took a 49 MB single-prompt session's import into Codex to 204 MiB (a 10 MB message).
+TURN_TEXT = 512 * 1024
 
 
 @dataclass
@@ -72,10 +76,10 @@ def result_text(result: ToolResult, names: dict[str, str]) -> str:
 
 def iter_turns(doc: ConversationDocument, report: CarryReport,
                messages: Iterable[Message] | None = None) -> Iterator[Turn]:
-    """The active conversation as alternating readable turns, one at a time (a turn is given once the next message
-    cannot join it), each agent turn's images moved on to the user turn that follows (the model APIs accept images
-    in user turns only): read from a spool, only the turn at hand is held. ``messages``: its active messages, when
-    they are not in ``doc``."""
+    """The active conversation as readable turns, one at a time (a turn is given once the next message cannot join
+    it; an agent turn past TURN_TEXT goes on in the next agent turn), each agent turn's images moved on to the user
+    turn that follows (the model APIs accept images in user turns only): read from a spool, only the turn at hand
+    is held. ``messages``: its active messages, when they are not in ``doc``."""
     return _images_forward(_merged_turns(doc.origin.platform, report,
                                          doc.active_messages() if messages is None else messages))
 
@@ -83,6 +87,7 @@ def iter_turns(doc: ConversationDocument, report: CarryReport,
 def _merged_turns(platform: str, report: CarryReport, messages: Iterable[Message]) -> Iterator[Turn]:
     names: dict[str, str] = {}
     last: Turn | None = None
+    held = 0  # the characters of text in ``last``
     for m in messages:
         kind = str(m.p2pd.get("kind", "prompt" if m.role is Role.USER else "response"))
         if kind in SKIPPED_KINDS:
@@ -113,13 +118,17 @@ def _merged_turns(platform: str, report: CarryReport, messages: Iterable[Message
             continue
         # tool results travel with the agent's turn: they are what its calls produced, not the user speaking
         role = Role.AGENT if kind == "tool-result" else m.role
-        if last is not None and last.role is role and (role is Role.AGENT or kind == "tool-result"):
+        size = sum(map(len, texts))
+        if last is not None and last.role is role and (role is Role.AGENT or kind == "tool-result") \
+                and (held + size <= TURN_TEXT or not last.texts):
             last.texts.extend(texts)
             last.images.extend(images)
+            held += size
             continue
         if last is not None:
             yield last
         last = Turn(role, texts, images, _str(m.p2pd.get("timestamp")), _str(m.p2pd.get("model")))
+        held = size
     if last is not None:
         yield last
 

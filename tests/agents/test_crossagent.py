@@ -129,3 +129,51 @@ def test_cli_import_to_codex(tmp_path, project, capsys, monkeypatch):
     assert len(find_rollouts(tmp_path / "codex")) == 1
     assert main(["import", str(src), "--agent", "codex", "--cwd", str(project), "--dry-run"]) == 0
     assert len(find_rollouts(tmp_path / "codex")) == 1
+
+
+def _one_long_run():
+    """One prompt, then an agent run of 40 tool calls with results of ~12 KB each, an image the agent showed in
+    the middle, and the user's next prompt."""
+    from tests.agents.claude_code.helpers import PNG_B64, Session
+
+    s = Session()
+    s.user("Port the whole module, and do not stop to ask")
+    for i in range(40):
+        s.tool_call("Bash", {"command": f"make step-{i}"}, f"step {i} output\n" + f"line {i}\n" * 1500)
+        if i == 20:
+            s.assistant([{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG_B64}}])
+    s.assistant([{"type": "text", "text": "All 40 steps done."}])
+    s.user("Thanks. Now the docs.")
+    return s
+
+
+def _agent_texts(lines) -> list[str]:
+    items = [x["payload"] for x in lines if x["type"] == "response_item"]
+    return [c["text"] for i in items if i["role"] == "assistant" for c in i["content"]]
+
+
+def test_a_long_agent_run_goes_on_in_several_agent_messages(tmp_path, project, monkeypatch):
+    """An autonomous run is one agent turn; past TURN_TEXT it goes on in the next agent message (it was one
+    message, held whole: 10 MB and 204 MiB for a 49 MB single-prompt session). Nothing is lost or reordered, and
+    the agent's image still moves to the user turn that follows the whole run."""
+    from p2pd.agents import crossagent
+
+    doc = load_file(_one_long_run().write(tmp_path / "src"))
+    whole = import_to_codex(doc, cwd=project, home=tmp_path / "whole")  # the default budget: one message
+    [one] = _agent_texts(_jsonl(whole.path))
+    assert len(one) > 400_000 and one.count("[claude-code tool call: Bash") == 40
+    monkeypatch.setattr(crossagent, "TURN_TEXT", 50_000)
+    split = import_to_codex(doc, cwd=project, home=tmp_path / "split")
+    lines = _jsonl(split.path)
+    parts = _agent_texts(lines)
+    assert len(parts) > 5
+    assert "\n\n".join(parts) == one  # the same text, in order, cut between messages only
+    biggest_message = max(len(p) for p in one.split("\n\n[claude-code tool call"))  # (a call and its result)
+    assert all(len(p) <= 50_000 + biggest_message for p in parts)
+    roles = [x["payload"]["role"] for x in lines if x["type"] == "response_item"]
+    assert roles == ["user", *["assistant"] * len(parts), "user"]
+    last_user = [x["payload"] for x in lines if x["type"] == "response_item"][-1]
+    assert last_user["content"][-1]["image_url"].startswith("data:image/png;base64,")  # moved past the whole run
+    foreign = import_into_claude_code(load_file(split.path), foreign=True, cwd=project, config=tmp_path / "cc2")
+    texts = [ln["message"]["content"] for ln in _jsonl(foreign.path) if ln["type"] == "assistant"]
+    assert len(texts) > 5 and all(len(json.dumps(t)) < 3 * 50_000 + biggest_message for t in texts)

@@ -11,8 +11,9 @@ sessions`` of a folder holding the session; then a generated Codex rollout of th
 (``tests/transfer/gen.py``), exported, sent, imported into Claude Code and into Codex, and converted back; and a
 generated Gemini CLI recording (``generate_recording``), exported, sent, imported into Claude Code and into Codex,
 and shown, and the same messages as a JSON session, exported, sent and imported; and a Claude Code session of a
-lead and its agent team (``generate_conversation(team_every=20)``), exported, sent and imported. ``--only TEXT``
-runs the processes whose description holds TEXT.
+lead and its agent team (``generate_conversation(team_every=20)``), exported, sent and imported; and one of a
+single prompt and an agent run (``one_run=True``), imported into Codex. ``--only TEXT`` runs the processes whose
+description holds TEXT.
 Peak RSS from ``wait4``; seconds are wall time on a shared machine.
 """
 
@@ -163,6 +164,14 @@ def main(sizes: list[float], only: str | None = None) -> int:
                 ("p2pd import of an agent-team session (the session file itself)",
                  [py, "-m", "p2pd", "import", str(team), "--cwd", str(work)]),
             ]
+            one_run = work / f"one-run-{mb:g}.jsonl"  # one prompt, then an agent run of the whole size
+            subprocess.run([py, "-c", "import sys; from pathlib import Path; from tests.transfer.gen import "
+                            "generate_conversation as g; Path(sys.argv[1]).write_bytes(g(int(sys.argv[2]), 7, "
+                            "one_run=True))", str(one_run), str(int(mb * MB))], check=True, env=env, cwd=ROOT)
+            steps += [
+                ("p2pd import --agent codex of a single-prompt session (one agent run)",
+                 [py, "-m", "p2pd", "import", str(one_run), "--agent", "codex", "--cwd", str(work)]),
+            ]
             steps = [(name, argv) for name, argv in steps if only is None or only in name]
             for name, argv in steps:
                 rss, seconds = run(argv, env, work, ok=(0, ExitCode.FALLBACK_WRITTEN))
@@ -172,7 +181,7 @@ def main(sizes: list[float], only: str | None = None) -> int:
                       work / "rollout.a2a.json", work / "pretty.a2a.json", work / "converted.a2a.json",
                       work / "back.jsonl", work / "back-new.jsonl", work / "rollout-back.jsonl", recording,
                       work / "gemini.a2a.json", team, work / "team.a2a.json", gemini_json,
-                      work / "gemini-json.a2a.json", *(work / "fallback").glob("*")):
+                      work / "gemini-json.a2a.json", one_run, *(work / "fallback").glob("*")):
                 f.unlink(missing_ok=True)
     print()
     print("| session | process | peak RSS MiB | seconds |")

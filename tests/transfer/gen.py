@@ -24,9 +24,11 @@ def corpus_lines() -> list[bytes]:
     return lines
 
 
-def generate_conversation(size: int, seed: int = 0, *, team_every: int = 0) -> bytes:
+def generate_conversation(size: int, seed: int = 0, *, team_every: int = 0, one_run: bool = False) -> bytes:
     """At least ``size`` bytes of JSONL (whole lines). ``team_every``: after every that many corpus lines, an
-    agent-team exchange (:func:`team_lines`) joins the chain — a session of a lead and its teammates."""
+    agent-team exchange (:func:`team_lines`) joins the chain — a session of a lead and its teammates.
+    ``one_run``: the user's prompts after the first are left out — one prompt, then an agent run of the whole size
+    (its tool results stay)."""
     rng = random.Random(seed)
     lines = corpus_lines()
     out: list[bytes] = []
@@ -41,6 +43,8 @@ def generate_conversation(size: int, seed: int = 0, *, team_every: int = 0) -> b
             obj = json.loads(line)
         except ValueError:
             continue
+        if one_run and total and _is_prompt(obj):
+            continue
         extra = next(team) if team is not None and i % team_every == 0 else []
         for value in [obj, *extra]:
             if isinstance(value, dict) and "uuid" in value:
@@ -51,6 +55,14 @@ def generate_conversation(size: int, seed: int = 0, *, team_every: int = 0) -> b
             out.append(line + b"\n")
             total += len(line) + 1
     return b"".join(out)
+
+
+def _is_prompt(obj: Any) -> bool:
+    """A user line of the user's own words (not a line of tool results)."""
+    message = obj.get("message") if isinstance(obj, dict) and obj.get("type") == "user" else None
+    content = message.get("content") if isinstance(message, dict) else None
+    return isinstance(content, str) or (isinstance(content, list) and not any(
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in content))
 
 
 def team_lines(rng: random.Random) -> Iterator[list[dict[str, Any]]]:
