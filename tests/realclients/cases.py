@@ -7,12 +7,14 @@ and resumes it with the real program. A control resumes the original session wit
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.corpus import claude_code_files, codex_files, file_id, gemini_files
+from tests.corpus import CORPUS, claude_code_files, codex_files, file_id, gemini_files
 from tests.realclients import programs
 from tests.realclients.programs import Home, Imported, Run
 
@@ -21,8 +23,54 @@ CWD_NAMES = {"plain": "proj", "emoji": "emoji\U0001f600dir", "decomposed": "cafe
 PLATFORMS = {"claude-code": "claude-code", "codex": "codex", "gemini": "gemini"}
 
 
+# Sessions the corpus lacks, made here: one prompt, then an agent run longer than a cross-agent import's agent
+# message (p2pd/agents/crossagent.py TURN_TEXT), so the receiving program reads consecutive agent messages.
+GENERATED = Path(tempfile.gettempdir()) / "p2pd-realclients-sessions"
+RUN_CALLS, RUN_OUTPUT_LINES = 60, 1500  # ~12 KB of output per call: ~0.75 MB of text in one turn
+
+
+def source_id(source: Path) -> str:
+    """``platform/…``: a corpus file's path below the corpus, or a generated one's below GENERATED."""
+    return file_id(source) if CORPUS and source.is_relative_to(CORPUS) else str(source.relative_to(GENERATED))
+
+
 def platform_of(source: Path) -> str:
-    return {"claude-code": "claude-code", "codex": "codex", "gemini": "gemini"}[Path(file_id(source)).parts[0]]
+    return {"claude-code": "claude-code", "codex": "codex", "gemini": "gemini"}[Path(source_id(source)).parts[0]]
+
+
+def _place(path: Path, text: str) -> Path:
+    """Write ``text`` at ``path`` unless it is there already (every worker makes the same bytes: atomic)."""
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    return path
+
+
+def long_runs() -> list[Path]:
+    """A Claude Code session and a Codex rollout of one prompt, then RUN_CALLS tool calls with long outputs, a
+    closing answer and a last prompt; their ids made the same on every run (the files are written once)."""
+    from tests.agents.claude_code.helpers import Session
+    from tests.agents.helpers import Rollout
+
+    s = Session(session_id="5e551000-0000-4000-8000-00000000c1a0")
+    r = Rollout(session_id="0199a1b2-0000-7000-8000-00000000c0de")
+    s.user("Port the parser module, every step, without stopping to ask")
+    r.user("Port the parser module, every step, without stopping to ask")
+    for i in range(RUN_CALLS):
+        output = f"step {i}\n" + f"ok {i}: compiled and checked\n" * RUN_OUTPUT_LINES
+        s.tool_call("Bash", {"command": f"make port-step-{i}"}, output)
+        r.call("exec_command", {"cmd": f"make port-step-{i}"}, output, f"call_run_{i}")
+    s.assistant([{"type": "text", "text": "All steps are done."}])
+    r.assistant("All steps are done.")
+    s.user("Thanks. What is left?")
+    r.user("Thanks. What is left?")
+    ids: dict[str, str] = {}  # the helper's random uuids and tool ids, renumbered in order of appearance
+    text = re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}|(?:toolu|msg)_[0-9a-f]{20}",
+                  lambda m: ids.setdefault(m.group(), m.group()[:-8] + f"{len(ids):08x}"), s.text())
+    return [_place(GENERATED / "claude-code" / "long-run.jsonl", text),
+            _place(GENERATED / "codex" / "long-run.jsonl", r.text())]
 
 
 @dataclass(frozen=True)
@@ -45,7 +93,7 @@ class Case:
         extra = "" if self.cwd == "plain" else f"-{self.cwd}"
         extra += "-indexed" if self.index else ""
         extra += "" if self.how == "resume" else f"-{self.how}"
-        return f"{self.platform}>{self.target}{extra}:{file_id(self.source).split('/', 1)[1]}"
+        return f"{self.platform}>{self.target}{extra}:{source_id(self.source).split('/', 1)[1]}"
 
 
 def sources() -> list[Path]:
@@ -86,6 +134,8 @@ def all_cases() -> list[Case]:
     # Codex's screen draws a session's history from its event lines; codex-10turn has none, codex-sample has.
     for src in _representatives(srcs, ("codex/unleash/codex-sample.jsonl",)):
         out.append(Case(src, "codex", index=True, how="screen"))
+    claude_run, codex_run = long_runs()  # one agent run, carried in several agent messages
+    out += [Case(claude_run, "codex", index=True), Case(codex_run, "claude-code")]
     return out
 
 

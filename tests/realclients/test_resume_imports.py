@@ -6,9 +6,11 @@ sends the model holds the imported turns: every tool call of the original's acti
 original resumed by its own program) — as a tool call within one agent, as its ``tool call: NAME (id ID)`` text
 across agents — and the original's last user text (when the control has one).
 
-``continue`` cases first make a genuine session in the working directory and check that the import went into the
-project folder Claude Code made for it (Claude Code 2.1.330 also finds sessions in a wrongly named folder, so
-resuming alone cannot tell), then ``claude -p --continue ping``. ``screen`` cases open the interactive
+Two generated sessions (``cases.long_runs``: one prompt, then an agent run past a cross-agent agent message's
+text) go across, and must reach the model as consecutive agent messages. ``continue`` cases first make a genuine
+session in the working directory and check that the import went into the project folder Claude Code made for it
+(Claude Code 2.1.330 also finds sessions in a wrongly named folder, so resuming alone cannot tell), then
+``claude -p --continue ping``. ``screen`` cases open the interactive
 ``codex resume ID`` under tmux in a home with a session index: it must show the history, not a refusal.
 """
 
@@ -21,7 +23,7 @@ import shutil
 import pytest
 
 from tests.realclients import programs, standin
-from tests.realclients.cases import Case, Outcome, all_cases, needs_control
+from tests.realclients.cases import GENERATED, Case, Outcome, all_cases, needs_control
 from tests.realclients.conftest import RealRuns
 from tests.realclients.programs import Imported
 from tests.realclients.turns import Turns, conversation_request, gemini_turns, request_turns
@@ -85,6 +87,9 @@ def test_import_resumes_in_real_program(case: Case, real_runs: RealRuns) -> None
         text = got.all_text()
         missing = [c for c in want.calls if not re.search(rf"tool call: \S+ \(id {re.escape(c.id)}\)\]", text)]
     assert not missing, f"{len(missing)} of {len(want.calls)} tool calls missing from the request: {missing}"
+    if case.source.is_relative_to(GENERATED):  # one agent run, carried as consecutive agent messages
+        run_texts = [t for t in got.agent_texts if "tool call: " in t]
+        assert len(run_texts) >= 2, f"the run reached the model as {len(run_texts)} agent message(s)"
     last = want.last_user_text
     if last is None:  # hand-made files whose lines are all roots: Claude Code's chain is the last line only
         return
