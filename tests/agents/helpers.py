@@ -104,6 +104,21 @@ LEFT_WHOLE_GEMINI_JSON = (b'{"sessionId": "left-whole", "startTime": "2026-03-24
                           b'"messages": [{"id": "u1", "type": "user", "content": "hello"}]}')
 
 
+def declined_unwritten(writer: Any, path: Path, spool: Path) -> None:
+    """The streamed ``writer`` declines ``path`` (NotStreamable), having written nothing; its spools are gone."""
+    import io
+
+    import pytest
+
+    from p2pd.agents.spec import NotStreamable
+
+    spool.mkdir()
+    out = io.BytesIO()
+    with pytest.raises(NotStreamable):
+        writer(path, out.write, spool_dir=spool)
+    assert out.getvalue() == b"" and list(spool.iterdir()) == []
+
+
 def packed_in_process(path: Path, work: Path) -> tuple[bytes, dict[str, Any] | None]:
     """The document the real packing process (``p2pd.exchange.producer``) sends for the session at ``path``, and
     the head it offers it under."""

@@ -6,7 +6,6 @@ with nothing written. It used to be read whole always."""
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 from typing import Any
@@ -15,8 +14,7 @@ import pytest
 
 from p2pd.agents.gemini.export import export_gemini
 from p2pd.agents.gemini.streamed import write_recording
-from p2pd.agents.spec import NotStreamable
-from tests.agents.helpers import line_layout, offer_of, packed_in_process, written_as_stream
+from tests.agents.helpers import declined_unwritten, line_layout, offer_of, packed_in_process, written_as_stream
 from tests.corpus import gemini_files
 from tests.transfer.gen import generate_recording
 
@@ -119,12 +117,7 @@ LEFT_WHOLE = {
 def test_what_this_reading_could_read_otherwise_is_left_to_the_whole_way(tmp_path: Path, what: str) -> None:
     path = tmp_path / "session.json"
     path.write_bytes(LEFT_WHOLE[what])
-    out = io.BytesIO()
-    spool = tmp_path / "spool"
-    spool.mkdir()
-    with pytest.raises(NotStreamable):
-        write_recording(path, out.write, spool_dir=spool)
-    assert out.getvalue() == b"" and list(spool.iterdir()) == []
+    declined_unwritten(write_recording, path, tmp_path / "spool")
     try:
         expected: Any = export_gemini(path).to_json_dict()
     except Exception as exc:  # (the whole way's own error: the packing process says it)
@@ -162,9 +155,5 @@ def test_a_session_rewritten_between_the_readings_is_left_to_the_whole_way(tmp_p
             yield 99, {"id": "late", "type": "user", "content": "a new turn"}
 
     monkeypatch.setattr(json_session.JsonSession, "messages", growing)
-    out = io.BytesIO()
-    spool = tmp_path / "spool"
-    spool.mkdir()
-    with pytest.raises(NotStreamable):
-        write_recording(path, out.write, spool_dir=spool)
-    assert readings[0] == 2 and out.getvalue() == b"" and list(spool.iterdir()) == []
+    declined_unwritten(write_recording, path, tmp_path / "spool")
+    assert readings[0] == 2

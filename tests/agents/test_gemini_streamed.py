@@ -6,7 +6,6 @@ rules are held by tests/agents/test_gemini.py."""
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 
@@ -15,9 +14,9 @@ import pytest
 from p2pd.agents.gemini.export import export_gemini
 from p2pd.agents.gemini.streamed import write_recording
 from p2pd.agents.sources import detect
-from p2pd.agents.spec import NotStreamable
 from tests.agents.helpers import (
     LEFT_WHOLE_GEMINI_JSON,
+    declined_unwritten,
     line_layout,
     offer_of,
     packed_in_process,
@@ -129,11 +128,6 @@ def test_json_sessions_through_the_packing_process(tmp_path: Path) -> None:
     assert payload == whole(source)
     left = tmp_path / "session-left.json"
     left.write_bytes(LEFT_WHOLE_GEMINI_JSON)
-    out = io.BytesIO()
-    spool = tmp_path / "spool"
-    spool.mkdir()
-    with pytest.raises(NotStreamable):
-        write_recording(left, out.write, spool_dir=spool)
-    assert out.getvalue() == b"" and list(spool.iterdir()) == []
+    declined_unwritten(write_recording, left, tmp_path / "spool")
     payload, _ = packed_in_process(left, tmp_path / "work2")  # the packing process reads it whole
     assert json.loads(payload) == export_gemini(left).to_json_dict()

@@ -59,6 +59,16 @@ class _Text:
             if at < len(text) or not self.more():
                 return text[at] if at < len(text) else ""
 
+    def closes(self, bracket: str) -> bool:
+        """After a member or an element: True at ``bracket`` (the object or array ends), False at a comma."""
+        mark = self.skip_space()
+        self.at += 1
+        if mark == bracket:
+            return True
+        if mark != ",":
+            raise _Refused
+        return False
+
     def expect(self, char: str) -> None:
         if self.skip_space() != char:
             raise _Refused
@@ -113,12 +123,8 @@ class JsonSession:
                     else:
                         seen = True
                         yield from self._elements(text)
-                    mark = text.skip_space()
-                    text.at += 1
-                    if mark == "}":
+                    if text.closes("}"):
                         break
-                    if mark != ",":
-                        raise _Refused
                 if text.skip_space() != "" or not seen:
                     raise _Refused  # (text after the object; no messages)
         except _Refused:
@@ -135,12 +141,8 @@ class JsonSession:
         while True:
             yield index, text.value()
             index += 1
-            mark = text.skip_space()
-            text.at += 1
-            if mark == "]":
+            if text.closes("]"):
                 return
-            if mark != ",":
-                raise _Refused
 
 
 __all__ = ["JsonSession"]
