@@ -152,13 +152,12 @@ class DeviceTransfers:
         except (P2pdError, OSError) as exc:
             ending = outgoing_ending(exc, cancelled=control.reason, device_online=session.online,
                                      device_name=session.device.name)
-            refused: dict[str, Any] = {}
+            refused: dict[str, Any] | None = None
             if ending.retry_later:  # the device's disk refused it: sent again later (room_waits.py)
                 ending, refused = self.room.defer(row, ending)
-            await self._end(tid, ending, row.handoff_id)
-            if refused:
-                with contextlib.suppress(P2pdError):
-                    await self._update(tid, detail=refused)
+            # (the state, its reason and the refusal's detail in one write: a reader never sees the row
+            # interrupted without saying how often and when it goes again)
+            await self._end(tid, ending, row.handoff_id, detail=refused)
             pause = ending.backoff
         finally:
             self.running.remove(tid, control)
@@ -167,14 +166,15 @@ class DeviceTransfers:
         if pause:
             await asyncio.sleep(backoff(pause))
 
-    async def _end(self, tid: str, ending: Ending, handoff_id: str | None) -> None:
+    async def _end(self, tid: str, ending: Ending, handoff_id: str | None,
+                   detail: dict[str, Any] | None = None) -> None:
         # (a row that reached a final state meanwhile keeps it and its reason; one being cancelled waits for the
         # receiver's answer: it may have committed the transfer before the cancel reached it)
         if (await asyncio.to_thread(self.store.get_transfer, tid)).state == TransferState.CANCELLING:
             return
         try:
             await asyncio.to_thread(self.store.end_transfer, tid, ending.state, error=ending.reason,
-                                    cause=ending.cause)
+                                    cause=ending.cause, detail=detail)
         except ConflictError:  # asked to cancel meanwhile
             return
         if handoff_id is not None and ending.handoff is not None:
