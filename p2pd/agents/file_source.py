@@ -5,7 +5,7 @@ A document is read as a stream into a spool on disk (:func:`~p2pd.agents.spooled
 checked, within the reader's limits). A session its agent converts as it is written (Claude Code, Codex,
 a Gemini CLI JSONL recording: ``Agent.write_streamed``) is converted into the spool's folder first, then spooled
 the same way. Anything else — a session its agent declines to stream (NotStreamable: a Gemini CLI JSON session
-two ``messages`` arrays or text after it…) — is loaded whole (a
+with two ``messages`` arrays, or text after its object…) — is loaded whole (a
 :class:`~p2pd.agents.spooled.MemorySource`).
 Memory is then one element and the spool's compact index, not the session; the spool is removed on leaving.
 """

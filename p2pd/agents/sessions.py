@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from p2pd.agents import registry
-from p2pd.agents.spec import Agent, StreamWriter
+from p2pd.agents.spec import Agent, NotStreamable, StreamWriter
 from p2pd.conversation.model import ConversationDocument
 from p2pd.errors import P2pdError, TooLargeError, writing
 
@@ -81,8 +81,6 @@ def session_info(agent: Agent, path: Path) -> SessionInfo:
     written, else from the session read whole; a file that cannot be read is a row saying why."""
     try:
         if agent.write_streamed is not None:
-            from p2pd.agents.spec import NotStreamable
-
             try:
                 return _streamed_info(agent.name, path, agent.write_streamed)
             except (NotStreamable, TooLargeError):  # (read whole, as the agent's own reading does, without limits)

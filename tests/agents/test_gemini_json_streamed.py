@@ -16,7 +16,7 @@ from p2pd.agents.gemini.export import export_gemini
 from p2pd.agents.gemini.streamed import write_recording
 from tests.agents.helpers import declined_unwritten, line_layout, offer_of, packed_in_process, written_as_stream
 from tests.corpus import gemini_files
-from tests.transfer.gen import generate_recording
+from tests.transfer.gen import as_json_session, generate_recording
 
 
 def _same_as_whole(path: Path, spool: Path) -> bytes:
@@ -130,10 +130,8 @@ def test_what_this_reading_could_read_otherwise_is_left_to_the_whole_way(tmp_pat
 def test_a_big_generated_json_session_streams_to_the_whole_ways_bytes(tmp_path: Path) -> None:
     """A generated recording's metadata and message objects as one JSON session, indented (versions of a
     message, rewinds and updates included, as elements)."""
-    lines = [json.loads(line) for line in generate_recording(3_000_000, seed=5).splitlines()]
-    meta, rest = lines[0], lines[1:]
     path = tmp_path / "session-big.json"
-    path.write_text(json.dumps({**meta, "messages": rest}, indent=2), encoding="utf-8")
+    path.write_bytes(as_json_session(generate_recording(3_000_000, seed=5)))
     data = _same_as_whole(path, tmp_path / "spool")
     assert data.count(b'"messageId"') > 100
 

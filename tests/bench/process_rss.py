@@ -44,6 +44,14 @@ def run(argv: list[str], env: dict[str, str], cwd: Path, ok: tuple[int, ...] = (
     return usage.ru_maxrss / 1024, seconds
 
 
+def generated(path: Path, call: str, env: dict[str, str]) -> Path:
+    """``path`` written by ``call`` of ``tests.transfer.gen`` (e.g. ``generate_rollout(1000, 7)``), in a child: the
+    generator's memory stays out of this process."""
+    subprocess.run([sys.executable, "-c", "import sys; from pathlib import Path; from tests.transfer import gen; "
+                    f"Path(sys.argv[1]).write_bytes(gen.{call})", str(path)], check=True, env=env, cwd=ROOT)
+    return path
+
+
 def listed(session: Path, work: Path) -> Path:
     """A Claude Code folder whose one project holds ``session`` (linked, not copied)."""
     root = work / "listed"
@@ -108,10 +116,8 @@ def main(sizes: list[float], only: str | None = None) -> int:
                 ("p2pd sessions --json (a Claude Code folder holding that session)",
                  ["env", f"CLAUDE_CONFIG_DIR={listed(session, work)}", py, "-m", "p2pd", "sessions", "--json"]),
             ]
-            rollout = work / f"rollout-{mb:g}.jsonl"  # a Codex rollout of the same size (made in a child: see run)
-            subprocess.run([py, "-c", "import sys; from pathlib import Path; from tests.transfer.gen import "
-                            "generate_rollout as g; Path(sys.argv[1]).write_bytes(g(int(sys.argv[2]), 7))",
-                            str(rollout), str(int(mb * MB))], check=True, env=env, cwd=ROOT)
+            size = int(mb * MB)
+            rollout = generated(work / f"rollout-{mb:g}.jsonl", f"generate_rollout({size}, 7)", env)  # (Codex)
             steps += [
                 ("p2pd export (Codex rollout)", [py, "-m", "p2pd", "export", str(rollout), "-o",
                                                  str(work / "rollout.a2a.json")]),
@@ -124,10 +130,7 @@ def main(sizes: list[float], only: str | None = None) -> int:
                 ("p2pd convert of that document back to the rollout",
                  [py, "-m", "p2pd", "convert", str(work / "rollout.a2a.json"), str(work / "rollout-back.jsonl")]),
             ]
-            recording = work / f"gemini-{mb:g}.jsonl"  # a Gemini CLI recording of the same size
-            subprocess.run([py, "-c", "import sys; from pathlib import Path; from tests.transfer.gen import "
-                            "generate_recording as g; Path(sys.argv[1]).write_bytes(g(int(sys.argv[2]), 7))",
-                            str(recording), str(int(mb * MB))], check=True, env=env, cwd=ROOT)
+            recording = generated(work / f"gemini-{mb:g}.jsonl", f"generate_recording({size}, 7)", env)
             steps += [
                 ("p2pd export (Gemini CLI recording)", [py, "-m", "p2pd", "export", str(recording), "-o",
                                                         str(work / "gemini.a2a.json")]),
@@ -139,11 +142,8 @@ def main(sizes: list[float], only: str | None = None) -> int:
                  [py, "-m", "p2pd", "import", str(recording), "--agent", "codex", "--cwd", str(work)]),
                 ("p2pd show (Gemini CLI recording)", [py, "-m", "p2pd", "show", str(recording)]),
             ]
-            gemini_json = work / f"session-{mb:g}.json"  # the same messages as a Gemini CLI JSON session
-            subprocess.run([py, "-c", "import json, sys; from pathlib import Path; lines = [json.loads(x) for x in "
-                            "Path(sys.argv[1]).read_bytes().splitlines()]; Path(sys.argv[2]).write_text(json.dumps("
-                            "{**lines[0], 'messages': lines[1:]}, indent=2))", str(recording), str(gemini_json)],
-                           check=True, env=env, cwd=ROOT)
+            gemini_json = generated(work / f"session-{mb:g}.json",  # the same messages as a JSON session
+                                    f"as_json_session(Path({str(recording)!r}).read_bytes())", env)
             steps += [
                 ("p2pd export (Gemini CLI JSON session)", [py, "-m", "p2pd", "export", str(gemini_json), "-o",
                                                            str(work / "gemini-json.a2a.json")]),
@@ -152,10 +152,8 @@ def main(sizes: list[float], only: str | None = None) -> int:
                 ("p2pd import of a Gemini CLI JSON session into Claude Code",
                  [py, "-m", "p2pd", "import", str(gemini_json), "--cwd", str(work)]),
             ]
-            team = work / f"team-{mb:g}.jsonl"  # a Claude Code session of a lead and its agent team
-            subprocess.run([py, "-c", "import sys; from pathlib import Path; from tests.transfer.gen import "
-                            "generate_conversation as g; Path(sys.argv[1]).write_bytes(g(int(sys.argv[2]), 7, "
-                            "team_every=20))", str(team), str(int(mb * MB))], check=True, env=env, cwd=ROOT)
+            team = generated(work / f"team-{mb:g}.jsonl",  # a Claude Code session of a lead and its agent team
+                             f"generate_conversation({size}, 7, team_every=20)", env)
             steps += [
                 ("p2pd export (agent-team session)", [py, "-m", "p2pd", "export", str(team), "-o",
                                                       str(work / "team.a2a.json")]),
@@ -164,10 +162,8 @@ def main(sizes: list[float], only: str | None = None) -> int:
                 ("p2pd import of an agent-team session (the session file itself)",
                  [py, "-m", "p2pd", "import", str(team), "--cwd", str(work)]),
             ]
-            one_run = work / f"one-run-{mb:g}.jsonl"  # one prompt, then an agent run of the whole size
-            subprocess.run([py, "-c", "import sys; from pathlib import Path; from tests.transfer.gen import "
-                            "generate_conversation as g; Path(sys.argv[1]).write_bytes(g(int(sys.argv[2]), 7, "
-                            "one_run=True))", str(one_run), str(int(mb * MB))], check=True, env=env, cwd=ROOT)
+            one_run = generated(work / f"one-run-{mb:g}.jsonl",  # one prompt, then an agent run of the whole size
+                                f"generate_conversation({size}, 7, one_run=True)", env)
             steps += [
                 ("p2pd import --agent codex of a single-prompt session (one agent run)",
                  [py, "-m", "p2pd", "import", str(one_run), "--agent", "codex", "--cwd", str(work)]),

@@ -132,6 +132,13 @@ def generate_rollout(size: int, seed: int = 0) -> bytes:
     return b"".join(out)
 
 
+def as_json_session(recording: bytes) -> bytes:
+    """A JSONL recording's metadata (its first line) and its other lines as the elements of ``messages``: a Gemini
+    CLI session in the older JSON format, indented as the CLI writes it."""
+    lines = [json.loads(line) for line in recording.splitlines()]
+    return json.dumps({**lines[0], "messages": lines[1:]}, indent=2).encode()
+
+
 def generate_recording(size: int, seed: int = 0) -> bytes:
     """At least ``size`` bytes of a Gemini CLI JSONL recording made of the corpus's Gemini messages, as the
     recorder writes one: the session's metadata first; then the messages in turn, each copy with a fresh id,

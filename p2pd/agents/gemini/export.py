@@ -118,6 +118,12 @@ def message_to_a2a(msg: dict[str, Any], where: int, context_id: str) -> Message:
 UNTYPED = "message is not a JSON object with a 'type'"  # the issue of such an element of a JSON session
 
 
+def typed(value: Any) -> bool:
+    """Whether an element of a JSON session's ``messages`` is one (an object with a string ``type``); any other
+    is a record, with the issue UNTYPED."""
+    return isinstance(value, dict) and isinstance(value.get("type"), str)
+
+
 def _load(path: Path) -> tuple[dict[str, Any], list[tuple[int, Any]], list[Record], list[LineIssue], int]:
     """(session metadata, [(line or index, message dict)], records, issues, line count)."""
     text = read_text(path)
@@ -149,10 +155,8 @@ def _load(path: Path) -> tuple[dict[str, Any], list[tuple[int, Any]], list[Recor
         raise InvalidInputError(f"{path} is not a Gemini CLI session (no 'messages' list)")
     meta = {k: v for k, v in data.items() if k != "messages"}
     entries = list(enumerate(data["messages"]))
-    issues = [LineIssue(line=i, reason=UNTYPED) for i, m in entries
-              if not (isinstance(m, dict) and isinstance(m.get("type"), str))]
-    records = [Record(line=i, value=m) for i, m in entries
-               if not (isinstance(m, dict) and isinstance(m.get("type"), str))]
+    issues = [LineIssue(line=i, reason=UNTYPED) for i, m in entries if not typed(m)]
+    records = [Record(line=i, value=m) for i, m in entries if not typed(m)]
     return meta, entries, records, issues, len(entries)
 
 

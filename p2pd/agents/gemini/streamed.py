@@ -32,6 +32,7 @@ from p2pd.agents.gemini.export import (
     kept_message,
     session_id_of,
     superseded_record,
+    typed,
 )
 from p2pd.agents.gemini.json_session import JsonSession
 from p2pd.agents.gemini.timeline import NEITHER, Kind, LineKinds, Timeline
@@ -133,9 +134,8 @@ class _Plan:
             plan.lines += 1
             if isinstance(value, dict):
                 plan.entry(i, value)
-                if isinstance(value.get("type"), str):
-                    continue
-            plan.issues.append(LineIssue(line=i, reason=UNTYPED))
+            if not typed(value):
+                plan.issues.append(LineIssue(line=i, reason=UNTYPED))
         plan.meta = session.meta
         return plan
 
@@ -181,7 +181,7 @@ def _spool_json(session: JsonSession, plan: _Plan, session_id: str, messages: _P
     n_records = read = 0
     for i, value in session.messages():
         read += 1
-        if not (isinstance(value, dict) and isinstance(value.get("type"), str)):
+        if not typed(value):
             records.add({"line": i, "value": value})  # (a null value too, as the whole document writes it)
             n_records += 1
         elif i in superseded:
