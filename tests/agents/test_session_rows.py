@@ -1,7 +1,8 @@
 """``p2pd sessions``' rows (p2pd/agents/sessions.py): a session its agent converts as it is written is listed from
 that stream, read back as it is written — the same row as the whole reading gives, for every corpus session and
 generated and odd ones — and is never loaded whole (a 50 MB Claude Code session took 434 MiB to list; now 66 MiB:
-tests/bench/process_rss.py). What cannot be streamed (a Gemini CLI JSON session) is still read whole."""
+tests/bench/process_rss.py). What its agent declines to stream (a Gemini CLI JSON session with two ``messages``
+arrays) is still read whole."""
 
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ PLATFORMS = {"claude-code": "claude-code", "codex": "codex", "gemini": "gemini"}
 # Sessions the corpus lacks, made here: one prompt, then an agent run longer than a cross-agent import's agent
 # message (p2pd/agents/crossagent.py TURN_TEXT), so the receiving program reads consecutive agent messages.
 GENERATED = Path(tempfile.gettempdir()) / "p2pd-realclients-sessions"
-RUN_CALLS, RUN_OUTPUT_LINES = 60, 1500  # ~12 KB of output per call: ~0.75 MB of text in one turn
+RUN_CALLS, RUN_OUTPUT_LINES = 60, 1500  # ~40 KB of output per call: ~2.5 MB of text in one turn
 
 
 def source_id(source: Path) -> str:
