@@ -1,3 +1,3 @@
-from p2pd.cli.main import entry
+from p2pd.cli.launch import entry
 
 entry()

@@ -1,5 +1,6 @@
 """The ``p2pd`` command line. It drives the rest of p2pd; nothing outside this package imports it.
 
+- ``launch``        — the console script's first step: ``p2pd send FILE`` starts its packing process, then ``main``;
 - ``main``          — the top-level parser (each group below registers its commands), ``main()``, and the
                       error → one line + exit code mapping;
 - ``output``        — what every command prints with: the ``out``/``err`` consoles, escaping (``escape`` for our

@@ -70,9 +70,10 @@ def cmd_send(args: argparse.Namespace) -> int:
         from p2pd.cli.daemon import send_via_daemon
 
         return send_via_daemon(args)
-    from p2pd.exchange.producing import prespawn
+    from p2pd.exchange.spare import prespawn
 
-    prespawn()  # a file is packed by a process of its own: it imports while this one does
+    prespawn()  # a file is packed by a process of its own: it imports while this one does (started already when
+    # the program began: p2pd.cli.launch)
     from p2pd.agents.sources import named_file
     from p2pd.cli.codeentry import given_code
 

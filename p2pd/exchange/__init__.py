@@ -3,7 +3,8 @@ or fall back to a ``.a2a.json`` file.
 
 - ``handover`` — the send and receive flows and the small UI interface they report through;
 - ``producing``, ``producer`` — the conversation packed while it is sent, by a process of its own (``producer``:
-  a session converted as a stream, ``document_file``: a document checked, then sent as it is);
+  a session converted as a stream, ``document_file``: a document checked, then sent as it is); ``spare``: that
+  process started before its job is known;
 - ``consuming``, ``consumer``, ``packing`` — the receiver's checking process and the files it stages;
 - ``notice``   — the sender's fallback notice to the receiver, and the receiver's reader of sealed signals;
 - ``weblink``  — the browser page's link (and QR code) for a code.

@@ -23,46 +23,13 @@ from typing import IO, TYPE_CHECKING, Any
 from p2pd.blob.codecs import CODECS
 from p2pd.blob.container import HEADER_SIZE, BlobHeader
 from p2pd.errors import Cause, P2pdError, TransferFailedError, from_wire
+from p2pd.exchange import spare
 
 if TYPE_CHECKING:  # the transfer's modules load once the peer is connected, after the code is shown
     from p2pd.conversation.model import ConversationDocument
     from p2pd.transfer.streaming import Summary
 
 ESTIMATE_RATIO = 0.1  # compressed size / transcript size, for a streamed offer's progress (real sessions: ~0.085)
-
-
-_spare: subprocess.Popen[bytes] | None = None
-
-
-def prespawn() -> None:
-    """Start a packing process now, before its job is known: its imports (~0.15 s) then overlap the sender's own
-    start (``p2pd send``, before the code is checked), and the next :meth:`Production.start` of a session file
-    hands it the job. Unused, it ends when this process does (its standard input closes)."""
-    global _spare
-    if _spare is None:
-        _spare = subprocess.Popen([sys.executable, "-m", "p2pd.exchange.producer"], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-
-
-def spare() -> subprocess.Popen[bytes] | None:
-    """The spare packing process waiting for its job, if any."""
-    return _spare
-
-
-def _spare_for(session: Path, spool: Path) -> subprocess.Popen[bytes] | None:
-    """The spare packing process, given its job; None when there is none (or it is gone)."""
-    global _spare
-    proc, _spare = _spare, None
-    if proc is None or proc.stdin is None:
-        return None
-    try:
-        proc.stdin.write(json.dumps({"session": str(session), "work": str(spool)}).encode() + b"\n")
-        proc.stdin.close()
-    except (OSError, ValueError):  # gone (its input closed): a process is started for the job instead
-        with contextlib.suppress(OSError):
-            proc.kill()
-        return None
-    return proc
 
 
 def _source_size(path: Path) -> int:
@@ -108,7 +75,7 @@ class Production:
             prod = cls(work, _source_size(source))
             spool = work / "spool"
             spool.mkdir()
-            prod._proc = _spare_for(source, spool) or subprocess.Popen(
+            prod._proc = spare.hand(source, spool) or subprocess.Popen(
                 [sys.executable, "-m", "p2pd.exchange.producer", str(source), str(spool)],
                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             threading.Thread(target=prod._read_child, name="p2pd-producer", daemon=True).start()

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from p2pd import __version__
-from p2pd.cli.main import build_parser, entry, error_line, exit_code, main, report
+from p2pd.cli import launch
+from p2pd.cli.main import build_parser, error_line, exit_code, main, report
 from p2pd.errors import CLASS_BY_CAUSE, Cause, ExitCode, P2pdError, Party, PeerGoneError, SignalingError
 from tests.cli.helpers import run
 
@@ -107,5 +108,5 @@ def test_python_dash_m_and_the_console_script() -> None:
     assert r.returncode == 0 and r.stdout.strip() == f"p2pd {__version__}"
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["scripts"]
     module, _, func = scripts["p2pd"].partition(":")
-    assert getattr(importlib.import_module(module), func) is entry  # main(), then a fast exit
+    assert getattr(importlib.import_module(module), func) is launch.entry  # (tests/cli/test_launch.py)
     assert sys.modules["p2pd.cli.main"].main is main

@@ -10,7 +10,7 @@ from typing import TypeVar
 import pytest
 
 from p2pd.errors import Cause, P2pdError, TooLargeError
-from p2pd.exchange import producing
+from p2pd.exchange import spare as spare_process
 from p2pd.exchange.producing import Production
 from tests.exchange.test_handover import SESSION, over_an_element
 
@@ -29,25 +29,25 @@ def pack(session: Path, work: Path) -> tuple[bytes, dict]:
 
 def test_a_spare_packs_the_same_blob_as_a_process_started_for_the_job(tmp_path):
     plain_blob, plain_head = pack(SESSION, tmp_path / "plain")
-    producing.prespawn()
-    spare = producing.spare()
+    spare_process.prespawn()
+    spare = spare_process.spare()
     assert spare is not None
     blob, head = pack(SESSION, tmp_path / "spare")
-    assert producing.spare() is None  # taken
+    assert spare_process.spare() is None  # taken
     assert (blob, head) == (plain_blob, plain_head)
     spare.wait(30)  # it had its job (a spare without one would wait on its input)
 
 
 def test_a_spare_without_a_job_ends_when_its_input_closes_and_is_replaced(tmp_path):
-    producing.prespawn()
-    spare = producing.spare()
+    spare_process.prespawn()
+    spare = spare_process.spare()
     assert spare is not None and spare.stdin is not None
     spare.stdin.close()
     assert spare.wait(30) == 0
     assert spare.stdout is not None and spare.stdout.read() == b""  # nothing packed
     # the next packing takes the spare, finds it gone, and starts a process for the job
     blob, head = pack(SESSION, tmp_path / "after")
-    assert producing.spare() is None
+    assert spare_process.spare() is None
     assert head["contextId"] == SESSION.stem and len(blob) > 0
 
 
