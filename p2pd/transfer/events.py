@@ -42,8 +42,9 @@ class Failure(msgspec.Struct, frozen=True):
             return _FROM_SENDER[self.code]
         by_peer, local = _WORDS.get(self.code, (f"the peer stopped the transfer (reason {self.code})",
                                                 "the transfer failed: {reason}"))
-        if self.by_peer and peer == "sender" and self.code in _RECEIVERS_CODES:
-            return f"the sender stopped the transfer (reason {self.code})"  # (its words above are a sender's to read)
+        if self._receivers_code_from_sender(peer):
+            return ("the sender broke the transfer protocol: it stopped the transfer with a reason only a receiver "
+                    "gives; update p2pd on both sides")  # (the words above are a sender's to read)
         return by_peer if self.by_peer else local.replace("{reason}", printable(self.reason))
 
     def exception(self, peer: str = "receiver") -> P2pdError:
@@ -51,13 +52,20 @@ class Failure(msgspec.Struct, frozen=True):
         PEER when the peer's frame ended the transfer, and the peer's text is in ``peer_text``; ``peer`` as in
         :meth:`message`."""
         cls, cause, local_party = _ERRORS.get(self.code, _OTHER)
-        if self.code == Code.TOO_LARGE and self.by_peer:
+        if self._receivers_code_from_sender(peer):  # (a sender that declines, finds a checksum wrong…: broken)
+            cls, cause = ProtocolError, Cause.PROTOCOL
+        elif self.code == Code.TOO_LARGE and self.by_peer:
             cls, cause = DeclinedError, Cause.DECLINED  # the peer refused a size: a refusal, not our input
         elif self.code == Code.IO and self.by_peer:
             cls, cause = TransferFailedError, Cause.PEER_STORAGE  # the peer's disk: nothing this side's is at fault
         party = Party.PEER if self.by_peer else local_party
         return cls(self.message(peer), cause=cause, party=party,
                    peer_text=self.reason if self.by_peer else None, details={"code": code_name(self.code)})
+
+    def _receivers_code_from_sender(self, peer: str) -> bool:
+        """Whether a sender's frame (``peer == "sender"``) ended the transfer with a code only a receiver has
+        reason to send: no p2pd sender does (its own failures travel as IO, INTERNAL or CANCELLED)."""
+        return self.by_peer and peer == "sender" and self.code in _RECEIVERS_CODES
 
 
 _REFUSALS = (Code.DECLINED, Code.TOO_LARGE, Code.UNSUPPORTED_CODEC, Code.BUSY, Code.NOT_ALLOWED, Code.RATE_LIMITED)

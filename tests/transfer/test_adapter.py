@@ -355,3 +355,37 @@ async def test_a_slowloris_sender_is_ended_by_the_minimum_rate(tmp_path: Path) -
                                   receive_blob(b, tmp_path / "in2", decide=accept_all, min_rate=1_000_000,
                                                rate_window=0.5, linger=0.1))
     assert got.path.read_bytes() == data
+
+
+@pytest.mark.parametrize("code_name", ["TOO_LARGE", "DECLINED", "CHECKSUM"])
+async def test_a_sender_that_ends_with_a_receivers_reason_is_a_protocol_error(tmp_path: Path, code_name: str) -> None:
+    """A broken or hostile sender ends an accepted transfer with a code only a receiver sends: the receiver raises
+    a ProtocolError from the peer, not a refusal it never made, and keeps nothing."""
+    from p2pd.blob.codecs import get_codec
+    from p2pd.errors import Cause, ProtocolError
+    from p2pd.transfer.frames import Code, Error, Hello, Role, decode, encode
+
+    data = write_blob(tmp_path / "x.blob", 50_000)
+    header = blob.BlobHeader.unpack(data)
+    a, b = pair()
+    replies: list[Any] = []
+    a.on("message", lambda m: replies.append(decode(m, max_size=MAX_MESSAGE_SIZE)))
+    receiving = asyncio.ensure_future(receive_blob(b, tmp_path / "in", decide=accept_all, idle_timeout=30,
+                                                   linger=0.1))
+    tid = b"\x06" * 16
+    a.send(encode(Hello(role=Role.SENDER, max_message_size=MAX_MESSAGE_SIZE, codecs=(1,))))
+    a.send(encode(Offer(tid, get_codec(header.codec).wire_id, header.raw_size, header.compressed_size,
+                        header.sha256, 16_000, INFO)))
+    for _ in range(100):
+        if any(r.type.name == "ACCEPT" for r in replies):
+            break
+        await asyncio.sleep(0.01)
+    assert any(r.type.name == "ACCEPT" for r in replies)
+    a.send(encode(Error(tid, Code[code_name], "over \x1b[2Jthe limit")))
+    with pytest.raises(ProtocolError) as info:
+        await asyncio.wait_for(receiving, 5)
+    exc = info.value
+    assert exc.cause is Cause.PROTOCOL and exc.party is Party.PEER
+    assert str(exc).startswith("the sender broke the transfer protocol")
+    assert exc.peer_text == "over \x1b[2Jthe limit"  # (shown escaped by the CLI, never compared)
+    assert not any(p.is_file() for p in (tmp_path / "in").rglob("*.a2a.json"))

@@ -73,10 +73,18 @@ def test_a_receiver_is_told_what_its_sender_said_in_the_senders_words() -> None:
     heard = Failure(Code.IO, "cannot read the blob", True).exception("sender")
     assert "sender could not read or pack" in str(heard) and "receiver" not in str(heard)
     assert heard.cause is Cause.PEER_STORAGE and heard.party is Party.PEER
-    # a code only a receiver has reason to send, from a sender (a broken or hostile one): no "the receiver…"
-    for code in (Code.DECLINED, Code.CHECKSUM, Code.TOO_LARGE, Code.NOT_ALLOWED):
-        said = Failure(code, "x", True).message("sender")
-        assert said.startswith("the sender stopped the transfer") and "receiver" not in said, said
+    # a code only a receiver has reason to send, from a sender (a broken or hostile one): a protocol error, in
+    # words that blame no receiver and show no number
+    for code in (Code.DECLINED, Code.CHECKSUM, Code.TOO_LARGE, Code.NOT_ALLOWED, Code.UNSUPPORTED_CODEC,
+                 Code.BUSY, Code.INVALID, Code.RATE_LIMITED):
+        heard = Failure(code, "x", True).exception("sender")
+        said = str(heard)
+        assert said.startswith("the sender broke the transfer protocol") and "the receiver" not in said, said
+        assert str(int(code)) not in said.replace("p2pd", ""), said
+        assert type(heard) is ProtocolError and heard.cause is Cause.PROTOCOL and heard.party is Party.PEER
+        assert heard.peer_text == "x" and heard.details == {"code": code_name(code)}
+        # the same code from a receiver keeps its own meaning (a sender hears a refusal, a damaged copy…)
+        assert type(Failure(code, "x", True).exception("receiver")) is not ProtocolError
     # words that name no side stay as they are; this side's own failures do not depend on the peer's role
     assert Failure(Code.CANCELLED, "x", True).message("sender") == Failure(Code.CANCELLED, "x", True).message()
     assert Failure(Code.IO, "full", False).message("sender") == Failure(Code.IO, "full", False).message()
