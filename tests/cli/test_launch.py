@@ -66,6 +66,25 @@ def test_the_spare_is_running_before_the_command_line_is_read(monkeypatch, no_sp
         assert isinstance(seen[0], subprocess.Popen) and seen[0].poll() is None  # waiting for its job
 
 
+def test_a_spare_that_cannot_start_leaves_the_command_to_run(monkeypatch, no_spare):
+    # (a process table or memory exhausted: the send itself starts a process for its job and reports the error)
+    def refuse(*_args: object, **_kwargs: object) -> None:
+        raise OSError(11, "Resource temporarily unavailable")
+
+    ran: list[bool] = []
+
+    def main_entry() -> None:
+        ran.append(True)
+        raise SystemExit(0)
+
+    monkeypatch.setattr("p2pd.exchange.spare.subprocess.Popen", refuse)
+    monkeypatch.setattr("p2pd.cli.main.entry", main_entry)
+    monkeypatch.setattr(sys, "argv", ["p2pd", "send", "session.jsonl"])
+    with pytest.raises(SystemExit):
+        launch.entry()
+    assert ran == [True] and spare.spare() is None
+
+
 def test_the_launch_imports_nothing_of_the_command_line_before_the_spare_starts():
     # (in a fresh interpreter: which p2pd modules are loaded when prespawn runs)
     code = ("import sys\n"
