@@ -46,3 +46,14 @@ def hand(session: Path, spool: Path) -> subprocess.Popen[bytes] | None:
             proc.kill()
         return None
     return proc
+
+
+def close() -> None:
+    """End the spare packing process without a job (its standard input closed), and forget it."""
+    global _spare
+    proc, _spare = _spare, None
+    if proc is not None:
+        if proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                proc.stdin.close()
+        proc.wait()

@@ -14,9 +14,10 @@ sender starts ``HEAD_START`` (1 s; ``P2PD_BENCH_HEAD_START``) after its receiver
 its code is printed —, as when a person carries the code from one machine to the other. Peak RSS of
 each process comes from ``wait4``. Printed per size: min/median/max seconds of each tool, the p2pd/wormhole ratio
 pair by pair (its median), the peak RSS of each process (max over runs) and its CPU seconds (user+sys, with the
-children it waited for; median). ``--startup N`` adds the fixed costs, N runs interleaved: ``--help``, and
-``send SESSION`` until it prints its code (the real session; p2pd allocates a code from p2pd-signal, wormhole from
-its mailbox server).
+children it waited for; median). ``--timeline`` adds one p2pd run per size, not counted, with each p2pd process's
+CPU every 0.1 s (tests/bench/cpu_timeline.py: where the critical path runs and when a core idles).
+``--startup N`` adds the fixed costs, N runs interleaved: ``--help``, and ``send SESSION`` until it prints its code
+(the real session; p2pd allocates a code from p2pd-signal, wormhole from its mailbox server).
 
 Sessions: the real 3.5 MB corpus session (spotter/4d5611e5) and generated ones of 1, 10, 50, 200 MB made of the
 corpus's real Claude Code lines (user and agent turns, tool calls and results, thinking), fresh ids per copy.
@@ -46,6 +47,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from tests.bench.cpu_timeline import CpuTimeline  # noqa: E402
 from tests.corpus import corpus_root  # noqa: E402
 from tests.transfer.gen import generate_conversation  # noqa: E402
 
@@ -179,7 +181,8 @@ class Servers:
                 p.kill()
 
 
-def run_p2pd(session: Path, servers: Servers, work: Path, n: int) -> Run:
+def run_p2pd(session: Path, servers: Servers, work: Path, n: int, timeline: list[str] | None = None) -> Run:
+    """One p2pd handover; ``timeline``: a list that gets its CPU timeline's lines (tests/bench/cpu_timeline.py)."""
     home = work / f"p2pd-home-{n}"
     out = work / f"p2pd-out-{n}"
     out.mkdir(parents=True)
@@ -195,9 +198,15 @@ def run_p2pd(session: Path, servers: Servers, work: Path, n: int) -> Run:
     receiver.wait_head_start()
     start = time.perf_counter()
     sender = Proc([str(BIN / "p2pd"), "send", str(session), "--code", str(receiver.code)], env, work)
+    sampler = CpuTimeline(sender.p.pid, receiver.p.pid) if timeline is not None else None
+    if sampler is not None:
+        sampler.start()
     sender.finish(900)
     receiver.finish(900)
     elapsed = max(sender.ended, receiver.ended) - start
+    if sampler is not None and timeline is not None:
+        sampler.stop()
+        timeline.extend(sampler.table())
     got = list(out.glob("*.a2a.json"))
     if len(got) != 1:
         raise RuntimeError(f"p2pd receive wrote {got}")
@@ -279,6 +288,8 @@ def main() -> int:
                     help="also send each session's .a2a.json (as `p2pd export` writes it; wormhole moves that file)")
     ap.add_argument("--startup", type=int, default=0, metavar="N",
                     help="also time --help and `send` until its code is printed, N runs of each tool")
+    ap.add_argument("--timeline", action="store_true",
+                    help="one more p2pd run per size, not counted: each process's CPU every 0.1 s")
     args = ap.parse_args()
     wormhole_bin = ensure_wormhole()
     compiled = byte_compile()
@@ -299,6 +310,12 @@ def main() -> int:
                     mine.append(run_p2pd(path, servers, work, n))
                     theirs.append(run_wormhole(path, servers, wormhole_bin, work, n))
                     print(f"  {label}: p2pd {mine[-1].seconds:.2f} s, wormhole {theirs[-1].seconds:.2f} s", flush=True)
+                if args.timeline:
+                    n += 1
+                    lines: list[str] = []
+                    run_p2pd(path, servers, work, n, timeline=lines)
+                    print(f"  {label}: p2pd's CPU timeline (cores in use per 0.1 s)", *lines, sep="\n    ",
+                          flush=True)
                 ratios = [a.seconds / b.seconds for a, b in zip(mine, theirs, strict=True)]
                 rows.append((label, spread([r.seconds for r in mine]), spread([r.seconds for r in theirs]),
                              statistics.median(ratios), max(r.rss_send for r in mine), max(r.rss_recv for r in mine),

@@ -37,12 +37,8 @@ def test_which_command_lines_start_a_packing_process(args, packs):
 @pytest.fixture
 def no_spare():
     yield
-    proc = spare.spare()
-    if proc is not None:  # (a test's spare: its input closed, it ends)
-        assert proc.stdin is not None
-        proc.stdin.close()
-        proc.wait(30)
-        spare._spare = None
+    spare.close()  # (a test's spare: its input closed, it ends)
+    assert spare.spare() is None
 
 
 @pytest.mark.parametrize(("args", "started"), [

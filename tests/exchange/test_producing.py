@@ -38,6 +38,16 @@ def test_a_spare_packs_the_same_blob_as_a_process_started_for_the_job(tmp_path):
     spare.wait(30)  # it had its job (a spare without one would wait on its input)
 
 
+def test_a_spare_closed_without_a_job_ends_and_is_forgotten():
+    spare_process.prespawn()
+    spare = spare_process.spare()
+    assert spare is not None and spare.poll() is None  # waiting for its job
+    spare_process.close()
+    assert spare.returncode == 0 and spare_process.spare() is None
+    assert spare.stdout is not None and spare.stdout.read() == b""  # nothing packed
+    spare_process.close()  # (none: nothing to do)
+
+
 def test_a_spare_without_a_job_ends_when_its_input_closes_and_is_replaced(tmp_path):
     spare_process.prespawn()
     spare = spare_process.spare()
