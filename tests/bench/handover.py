@@ -313,9 +313,9 @@ def main() -> int:
                 if args.timeline:
                     n += 1
                     lines: list[str] = []
-                    run_p2pd(path, servers, work, n, timeline=lines)
-                    print(f"  {label}: p2pd's CPU timeline (cores in use per 0.1 s)", *lines, sep="\n    ",
-                          flush=True)
+                    took = run_p2pd(path, servers, work, n, timeline=lines).seconds
+                    print(f"  {label}: p2pd's CPU timeline, a run of {took:.2f} s (cores in use per 0.1 s)", *lines,
+                          sep="\n    ", flush=True)
                 ratios = [a.seconds / b.seconds for a, b in zip(mine, theirs, strict=True)]
                 rows.append((label, spread([r.seconds for r in mine]), spread([r.seconds for r in theirs]),
                              statistics.median(ratios), max(r.rss_send for r in mine), max(r.rss_recv for r in mine),
