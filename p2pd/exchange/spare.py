@@ -56,4 +56,8 @@ def close() -> None:
         if proc.stdin is not None:
             with contextlib.suppress(OSError):
                 proc.stdin.close()
-        proc.wait()
+        try:
+            proc.wait(10)  # (it reads end of input once its imports are done, and exits)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
