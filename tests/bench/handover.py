@@ -98,6 +98,7 @@ class Proc:
     """A child process whose exit and peak RSS are collected with wait4 in a thread."""
 
     def __init__(self, argv: list[str], env: dict[str, str], cwd: Path, *, watch_stderr: bool = False) -> None:
+        self.argv = argv
         self.stderr_lines: list[str] = []
         self.code_seen = threading.Event()
         self.code: str | None = None
@@ -138,9 +139,9 @@ class Proc:
         if not self.done.wait(timeout):
             self.p.send_signal(signal.SIGKILL)
             self.done.wait(10)
-            raise RuntimeError(f"{self.p.args[:3]} did not exit within {timeout} s")
+            raise RuntimeError(f"{self.argv[:3]} did not exit within {timeout} s")
         if self.status != 0:
-            raise RuntimeError(f"{self.p.args[:3]} exited {self.status}: {''.join(self.stderr_lines)[-2000:]}")
+            raise RuntimeError(f"{self.argv[:3]} exited {self.status}: {''.join(self.stderr_lines)[-2000:]}")
 
 
 def ensure_wormhole() -> Path:
@@ -158,16 +159,15 @@ class Servers:
 
     def __init__(self, work: Path, wormhole_bin: Path) -> None:
         self.signal_port, self.mailbox_port, self.relay_port = free_port(), free_port(), free_port()
-        quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
-        self.procs = [
-            subprocess.Popen([str(BIN / "p2pd-signal"), "--host", "127.0.0.1", "--port", str(self.signal_port)],
-                             cwd=work, **quiet),
-            subprocess.Popen([str(wormhole_bin / "twistd"), "-n", "--pidfile=", "--logfile=/dev/null",
-                              "wormhole-mailbox", f"--port=tcp:{self.mailbox_port}:interface=127.0.0.1",
-                              "--channel-db=:memory:"], cwd=work, **quiet),
-            subprocess.Popen([str(wormhole_bin / "twistd"), "-n", "--pidfile=", "--logfile=/dev/null",
-                              "transitrelay", f"--port=tcp:{self.relay_port}:interface=127.0.0.1"], cwd=work, **quiet),
+        argvs = [
+            [str(BIN / "p2pd-signal"), "--host", "127.0.0.1", "--port", str(self.signal_port)],
+            [str(wormhole_bin / "twistd"), "-n", "--pidfile=", "--logfile=/dev/null", "wormhole-mailbox",
+             f"--port=tcp:{self.mailbox_port}:interface=127.0.0.1", "--channel-db=:memory:"],
+            [str(wormhole_bin / "twistd"), "-n", "--pidfile=", "--logfile=/dev/null", "transitrelay",
+             f"--port=tcp:{self.relay_port}:interface=127.0.0.1"],
         ]
+        self.procs = [subprocess.Popen(argv, cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                      for argv in argvs]
         for port in (self.signal_port, self.mailbox_port, self.relay_port):
             wait_port(port)
 
