@@ -39,6 +39,13 @@ def missing() -> str | None:
     return None
 
 
+# The environment the programs start from, taken once, in the thread that imports this module: the cases run in
+# a thread pool while pytest's own thread sets and deletes PYTEST_CURRENT_TEST, and iterating os.environ during
+# such a change raises KeyError (CI, 1271f63). The agents' own variables are left out: each home sets its own.
+_BASE_ENV = {k: v for k, v in os.environ.items()
+             if not k.startswith(("ANTHROPIC_", "CLAUDE", "CODEX_", "OPENAI_")) and k != "PYTEST_CURRENT_TEST"}
+
+
 @dataclass
 class Home:
     """A user's home for one run: the Claude Code and Codex configuration folders live inside it."""
@@ -54,8 +61,7 @@ class Home:
         return self.root / ".codex"
 
     def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("ANTHROPIC_", "CLAUDE", "CODEX_", "OPENAI_"))}
+        env = dict(_BASE_ENV)
         env.update(HOME=str(self.root), CLAUDE_CONFIG_DIR=str(self.claude), CODEX_HOME=str(self.codex),
                    DISABLE_AUTOUPDATER="1", DISABLE_TELEMETRY="1", DISABLE_ERROR_REPORTING="1",
                    CLAUDE_CODE_MAX_RETRIES="0", NO_COLOR="1")
