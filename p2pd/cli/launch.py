@@ -9,7 +9,6 @@ arguments: a wrong one costs only a spare process that ends, unused, with this o
 
 from __future__ import annotations
 
-import contextlib
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -30,8 +29,7 @@ def entry() -> NoReturn:
     if packs_a_file(sys.argv[1:]):
         from p2pd.exchange.spare import prespawn
 
-        with contextlib.suppress(OSError):  # (no process to be had now: the send starts one for its job)
-            prespawn()
+        prespawn()
     from p2pd.cli.main import entry as main_entry
 
     main_entry()

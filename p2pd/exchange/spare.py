@@ -19,11 +19,14 @@ _spare: subprocess.Popen[bytes] | None = None
 
 
 def prespawn() -> None:
-    """Start the spare packing process now, unless one is waiting already."""
+    """Start the spare packing process now, unless one is waiting already. When no process can be had now (a
+    process table or memory exhausted), there is no spare: the send starts a process for its job, and says why
+    if it cannot."""
     global _spare
     if _spare is None:
-        _spare = subprocess.Popen([sys.executable, "-m", "p2pd.exchange.producer"], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        with contextlib.suppress(OSError):
+            _spare = subprocess.Popen([sys.executable, "-m", "p2pd.exchange.producer"], stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 def spare() -> subprocess.Popen[bytes] | None:
