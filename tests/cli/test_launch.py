@@ -41,12 +41,8 @@ def no_spare():
     assert spare.spare() is None
 
 
-@pytest.mark.parametrize(("args", "started"), [
-    (["send", "session.jsonl", "--code", "7-abc-def"], True),
-    (["send", "session.jsonl", "--to", "laptop"], False),
-    (["sessions"], False),
-])
-def test_the_spare_is_running_before_the_command_line_is_read(monkeypatch, no_spare, args, started):
+def spare_when_main_runs(monkeypatch, args: list[str]) -> object:
+    """Run the console script's entry on ``args`` with ``p2pd.cli.main.entry`` replaced: the spare it found."""
     seen: list[object] = []
 
     def main_entry() -> None:  # (the real one parses sys.argv and runs the command)
@@ -57,9 +53,20 @@ def test_the_spare_is_running_before_the_command_line_is_read(monkeypatch, no_sp
     monkeypatch.setattr(sys, "argv", ["p2pd", *args])
     with pytest.raises(SystemExit):
         launch.entry()
-    assert len(seen) == 1 and (seen[0] is not None) is started
+    assert len(seen) == 1  # the command ran, once
+    return seen[0]
+
+
+@pytest.mark.parametrize(("args", "started"), [
+    (["send", "session.jsonl", "--code", "7-abc-def"], True),
+    (["send", "session.jsonl", "--to", "laptop"], False),
+    (["sessions"], False),
+])
+def test_the_spare_is_running_before_the_command_line_is_read(monkeypatch, no_spare, args, started):
+    found = spare_when_main_runs(monkeypatch, args)
+    assert (found is not None) is started
     if started:
-        assert isinstance(seen[0], subprocess.Popen) and seen[0].poll() is None  # waiting for its job
+        assert isinstance(found, subprocess.Popen) and found.poll() is None  # waiting for its job
 
 
 def test_a_spare_that_cannot_start_leaves_the_command_to_run(monkeypatch, no_spare):
@@ -67,18 +74,8 @@ def test_a_spare_that_cannot_start_leaves_the_command_to_run(monkeypatch, no_spa
     def refuse(*_args: object, **_kwargs: object) -> None:
         raise OSError(11, "Resource temporarily unavailable")
 
-    ran: list[bool] = []
-
-    def main_entry() -> None:
-        ran.append(True)
-        raise SystemExit(0)
-
     monkeypatch.setattr("p2pd.exchange.spare.subprocess.Popen", refuse)
-    monkeypatch.setattr("p2pd.cli.main.entry", main_entry)
-    monkeypatch.setattr(sys, "argv", ["p2pd", "send", "session.jsonl"])
-    with pytest.raises(SystemExit):
-        launch.entry()
-    assert ran == [True] and spare.spare() is None
+    assert spare_when_main_runs(monkeypatch, ["send", "session.jsonl"]) is None
 
 
 def test_the_launch_imports_nothing_of_the_command_line_before_the_spare_starts():

@@ -314,23 +314,20 @@ def test_start_up_sweep_removes_old_partials_only(tmp_path: Path) -> None:
     assert not old.exists() and fresh.exists() and busy.exists()
 
 
-async def test_a_slowloris_sender_is_ended_by_the_minimum_rate(tmp_path: Path) -> None:
-    """Red-team finding: one chunk every 20 s kept a receive open for ever (each chunk resets the idle timeout).
-    Here, scaled down: one chunk every 0.2 s against a minimum rate of 1 MB/s over 0.5 s windows."""
+async def offered_by_hand(data: bytes, into: Path, tid: bytes, chunk: int, **limits: Any
+                          ) -> tuple[MemChannel, list[Any], asyncio.Future[Any]]:
+    """A sender played frame by frame (a hostile party): HELLO and OFFER of the blob ``data`` to a real
+    ``receive_blob`` into ``into`` (``limits``: its keyword arguments), then up to a second for its ACCEPT. The
+    sender's channel, the frames it heard, and the receive."""
     from p2pd.blob.codecs import get_codec
-    from p2pd.errors import PeerTimeoutError
-    from p2pd.transfer.frames import Chunk, Hello, Role, decode, encode
+    from p2pd.transfer.frames import Hello, Role, decode, encode
 
-    data = write_blob(tmp_path / "x.blob", 400_000)
     header = blob.BlobHeader.unpack(data)
-    payload = data[blob.HEADER_SIZE:]
     a, b = pair()
     replies: list[Any] = []
     a.on("message", lambda m: replies.append(decode(m, max_size=MAX_MESSAGE_SIZE)))
-    receiving = asyncio.ensure_future(receive_blob(b, tmp_path / "in", decide=accept_all, idle_timeout=30,
-                                                   min_rate=1_000_000, rate_window=0.5, linger=0.1))
-    tid = b"\x05" * 16
-    chunk = 16_000
+    receiving = asyncio.ensure_future(receive_blob(b, into, decide=accept_all, idle_timeout=30, linger=0.1,
+                                                   **limits))
     a.send(encode(Hello(role=Role.SENDER, max_message_size=MAX_MESSAGE_SIZE, codecs=(1,))))
     a.send(encode(Offer(tid, get_codec(header.codec).wire_id, header.raw_size, header.compressed_size,
                         header.sha256, chunk, INFO)))
@@ -338,6 +335,21 @@ async def test_a_slowloris_sender_is_ended_by_the_minimum_rate(tmp_path: Path) -
         if any(r.type.name == "ACCEPT" for r in replies):
             break
         await asyncio.sleep(0.01)
+    return a, replies, receiving
+
+
+async def test_a_slowloris_sender_is_ended_by_the_minimum_rate(tmp_path: Path) -> None:
+    """Red-team finding: one chunk every 20 s kept a receive open for ever (each chunk resets the idle timeout).
+    Here, scaled down: one chunk every 0.2 s against a minimum rate of 1 MB/s over 0.5 s windows."""
+    from p2pd.errors import PeerTimeoutError
+    from p2pd.transfer.frames import Chunk, encode
+
+    data = write_blob(tmp_path / "x.blob", 400_000)
+    payload = data[blob.HEADER_SIZE:]
+    tid = b"\x05" * 16
+    chunk = 16_000
+    a, replies, receiving = await offered_by_hand(data, tmp_path / "in", tid, chunk, min_rate=1_000_000,
+                                                  rate_window=0.5)
     started = asyncio.get_running_loop().time()
     for index in range(len(payload) // chunk):
         if receiving.done():
@@ -361,25 +373,12 @@ async def test_a_slowloris_sender_is_ended_by_the_minimum_rate(tmp_path: Path) -
 async def test_a_sender_that_ends_with_a_receivers_reason_is_a_protocol_error(tmp_path: Path, code_name: str) -> None:
     """A broken or hostile sender ends an accepted transfer with a code only a receiver sends: the receiver raises
     a ProtocolError from the peer, not a refusal it never made, and keeps nothing."""
-    from p2pd.blob.codecs import get_codec
     from p2pd.errors import Cause, ProtocolError
-    from p2pd.transfer.frames import Code, Error, Hello, Role, decode, encode
+    from p2pd.transfer.frames import Code, Error, encode
 
-    data = write_blob(tmp_path / "x.blob", 50_000)
-    header = blob.BlobHeader.unpack(data)
-    a, b = pair()
-    replies: list[Any] = []
-    a.on("message", lambda m: replies.append(decode(m, max_size=MAX_MESSAGE_SIZE)))
-    receiving = asyncio.ensure_future(receive_blob(b, tmp_path / "in", decide=accept_all, idle_timeout=30,
-                                                   linger=0.1))
     tid = b"\x06" * 16
-    a.send(encode(Hello(role=Role.SENDER, max_message_size=MAX_MESSAGE_SIZE, codecs=(1,))))
-    a.send(encode(Offer(tid, get_codec(header.codec).wire_id, header.raw_size, header.compressed_size,
-                        header.sha256, 16_000, INFO)))
-    for _ in range(100):
-        if any(r.type.name == "ACCEPT" for r in replies):
-            break
-        await asyncio.sleep(0.01)
+    a, replies, receiving = await offered_by_hand(write_blob(tmp_path / "x.blob", 50_000), tmp_path / "in", tid,
+                                                  16_000)
     assert any(r.type.name == "ACCEPT" for r in replies)
     a.send(encode(Error(tid, Code[code_name], "over \x1b[2Jthe limit")))
     with pytest.raises(ProtocolError) as info:
