@@ -40,7 +40,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,6 +68,7 @@ class Run:
     rss_recv: float
     cpu_send: float = 0.0  # user+sys seconds of the process and the children it waited for (wait4)
     cpu_recv: float = 0.0
+    timeline: list[str] = field(default_factory=list)  # with sample=True: tests/bench/cpu_timeline.py's table
 
 
 # Seconds from a receiver's start to its sender's, for both tools (p2pd: at least until its code is printed): the
@@ -181,8 +182,8 @@ class Servers:
                 p.kill()
 
 
-def run_p2pd(session: Path, servers: Servers, work: Path, n: int, timeline: list[str] | None = None) -> Run:
-    """One p2pd handover; ``timeline``: a list that gets its CPU timeline's lines (tests/bench/cpu_timeline.py)."""
+def run_p2pd(session: Path, servers: Servers, work: Path, n: int, sample: bool = False) -> Run:
+    """One p2pd handover; ``sample``: with its CPU timeline (tests/bench/cpu_timeline.py)."""
     home = work / f"p2pd-home-{n}"
     out = work / f"p2pd-out-{n}"
     out.mkdir(parents=True)
@@ -198,20 +199,20 @@ def run_p2pd(session: Path, servers: Servers, work: Path, n: int, timeline: list
     receiver.wait_head_start()
     start = time.perf_counter()
     sender = Proc([str(BIN / "p2pd"), "send", str(session), "--code", str(receiver.code)], env, work)
-    sampler = CpuTimeline(sender.p.pid, receiver.p.pid) if timeline is not None else None
+    sampler = CpuTimeline(sender.p.pid, receiver.p.pid) if sample else None
     if sampler is not None:
         sampler.start()
     sender.finish(900)
     receiver.finish(900)
     elapsed = max(sender.ended, receiver.ended) - start
-    if sampler is not None and timeline is not None:
+    if sampler is not None:
         sampler.stop()
-        timeline.extend(sampler.table())
     got = list(out.glob("*.a2a.json"))
     if len(got) != 1:
         raise RuntimeError(f"p2pd receive wrote {got}")
     shutil.rmtree(out)
-    return Run(elapsed, sender.rss_mib, receiver.rss_mib, sender.cpu, receiver.cpu)
+    return Run(elapsed, sender.rss_mib, receiver.rss_mib, sender.cpu, receiver.cpu,
+               sampler.table() if sampler is not None else [])
 
 
 def run_wormhole(session: Path, servers: Servers, wormhole_bin: Path, work: Path, n: int) -> Run:
@@ -312,10 +313,9 @@ def main() -> int:
                     print(f"  {label}: p2pd {mine[-1].seconds:.2f} s, wormhole {theirs[-1].seconds:.2f} s", flush=True)
                 if args.timeline:
                     n += 1
-                    lines: list[str] = []
-                    took = run_p2pd(path, servers, work, n, timeline=lines).seconds
-                    print(f"  {label}: p2pd's CPU timeline, a run of {took:.2f} s (cores in use per 0.1 s)", *lines,
-                          sep="\n    ", flush=True)
+                    sampled = run_p2pd(path, servers, work, n, sample=True)
+                    print(f"  {label}: p2pd's CPU timeline, a run of {sampled.seconds:.2f} s (cores in use per 0.1 s)",
+                          *sampled.timeline, sep="\n    ", flush=True)
                 ratios = [a.seconds / b.seconds for a, b in zip(mine, theirs, strict=True)]
                 rows.append((label, spread([r.seconds for r in mine]), spread([r.seconds for r in theirs]),
                              statistics.median(ratios), max(r.rss_send for r in mine), max(r.rss_recv for r in mine),
