@@ -46,14 +46,13 @@ def active_chain(lines: Sequence[SourceLine]) -> list[int]:
 
     Transcripts with no parent links at all (old or synthetic files) are taken in file order.
     """
-    nodes = _nodes(lines)
+    nodes, links = _nodes(lines)
     if not nodes:
         return []
     if _unlinked(lines):
         return [ln.n for ln in lines if ln.type in MESSAGE_TYPES and ln.obj is not None
                 and not ln.obj.get("isSidechain")]
-    # (the hot loops read uuid and parentUuid inline, as _uuid and _parent do: a session's every line is here)
-    referenced = {p for ln in nodes.values() if ln.obj and isinstance(p := ln.obj.get("parentUuid"), str) and p}
+    referenced = {parent for _, parent, _ in links.values() if parent is not None}
     leaves: list[SourceLine] = []
     seen_leaf: set[int] = set()
     for u, ln in nodes.items():
@@ -71,19 +70,24 @@ def active_chain(lines: Sequence[SourceLine]) -> list[int]:
         leaf = _pick_leaf(pool)
         if leaf is None:
             break
-        segment, boundary = _walk_up(leaf, nodes, visited)
+        segment, boundary = _walk_up(leaf, links, visited)
         chain[:0] = segment
         if boundary is None:
             break
         # A compaction boundary whose logical parent is missing from the file (trimmed or sanitized
         # transcripts): continue with the newest leaf written before the boundary.
-        limit = boundary.n
+        limit = boundary
     return _with_parallel_tool_branches(lines, chain, nodes)
 
 
-def _nodes(lines: Sequence[SourceLine]) -> dict[str, SourceLine]:
-    """The chain lines by uuid (the first line of a uuid wins)."""
+Link = tuple[int, str | None, str | None]  # a chain line's number, parentUuid and logicalParentUuid (None: unset)
+
+
+def _nodes(lines: Sequence[SourceLine]) -> tuple[dict[str, SourceLine], dict[str, Link]]:
+    """The chain lines by uuid (the first line of a uuid wins), and each one's :data:`Link` (what the walks up
+    read, taken out of its line once: a session's every line is walked)."""
     nodes: dict[str, SourceLine] = {}
+    links: dict[str, Link] = {}
     for line in lines:
         o = line.obj
         if o is None or line.type not in CHAIN_TYPES:
@@ -91,7 +95,11 @@ def _nodes(lines: Sequence[SourceLine]) -> dict[str, SourceLine]:
         u = o.get("uuid")
         if isinstance(u, str) and u and u not in nodes:
             nodes[u] = line
-    return nodes
+            p = o.get("parentUuid")
+            logical = o.get("logicalParentUuid")
+            links[u] = (line.n, p if isinstance(p, str) and p else None,
+                        logical if isinstance(logical, str) and logical else None)
+    return nodes, links
 
 
 def _unlinked(lines: Sequence[SourceLine]) -> bool:
@@ -205,32 +213,27 @@ def _pick_leaf(leaves: Sequence[SourceLine]) -> SourceLine | None:
     return max(pool, key=lambda ln: ln.n) if pool else None
 
 
-def _walk_up(leaf: SourceLine, nodes: dict[str, SourceLine],
-             visited: set[str]) -> tuple[list[int], SourceLine | None]:
-    """Walk from a leaf to its root, through compaction boundaries whose logical parent is present.
+def _walk_up(leaf: SourceLine, links: dict[str, Link], visited: set[str]) -> tuple[list[int], int | None]:
+    """Walk from a leaf (a chain line) to its root, through compaction boundaries whose logical parent is present.
 
-    Returns the line numbers (root first) and the boundary line where the walk stopped for want of its logical
-    parent, if any.
+    Returns the line numbers (root first) and the line number of the boundary where the walk stopped for want of
+    its logical parent, if any.
     """
     segment: list[int] = []
-    cur: SourceLine | None = leaf
-    stopped_at: SourceLine | None = None
-    while cur is not None and (o := cur.obj) is not None:
-        u = o.get("uuid")  # (_uuid and _parent, inline: the walk goes up every line of a session)
-        if not isinstance(u, str) or not u or u in visited:
+    stopped_at: int | None = None
+    u: str | None = leaf.obj["uuid"] if leaf.obj is not None else None  # (a chain line's uuid: its key in links)
+    while u is not None and u not in visited:
+        link = links.get(u)
+        if link is None:  # (a parent that is no chain line of this file: the walk ends there)
             break
         visited.add(u)
-        segment.append(cur.n)
-        parent = o.get("parentUuid")
-        if not isinstance(parent, str) or not parent:
-            parent = None
-            logical = o.get("logicalParentUuid")
-            if isinstance(logical, str) and logical:
-                if logical in nodes:
-                    parent = logical
-                else:
-                    stopped_at = cur
-        cur = nodes.get(parent) if parent else None
+        n, u, logical = link
+        segment.append(n)
+        if u is None and logical is not None:
+            if logical in links:
+                u = logical
+            else:
+                stopped_at = n
     segment.reverse()
     return segment, stopped_at
 

@@ -123,3 +123,40 @@ def test_subagents_meta_and_tool_results_are_read(tmp_path):
     assert restored_objects(doc.subagents[0]) == sub.lines
     assert doc.tool_results[0].name == "toolu_1.txt" and doc.tool_results[0].text == "big output"
     assert doc.counts.subagents == 1
+
+
+def _boundary(s: Session, logical: str) -> dict:
+    """A compaction boundary as Claude Code writes it: no parent, its logical parent the last line before."""
+    line = s._base("system", parent=False)
+    line.update(subtype="compact_boundary", content="Conversation compacted", logicalParentUuid=logical)
+    return s.add(line)
+
+
+def test_the_walk_crosses_a_compaction_boundary_to_the_history_before_it():
+    s = Session()
+    s.user("before")
+    before = s.assistant([{"type": "text", "text": "old answer"}])
+    _boundary(s, before["uuid"])
+    s.user("after")
+    s.assistant([{"type": "text", "text": "new answer"}])
+    assert active_chain(parse_lines(s.text())) == [1, 2, 3, 4, 5]
+
+
+def test_a_boundary_whose_logical_parent_is_gone_continues_with_the_newest_leaf_before_it():
+    s = Session()
+    s.user("first")
+    s.assistant([{"type": "text", "text": "first answer"}])
+    s.user("rewound", parent=s.lines[0]["uuid"])  # a side branch: line 2 is a leaf before the boundary
+    s.assistant([{"type": "text", "text": "rewound answer"}])  # the newest leaf before it: line 4
+    _boundary(s, "trimmed-away")
+    s.user("after")
+    assert active_chain(parse_lines(s.text())) == [1, 3, 4, 5, 6]
+
+
+def test_a_parent_cycle_ends_the_walk():
+    s = Session()
+    first = s.user("a")
+    s.assistant([{"type": "text", "text": "b"}])
+    first["parentUuid"] = s.lines[1]["uuid"]  # line 1 and 2 each other's parent: no root
+    s.user("c")
+    assert active_chain(parse_lines(s.text())) == [1, 2, 3]
