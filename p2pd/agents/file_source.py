@@ -14,13 +14,17 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
+
+import msgspec
 
 from p2pd.agents import registry
 from p2pd.agents.spec import Agent
 from p2pd.agents.spooled import DocumentSource, LineRestorer, MemorySource, SpooledSource
 from p2pd.conversation.model import ConversationDocument
+from p2pd.conversation.shapes import FORMAT_NAME
 from p2pd.errors import NotFoundError, TooLargeError, writing
 from p2pd.support import workroom
 
@@ -78,6 +82,32 @@ def origin_platform(path: Path) -> str:
     the document (read as a stream, each element checked)."""
     agent = registry.detect_agent(path)
     return agent.name if agent is not None else document_envelope(path).origin.platform
+
+
+HEAD_BYTES = 1 << 20  # how far into a document its envelope is looked for (said_platform)
+_FIRST_ARRAY = re.compile(rb',\s*"[A-Za-z]+"\s*:\s*\[')  # where the envelope ends: ``,"records":[``
+
+
+def said_platform(path: Path) -> str | None:
+    """The origin platform that a document p2pd wrote names in its envelope (compact or indented, the envelope
+    comes before its first element array), reading no further than HEAD_BYTES: a guess made before the file is
+    read and checked, which the caller holds against the document it then reads (:func:`origin_platform` reads it
+    whole). None: a blob, another writer's layout, or not said there."""
+    try:
+        with path.open("rb") as fh:
+            start = fh.read(HEAD_BYTES)
+    except OSError:
+        return None
+    end = _FIRST_ARRAY.search(start)
+    if end is None or not start.lstrip().startswith(b"{"):
+        return None
+    try:
+        head = msgspec.json.decode(start[:end.start()] + b"}")
+    except msgspec.DecodeError:
+        return None
+    origin = head.get("origin") if isinstance(head, dict) and head.get("format") == FORMAT_NAME else None
+    platform = origin.get("platform") if isinstance(origin, dict) else None
+    return platform if isinstance(platform, str) else None
 
 
 def no_lines(message: object) -> None:

@@ -11,12 +11,15 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from p2pd.cli import options
 from p2pd.cli.output import err, escape, human, out, print_json, real_console, shown, shown_block, status, table
 from p2pd.errors import ExitCode, InvalidInputError, writing
 from p2pd.support.text import counted
+
+if TYPE_CHECKING:
+    from p2pd.agents.spec import Agent
 
 
 def register(sub: Any) -> None:
@@ -253,17 +256,19 @@ def cmd_convert(args: argparse.Namespace) -> int:
     """A session file to a document (the packing process's way: converted as it is written, or checked and
     written as it is), or a document back to the agent's session file it came from (read into a spool, written
     one line at a time): memory is bounded by an element, not the conversation, both ways."""
-    from p2pd.agents import registry
-    from p2pd.agents.file_source import file_source, origin_platform
+    from p2pd.agents.file_source import origin_platform, said_platform
     from p2pd.agents.sources import named_file
-    from p2pd.support.atomic import atomic_writer
 
     src, dst = named_file(args.input), Path(args.output)
     to = args.format
+    guessed = False
     if to is None and dst.suffix == ".jsonl":  # a .jsonl goes back to the agent it came from
-        with status(f"Reading {escape(str(src))}…"):
-            own = origin_platform(src)
-        to = own if own in registry.restore_targets() else "claude-code"
+        own = said_platform(src)  # (a document's first line says it: the read below checks it)
+        guessed = own is not None
+        if own is None:
+            with status(f"Reading {escape(str(src))}…"):
+                own = origin_platform(src)
+        to = _restore_target(own)
     if to is None or to == "a2a":
         from p2pd.daemon.packer import Job, run
 
@@ -273,15 +278,38 @@ def cmd_convert(args: argparse.Namespace) -> int:
             run(Job(str(src), str(dst), kind="lz4" if compressed else "json", pretty=not compressed))
         err.print(f"Wrote A2A conversation {escape(str(dst))} ({human(dst.stat().st_size)})")
         return ExitCode.OK
+    agent = _restore_to(src, dst, to, keep_ids=args.keep_ids, check_guess=guessed)
+    err.print(f"Wrote {agent.display} session file {escape(str(dst))} ({human(dst.stat().st_size)}"
+              f"{', ids kept' if args.keep_ids else ''})")
+    return ExitCode.OK
+
+
+def _restore_target(platform: str) -> str:
+    """The agent a document from ``platform`` goes back to (Claude Code for one no agent restores)."""
+    from p2pd.agents import registry
+
+    return platform if platform in registry.restore_targets() else "claude-code"
+
+
+def _restore_to(src: Path, dst: Path, to: str, *, keep_ids: bool, check_guess: bool) -> Agent:
+    """The document at ``src`` written back as ``to``'s session file at ``dst``. ``check_guess``: ``to`` was
+    chosen from what the document's first line says; should the document read say otherwise (a later ``origin``
+    key wins), it is read again for the agent it names, before anything is written."""
+    from p2pd.agents import registry
+    from p2pd.agents.file_source import file_source
+    from p2pd.support.atomic import atomic_writer
+
     agent = registry.get(to)
     if agent.restore is None or agent.restore_lines is None:
         raise InvalidInputError(agent.no_restore_reason)
     with status(f"Converting to {agent.display} and writing {escape(str(dst))}…"), \
-            file_source(src, agent.restore_lines) as source, writing(dst, reading=src), atomic_writer(dst) as fh:
-        agent.restore(source, fh.write, keep_ids=args.keep_ids)
-    err.print(f"Wrote {agent.display} session file {escape(str(dst))} ({human(dst.stat().st_size)}"
-              f"{', ids kept' if args.keep_ids else ''})")
-    return ExitCode.OK
+            file_source(src, agent.restore_lines) as source:
+        read = _restore_target(source.document.origin.platform)
+        if not check_guess or read == to:
+            with writing(dst, reading=src), atomic_writer(dst) as fh:
+                agent.restore(source, fh.write, keep_ids=keep_ids)
+            return agent
+    return _restore_to(src, dst, read, keep_ids=keep_ids, check_guess=False)
 
 
 # ---------------------------------------------------------------- show

@@ -134,3 +134,50 @@ def test_a_refused_conversion_leaves_no_file(tmp_path: Path) -> None:
     r = run("convert", str(doc), str(back), "--format", "claude-code")
     assert r.returncode != 0 and "did not come from Claude Code" in r.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["doc.a2a.json"]
+
+
+@pytest.mark.parametrize("path", [claude_code_files(include_subagents=False)[0], codex_files()[0]], ids=file_id)
+def test_a_documents_envelope_says_its_origin_and_only_the_envelope_is_read(path: Path, tmp_path: Path) -> None:
+    from p2pd.agents.file_source import HEAD_BYTES, origin_platform, said_platform
+
+    pretty, compact = tmp_path / "pretty.a2a.json", tmp_path / "compact.a2a.json"
+    assert run("convert", str(path), str(pretty)).returncode == 0  # (indented)
+    assert run("export", str(path), "-o", str(compact)).returncode == 0  # (the line layout)
+    platform = load_file(path).origin.platform
+    for doc in (pretty, compact):
+        assert said_platform(doc) == origin_platform(doc) == platform, doc.name
+        head = doc.read_bytes()[:HEAD_BYTES // 4]
+        cut = tmp_path / "cut.a2a.json"
+        cut.write_bytes(head + b"x" * HEAD_BYTES)  # (not a document past its envelope)
+        assert said_platform(cut) == platform, doc.name
+    blob = tmp_path / "doc.a2a.p2pd"
+    assert run("convert", str(path), str(blob)).returncode == 0
+    jsonl = tmp_path / "session.jsonl"
+    jsonl.write_bytes(path.read_bytes())
+    far = tmp_path / "far.a2a.json"  # (an envelope that does not end within HEAD_BYTES)
+    far.write_bytes(b'{"format":"p2pd.conversation","pad":"' + b"x" * HEAD_BYTES + b'","origin":{"platform":"codex"}'
+                    b',"messages":[]}')
+    for other in (blob, jsonl, far):
+        assert said_platform(other) is None, other.name
+
+
+def test_an_envelope_that_names_another_origin_than_the_document_read_is_read_again(tmp_path: Path) -> None:
+    """A later ``origin`` key wins when the document is read: convert goes back to the agent it names, as it did
+    when it read the whole document to choose."""
+    from p2pd.agents.file_source import origin_platform, said_platform
+
+    doc = tmp_path / "doc.a2a.json"
+    assert run("export", str(claude_code_files(include_subagents=False)[0]), "-o", str(doc)).returncode == 0
+    raw = doc.read_bytes().rstrip()
+    head = json.loads(raw.split(b"\n", 1)[0].rsplit(b",", 1)[0] + b"}")
+    said = {**head["origin"], "platform": "codex"}
+    odd = tmp_path / "odd.a2a.json"  # the envelope says codex; the origin read last says claude-code
+    odd.write_bytes(raw.replace(json.dumps(head["origin"], separators=(",", ":")).encode(),
+                                json.dumps(said, separators=(",", ":")).encode(), 1)[:-1]
+                    + b',"origin":' + json.dumps(head["origin"]).encode() + b"}\n")
+    assert (said_platform(odd), origin_platform(odd)) == ("codex", "claude-code")
+    for name, source in (("back.jsonl", doc), ("odd-back.jsonl", odd)):
+        r = run("convert", str(source), str(tmp_path / name))
+        assert r.returncode == 0, r.stderr
+        assert "Claude Code session file" in r.stderr
+    assert _numbered((tmp_path / "odd-back.jsonl").read_text()) == _numbered((tmp_path / "back.jsonl").read_text())
