@@ -57,3 +57,50 @@ def test_a_bomb_stops_at_the_cap_in_small_pieces() -> None:
     with pytest.raises(TooLargeError):
         inflater.feed(bomb)
     assert sum(sizes) <= 64 << 20 and max(sizes) <= 1 << 20
+
+
+def _wide(window_log: int, data: bytes) -> bytes:
+    params = zstandard.ZstdCompressionParameters.from_level(3, window_log=window_log, write_checksum=True)
+    z = zstandard.ZstdCompressor(compression_params=params).compressobj(size=-1)  # (a stream: the window is said)
+    return z.compress(data) + z.flush()
+
+
+def test_a_frame_wider_than_the_receivers_window_is_refused_by_every_zstd_reader(tmp_path) -> None:
+    """A sender cannot make a receiver hold zstd's default 128 MiB window: a frame asking more than
+    ZSTD_MAX_WINDOW_LOG is refused where it is read (the stream, a blob file, a blob in memory)."""
+    import hashlib
+
+    from p2pd.blob import container
+    from p2pd.blob.codecs import ZSTD_MAX_WINDOW_LOG, ZSTD_WINDOW_LOG, get_codec
+    from p2pd.blob.stream import iter_raw
+
+    data = b'{"text":"%s"}\n' % (b"y" * 5000)
+    for window_log, refused in ((ZSTD_WINDOW_LOG, False), (ZSTD_MAX_WINDOW_LOG, False),
+                                (ZSTD_MAX_WINDOW_LOG + 1, True), (27, True)):
+        frame = _wide(window_log, data)
+        assert zstandard.get_frame_parameters(frame).window_size == 1 << window_log
+        inflater = Inflater("zstd", lambda _: None, max_raw_size=len(data))
+        path = tmp_path / f"w{window_log}.p2pd"
+        path.write_bytes(container.BlobHeader(codec="zstd", raw_size=len(data), compressed_size=len(frame),
+                                              sha256=hashlib.sha256(frame).digest()).pack() + frame)
+        reads = (lambda: (inflater.feed(frame), inflater.finish()),
+                 lambda: b"".join(iter_raw(path)),
+                 lambda: get_codec("zstd").decompress(frame, len(data)))
+        for read in reads:
+            if refused:
+                with pytest.raises(CodecError):
+                    read()
+            else:
+                read()
+
+
+def test_p2pd_compresses_with_its_window(tmp_path) -> None:
+    from p2pd.blob import container
+    from p2pd.blob.codecs import ZSTD_WINDOW_LOG
+    from p2pd.blob.stream import BlobWriter
+
+    path = tmp_path / "b.p2pd"
+    with BlobWriter(path, "zstd") as w:
+        w.write(b"".join(b'{"n":%d,"x":"%s"}\n' % (i, b"z" * 200) for i in range(30000)))
+    frame = path.read_bytes()[container.HEADER_SIZE:]
+    assert zstandard.get_frame_parameters(frame).window_size == 1 << ZSTD_WINDOW_LOG
