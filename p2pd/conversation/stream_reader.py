@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from msgspec.json import decode
@@ -31,7 +31,7 @@ from p2pd.conversation.json_scan import DEFAULT_LIMITS, UNPARSED, Limits, Scanne
 from p2pd.conversation.json_text import DECODE_REFUSED
 from p2pd.conversation.legacy import normalize_message
 from p2pd.conversation.model import ConversationDocument, Counts, Message, Record, SidecarFile, Subagent
-from p2pd.conversation.shapes import FORMAT_NAME, FORMAT_VERSION
+from p2pd.conversation.shapes import FORMAT_NAME, FORMAT_VERSION, Tally
 from p2pd.errors import InvalidInputError, TooLargeError
 
 _MODELS: dict[str, type[BaseModel]] = {"records": Record, "toolResults": SidecarFile}
@@ -87,7 +87,8 @@ class DocumentReader:
         self.on_element = on_element
         self.on_model = on_model
         self.on_subagent = on_subagent
-        self.counts = Counts()
+        self.counts = Counts()  # (set by finish(), from _tally)
+        self._tally = Tally()  # (counted as plain data: a pydantic model's setattr costs ~1 µs a field)
         self.messages = 0  # main and subagent messages
         self._records = 0  # the main transcript's
         self._index: dict[tuple[str, int | None], int] = {}
@@ -111,10 +112,12 @@ class DocumentReader:
             skeleton.setdefault("contextId", None)
             skeleton["contextId"] = skeleton["contextId"] or self._first_context
         doc = document_from_json(skeleton, source=self.source)
-        self.counts.source_lines = doc.line_count
-        self.counts.records = self._records
-        self.counts.malformed_lines = len(doc.issues) + sum(len(s.issues) for s in doc.subagents)
-        self.counts.subagents = len(doc.subagents)
+        tally = self._tally
+        tally.source_lines = doc.line_count
+        tally.records = self._records
+        tally.malformed_lines = len(doc.issues) + sum(len(s.issues) for s in doc.subagents)
+        tally.subagents = len(doc.subagents)
+        self.counts = Counts(**asdict(tally))
         return DocumentSummary(document=doc, counts=self.counts)
 
     def _element(self, key: str, subagent: int | None, raw: bytes, value: Any) -> None:
@@ -143,7 +146,7 @@ class DocumentReader:
                     model = self._validated(Message, normalize_message(value), slot, index)
                     self.normalized += 1
             if subagent is None:
-                self.counts.add(model)
+                self._tally.add(model)
         else:
             if key == "records" and subagent is None:
                 self._records += 1
