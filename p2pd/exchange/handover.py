@@ -204,15 +204,17 @@ async def send_document(doc: ConversationDocument | Path | Prepared, *, signal_u
         outcome.code = str(rv.code)
         ui.code_ready(outcome.code, peer_present=rv.peer is not None)
         start_packing()  # (after the code: on a busy machine the packing would hold the code back)
-        # The peer-connection stack (aiortc, ~0.5 s to import) only after the code is shown.
-        from p2pd.transfer.peer import connect
-        from p2pd.transfer.streaming import send_stream
-
+        # The peer-connection stack (aiortc, 0.1-0.4 s to import) after the code is shown, while the pairing
+        # waits on the network (the peer's messages, through the signaling server), as the receiver does.
+        _preload("p2pd.transfer.peer")
         try:
             outcome.verification = await rv.pair(timeout=peer_timeout)
         except TransferFailedError as exc:
             return await fall_back(str(exc), exc.cause)
         ui.paired(outcome.verification)
+        from p2pd.transfer.peer import connect
+        from p2pd.transfer.streaming import send_stream
+
         try:
             link = await connect("offer", rv.send_sealed, _recv(rv, connect_timeout), timeout=connect_timeout,
                                  server_ice=rv.ice_servers, status=ui.status)
