@@ -97,7 +97,6 @@ class Lz4Codec:
 class ZstdCodec:
     name: str = "zstd"
     wire_id: int = 2
-    level: int = 3
 
     def compress(self, data: bytes) -> bytes:
         import zstandard

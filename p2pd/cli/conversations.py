@@ -263,7 +263,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
     to = args.format
     guessed = False
     if to is None and dst.suffix == ".jsonl":  # a .jsonl goes back to the agent it came from
-        own = said_platform(src)  # (a document's first line says it: the read below checks it)
+        own = said_platform(src)  # (the envelope p2pd writes says it: the read below checks it)
         guessed = own is not None
         if own is None:
             with status(f"Reading {escape(str(src))}…"):
@@ -293,7 +293,7 @@ def _restore_target(platform: str) -> str:
 
 def _restore_to(src: Path, dst: Path, to: str, *, keep_ids: bool, check_guess: bool) -> Agent:
     """The document at ``src`` written back as ``to``'s session file at ``dst``. ``check_guess``: ``to`` was
-    chosen from what the document's first line says; should the document read say otherwise (a later ``origin``
+    chosen from what the document's envelope says; should the document read say otherwise (a later ``origin``
     key wins), it is read again for the agent it names, before anything is written."""
     from p2pd.agents import registry
     from p2pd.agents.file_source import file_source

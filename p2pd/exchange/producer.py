@@ -50,9 +50,10 @@ class _Out:
         # leaves the conversion's critical path for the other core. Its jobs are JOB_SIZE bytes of document:
         # each is emitted once done, so the payload streams (zstd's default job, ~15 MB of document, would hold
         # a 10 MB session back until its end). Measured on a 53 MB document (d50), this thread's CPU: 0.22 s
-        # compressing itself, 0.04 s with the worker. Each job starts from the whole window before it
-        # (overlap_log 9), so jobs compress as one stream does: 7.5 % of that document instead of 8.8 % with
-        # zstd's default overlap, for +0.02 s of the worker's CPU; 7.3 % of the real 3.7 MB one instead of 8.4 %.
+        # compressing itself, 0.04 s with the worker. With p2pd's 4 MiB window (codecs.ZSTD_WINDOW_LOG) and
+        # each job starting from the whole window before it (overlap_log 9), the jobs compress about as one
+        # stream does: 7.5 % of that document (8.8 % with a 2 MiB window and zstd's default overlap; 8.6 % with
+        # the 4 MiB window alone), for +0.02 s of the worker's CPU; 7.3 % of the real 3.7 MB one (8.4 %).
         params = zstd_parameters(threads=1, job_size=JOB_SIZE, overlap_log=9)
         self._cctx = zstandard.ZstdCompressor(compression_params=params)
         self._stream = self._cctx.stream_writer(cast("IO[bytes]", _Sink(self._compressed)), size=-1,
