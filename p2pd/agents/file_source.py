@@ -94,6 +94,8 @@ def said_platform(path: Path) -> str | None:
     read and checked, which the caller holds against the document it then reads (:func:`origin_platform` reads it
     whole). None: a blob, another writer's layout, or not said there."""
     try:
+        if not path.is_file():  # (a folder, a pipe…: the whole reading says what it is)
+            return None
         with path.open("rb") as fh:
             start = fh.read(HEAD_BYTES)
     except OSError:

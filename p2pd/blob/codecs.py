@@ -17,7 +17,7 @@ from p2pd.errors import CodecError, TooLargeError
 DEFAULT_CODEC = "lz4"
 _STEP = 1 << 20
 
-ZSTD_LEVEL = 3  # tests/bench: as fast as lz4 here (~700 MB/s) and 2.3x smaller on real sessions
+ZSTD_LEVEL = 3  # tests/bench: as fast as lz4 here (~700 MB/s); with the window below, 2.7x smaller on real sessions
 # zstd's window: how far back a match may reach. Level 3's own is 2 MiB; a 4 MiB one costs no more time and finds
 # what a session repeats further apart (a file read again, a tool result quoted later): the real 3.7 MB document
 # of spotter/4d5611e5 compresses to 7.3 % of its bytes instead of 8.4 %. Wider windows gain nothing more on the

@@ -78,7 +78,7 @@ def envelope_of(head: dict[str, Any]) -> ConversationDocument:
 
 async def pack_outbox(source: Source, outbox: Path, *, codec: str = "zstd") -> Packed:
     """Pack ``source`` as a blob named by its payload's SHA-256 in ``outbox`` (kept for resume), with its offer
-    description beside it. zstd: what every daemon and the CLI speak (2.3× smaller than lz4 on sessions); a
+    description beside it. zstd: what every daemon and the CLI speak (2.7× smaller than lz4 on sessions); a
     receiver without it gets an lz4 copy made at send time (:func:`p2pd.daemon.ready_blob.opened_for_send`)."""
     with writing(f"into the outbox {outbox}"):  # (whichever step refused: the packer names its staging file)
         work = await asyncio.to_thread(_work_folder, outbox)
