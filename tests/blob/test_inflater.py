@@ -65,28 +65,37 @@ def _wide(window_log: int, data: bytes) -> bytes:
     return z.compress(data) + z.flush()
 
 
-def test_a_frame_wider_than_the_receivers_window_is_refused_by_every_zstd_reader(tmp_path) -> None:
-    """A sender cannot make a receiver hold zstd's default 128 MiB window: a frame asking more than
-    ZSTD_MAX_WINDOW_LOG is refused where it is read (the stream, a blob file, a blob in memory)."""
+def _every_zstd_read(frame: bytes, size: int, folder) -> list:
+    """Each way a receiver reads a zstd payload: pushed as it arrives, a blob file, a blob in memory."""
     import hashlib
 
     from p2pd.blob import container
-    from p2pd.blob.codecs import ZSTD_MAX_WINDOW_LOG, ZSTD_WINDOW_LOG, get_codec
+    from p2pd.blob.codecs import get_codec
     from p2pd.blob.stream import iter_raw
+
+    inflater = Inflater("zstd", lambda _: None, max_raw_size=size)
+    path = folder / "w.p2pd"
+    path.write_bytes(container.BlobHeader(codec="zstd", raw_size=size, compressed_size=len(frame),
+                                          sha256=hashlib.sha256(frame).digest()).pack() + frame)
+
+    def pushed() -> int:
+        inflater.feed(frame)
+        return inflater.finish()
+
+    return [pushed, lambda: b"".join(iter_raw(path)), lambda: get_codec("zstd").decompress(frame, size)]
+
+
+def test_a_frame_wider_than_the_receivers_window_is_refused_by_every_zstd_reader(tmp_path) -> None:
+    """A sender cannot make a receiver hold zstd's default 128 MiB window: a frame asking more than
+    ZSTD_MAX_WINDOW_LOG is refused where it is read (the stream, a blob file, a blob in memory)."""
+    from p2pd.blob.codecs import ZSTD_MAX_WINDOW_LOG, ZSTD_WINDOW_LOG
 
     data = b'{"text":"%s"}\n' % (b"y" * 5000)
     for window_log, refused in ((ZSTD_WINDOW_LOG, False), (ZSTD_MAX_WINDOW_LOG, False),
                                 (ZSTD_MAX_WINDOW_LOG + 1, True), (27, True)):
         frame = _wide(window_log, data)
         assert zstandard.get_frame_parameters(frame).window_size == 1 << window_log
-        inflater = Inflater("zstd", lambda _: None, max_raw_size=len(data))
-        path = tmp_path / f"w{window_log}.p2pd"
-        path.write_bytes(container.BlobHeader(codec="zstd", raw_size=len(data), compressed_size=len(frame),
-                                              sha256=hashlib.sha256(frame).digest()).pack() + frame)
-        reads = (lambda: (inflater.feed(frame), inflater.finish()),
-                 lambda: b"".join(iter_raw(path)),
-                 lambda: get_codec("zstd").decompress(frame, len(data)))
-        for read in reads:
+        for read in _every_zstd_read(frame, len(data), tmp_path):
             if refused:
                 with pytest.raises(CodecError):
                     read()
