@@ -40,9 +40,10 @@ def big_conversation(path: Path, megabytes: int) -> None:
     path.write_text(json.dumps(doc))
 
 
-def receiving(server: SignalProcess, page: Any, big: Path, cwd: Path) -> subprocess.Popen[str]:
-    """``p2pd send big`` with the page receiving it (the offer accepted; the page may be there already)."""
-    sender = p2pd("send", str(big), "--timeout", "60", env=p2pd_env(server), cwd=cwd)
+def receiving(server: SignalProcess, page: Any, big: Path, cwd: Path, **env: str) -> subprocess.Popen[str]:
+    """``p2pd send big`` (``env`` added to its environment) with the page receiving it (the offer accepted; the
+    page may be there already)."""
+    sender = p2pd("send", str(big), "--timeout", "60", env=p2pd_env(server, **env), cwd=cwd)
     try:
         link, _ = read_until(sender, LINK)
         page.goto(link.group(1))

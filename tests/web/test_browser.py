@@ -14,8 +14,9 @@ from typing import Any
 from p2pd.errors import ExitCode
 from tests.corpus import claude_code_files
 from tests.signal_process import SignalProcess
+from tests.transfer.lossy import LOSS_SIMULATED, deaf_at_done
 from tests.web.conftest import LINK, p2pd, p2pd_env, read_until, stop
-from tests.web.flows import ENDED, SESSION, SMALL, export, state
+from tests.web.flows import ENDED, SESSION, SMALL, export, receiving, state
 
 
 def test_daemon_to_browser_corpus_session(server: SignalProcess, page: Any, tmp_path: Path) -> None:
@@ -128,6 +129,23 @@ def test_declined_offer(server: SignalProcess, page: Any, tmp_path: Path) -> Non
         assert page.locator("[data-message]").count() == 0 and page.locator("#result").is_hidden()
         _, err = sender.communicate(timeout=30)
         assert sender.returncode == ExitCode.DECLINED and "declin" in err.lower()
+    finally:
+        stop(sender)
+
+
+def test_a_done_lost_past_the_linger_still_completes_the_sender(server: SignalProcess, page: Any,
+                                                                 tmp_path: Path) -> None:
+    """The page's DONE lost, with every packet for 3 s after it (the ``p2pd send`` process drops them:
+    tests/transfer/test_lost_done.py): the page shows the conversation at once, and keeps the connection until DONE
+    got through, so the sender ends with success too — not "the peer went away; run the command again"."""
+    sender = receiving(server, page, SMALL, tmp_path, **deaf_at_done())
+    try:
+        page.wait_for_selector(ENDED)
+        assert state(page) == "done", page.inner_text("#session")
+        assert page.locator("[data-message]").count() > 0
+        _, err = sender.communicate(timeout=60)
+        assert LOSS_SIMULATED in err, "the loss was simulated: " + err
+        assert sender.returncode == ExitCode.OK, err
     finally:
         stop(sender)
 

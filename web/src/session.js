@@ -69,17 +69,33 @@ async function pairAndConnect(signalUrl, code, role, ui, { timeoutMs, signal }) 
   }
 }
 
-function lingerThenClose(link, ms = 2000) {
-  // The sender closes the channel after DONE; wait for that (briefly) so DONE is not lost by closing first.
+/**
+ * After DONE: the sender reads it and closes the channel. Closing the connection before DONE reached it would leave
+ * the two sides disagreeing (the page kept the conversation; the sender says the peer went away), so if the sender
+ * has not closed within `lingerMs` (DONE or its packet delayed, or lost and being retransmitted), the page closes
+ * the channel itself: that close goes out after DONE, and the channel reaches 'closed' only once the peer took
+ * everything sent before it (the W3C closing procedure, an SCTP stream reset: RFC 6525). Then, or after
+ * `closeWaitMs` more, the connection goes. As p2pd/transfer/receiving.py's wait_peer_close (its CLOSE_WAIT).
+ */
+function closeAfterDone(link, { lingerMs = 2000, closeWaitMs = 15000 } = {}) {
+  const { channel } = link;
   return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
+    let timer = null;
     function done() {
       clearTimeout(timer);
+      channel.removeEventListener('close', done);
       link.close();
       resolve();
     }
-    if (link.channel.readyState === 'closed') done();
-    else link.channel.addEventListener('close', done, { once: true });
+    if (channel.readyState === 'closed') {
+      done();
+      return;
+    }
+    channel.addEventListener('close', done);
+    timer = setTimeout(() => {
+      timer = setTimeout(done, closeWaitMs);
+      channel.close();
+    }, lingerMs);
   });
 }
 
@@ -104,9 +120,9 @@ export async function receiveConversation({ signalUrl, code, ui, signal, timeout
     const seconds = (performance.now() - started) / 1000;
     performance.mark('p2pd-verified');
     ui.status('SHA-256 verified. Decompressing…');
-    const closing = lingerThenClose(link);
+    // The connection closes on its own time (at once, as a rule): the conversation is shown without waiting.
+    closeAfterDone(link);
     const { file, doc } = await unpack(payload, offer.rawSize); // in a worker: the page keeps drawing
-    await closing;
     partial?.remove().catch(() => {}).finally(() => partial.close());
     return { offer, file, doc, verification, sha256: hex(offer.sha256), seconds, resumedBytes: run.resumedBytes };
   } catch (error) {
