@@ -33,10 +33,6 @@ RATE_WINDOW = 60.0
 # 2 MiB, not 1: half the fsyncs and records (receiver -10 ms CPU per 50 MB), still far inside the 8 MiB window.
 COMMIT_BYTES = 2 * 1024 * 1024
 COMMIT_INTERVAL = 0.25
-# After DONE and the linger, this side's own close waits this long for the peer's SCTP to take DONE: aiortc's
-# retransmission timer starts at 1 s and doubles, so a DONE lost for a few seconds still gets through (its
-# retransmissions go 1, 3, 7 and 15 s after it).
-CLOSE_WAIT = 15.0
 
 # Failures after which the partial is removed: its bytes are bad (checksum, invalid), the disk could not take
 # them (io: keeping them would make the next receive into this folder fail too), or the peer broke the protocol.
@@ -112,6 +108,8 @@ class ReceiveSide(Runner):
             await self.flush()
             if self.completed:
                 await self.wait_peer_close()
+            elif self.cancelled_here():
+                await self.close_heard()
             self.close_channel()
         finally:
             self.tap.detach()
@@ -315,18 +313,6 @@ class ReceiveSide(Runner):
         """After DONE: the sender reads it and closes the channel. Tearing the connection down before DONE reached
         it would leave the two sides disagreeing (this one kept the conversation; the sender says the peer went
         away), so after ``linger`` seconds without that close (DONE or its packet delayed or lost, and being
-        retransmitted) this side closes the channel itself and waits up to ``CLOSE_WAIT`` more. The close is a
-        stream reset sent after DONE, and the channel reaches "closed" only once the peer took everything sent
-        before it (RFC 6525 §5.2.2; the W3C close procedure): then DONE is delivered, and the connection can go."""
-        if not await self._closed_within(self.linger):
-            self.close_channel()
-            await self._closed_within(CLOSE_WAIT)
-
-    async def _closed_within(self, seconds: float) -> bool:
-        deadline = self.loop.time() + seconds
-        while self.channel.readyState != "closed":
-            left = deadline - self.loop.time()
-            if left <= 0:
-                return False
-            await self.wait(left)
-        return True
+        retransmitted) this side closes the channel itself and waits for that close (:meth:`close_heard`)."""
+        if not await self.closed_within(self.linger):
+            await self.close_heard()

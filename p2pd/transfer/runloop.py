@@ -36,6 +36,10 @@ log = logging.getLogger(__name__)
 
 FLUSH_TIMEOUT = 1.0
 SETTLE_TIMEOUT = 30.0
+# How long this side's own close of the channel is waited for, so that the peer took the last frame this side sent
+# (DONE, CANCEL) before the connection goes: aiortc's retransmission timer starts at 1 s and doubles, so a frame
+# lost for a few seconds still gets through (its retransmissions go 1, 3, 7 and 15 s after it).
+CLOSE_WAIT = 15.0
 
 
 class Runner:
@@ -222,6 +226,29 @@ class Runner:
         with contextlib.suppress(Exception):
             if self.channel.readyState in ("open", "connecting"):
                 self.channel.close()
+
+    async def close_heard(self, wait: float = CLOSE_WAIT) -> None:
+        """Close the channel and wait, up to ``wait`` seconds, until that close went through, so the peer read the
+        last frame this side sent before the caller tears the connection down (SPEC.md §1). The close is a stream
+        reset sent after that frame, and the channel reaches "closed" only once the peer took everything sent
+        before it (RFC 6525 §5.2.2; the W3C closing procedure). Tearing the connection down first, a frame lost on
+        the way and being retransmitted never arrives: the peer then says that this side went away."""
+        self.close_channel()
+        await self.closed_within(wait)
+
+    async def closed_within(self, seconds: float) -> bool:
+        """Whether the channel is closed within ``seconds`` (waiting on the tap's wake-ups)."""
+        deadline = self.loop.time() + seconds
+        while self.channel.readyState != "closed":
+            left = deadline - self.loop.time()
+            if left <= 0:
+                return False
+            await self.wait(left)
+        return True
+
+    def cancelled_here(self) -> bool:
+        """Whether this side cancelled the transfer (its CANCEL went to the peer)."""
+        return self.failure is not None and self.failure.code == Code.CANCELLED and not self.failure.by_peer
 
     def raise_failure(self) -> None:
         assert self.failure is not None

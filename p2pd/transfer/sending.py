@@ -68,6 +68,8 @@ class SendSide(Runner):
                 self.stop_source()
                 await self.settle_job()
             await self.flush()
+            if self.cancelled_here():
+                await self.close_heard()  # the CANCEL reaches the receiver before the connection goes
             self.close_channel()  # the sender closes the channel once the transfer is over (SPEC.md)
         finally:
             for fd in self.fds:

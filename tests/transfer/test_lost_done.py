@@ -7,10 +7,11 @@ later never arrived: the receiver had the conversation and said so, while the se
 the command again". Seen in CI with the browser as the receiver (tests/web/test_resume.py), where the page did
 the same. Here the sending process drops the packet that brings DONE and every packet for 3 s after it
 (tests/transfer/deaf/sitecustomize.py): longer than the receiver's 2 s linger, short enough for SCTP's
-retransmission to get through within its close wait (p2pd/transfer/receiving.py's ``CLOSE_WAIT``)."""
+retransmission to get through within its close wait (p2pd/transfer/runloop.py's ``CLOSE_WAIT``)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import subprocess
@@ -25,7 +26,7 @@ from p2pd.errors import ExitCode
 from tests import pipe_lines
 from tests.cli.helpers import SHORT
 from tests.signal_process import ROOT, SignalProcess, signal_server
-from tests.transfer.lossy import DEAF_SECONDS, LOSS_SIMULATED, deaf_at_done
+from tests.transfer.lossy import DEAF_SECONDS, deaf_at, loss_simulated
 
 pytestmark = pytest.mark.slow
 
@@ -55,7 +56,7 @@ def test_a_done_lost_past_the_linger_still_completes_both_sides(server: SignalPr
         assert match is not None, said
         started = time.monotonic()
         sender = p2pd("send", str(SHORT), "--code", match.group(1), "--timeout", "60", server=server, cwd=tmp_path,
-                      **deaf_at_done())
+                      **deaf_at("DONE"))
         _, serr = sender.communicate(timeout=120)
         _, rerr = receiver.communicate(timeout=120)
         took = time.monotonic() - started
@@ -64,8 +65,49 @@ def test_a_done_lost_past_the_linger_still_completes_both_sides(server: SignalPr
             if proc is not None and proc.poll() is None:
                 proc.kill()
                 proc.wait()
-    assert LOSS_SIMULATED in serr, "the loss was simulated: " + serr
+    assert loss_simulated("DONE") in serr, "the loss was simulated: " + serr
     assert (receiver.returncode, sender.returncode) == (ExitCode.OK, ExitCode.OK), said + rerr + serr
     assert len(list(inbox.glob("*.a2a.json"))) == 1
     assert took > DEAF_SECONDS, took  # the sender heard DONE only once the loss ended
     print(f"\nDONE and what followed lost for {DEAF_SECONDS} s: both sides done in {took:.1f} s")
+
+
+async def test_a_cancel_lost_for_a_moment_still_reaches_the_receiver(tmp_path: Path) -> None:
+    """The sender cancels (a TransferControl: ``p2pd cancel`` on a daemon) and its CANCEL, with every packet for 3 s
+    after it, is lost on the way (two real aiortc peers in this process, tests/transfer/lossy.py). The connection is
+    closed as soon as the send returns, as the CLI and the daemon do: the send waits until its channel's close,
+    sent after the CANCEL, went through, so the receiver says the sender cancelled — not that it went away."""
+    from p2pd.blob import container as blob
+    from p2pd.errors import Party, TransferCancelledError
+    from p2pd.transfer.channel import receive_blob, send_blob
+    from p2pd.transfer.control import TransferControl
+    from p2pd.transfer.frames import MAX_MESSAGE_SIZE, OfferInfo
+    from tests.transfer.lossy import Deafness
+    from tests.transfer.rtc import accept_all, connected_pair, open_channels
+
+    (tmp_path / "x.blob").write_bytes(blob.encode(os.urandom(12_000_000)))
+    control = TransferControl()
+    lost: list[float] = []
+
+    def on_progress(done: int, total: int) -> None:
+        if done > total // 5:
+            control.cancel("stopped by the test")
+
+    async with connected_pair() as (a, b):
+        ca, cb = await open_channels(a, b)
+        Deafness("CANCEL", DEAF_SECONDS, on_start=lambda: lost.append(time.monotonic())).install(b.sctp)
+
+        async def send_then_close() -> object:
+            try:
+                return await send_blob(ca, tmp_path / "x.blob", OfferInfo("Lossy", "codex", "s-1", 3),
+                                       on_progress=on_progress, control=control, max_message_size=MAX_MESSAGE_SIZE)
+            finally:
+                await a.close()
+
+        sender, receiver = await asyncio.gather(
+            send_then_close(), receive_blob(cb, tmp_path / "in", decide=accept_all, idle_timeout=30),
+            return_exceptions=True)
+    assert lost, "the CANCEL was dropped"
+    assert isinstance(sender, TransferCancelledError) and sender.party is Party.LOCAL, sender
+    assert isinstance(receiver, TransferCancelledError) and receiver.party is Party.PEER, receiver
+    assert receiver.peer_text is not None and "stopped by the test" in receiver.peer_text

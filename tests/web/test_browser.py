@@ -14,7 +14,7 @@ from typing import Any
 from p2pd.errors import ExitCode
 from tests.corpus import claude_code_files
 from tests.signal_process import SignalProcess
-from tests.transfer.lossy import LOSS_SIMULATED, deaf_at_done
+from tests.transfer.lossy import deaf_at, loss_simulated
 from tests.web.conftest import LINK, p2pd, p2pd_env, read_until, stop
 from tests.web.flows import ENDED, SESSION, SMALL, export, receiving, state
 
@@ -138,13 +138,13 @@ def test_a_done_lost_past_the_linger_still_completes_the_sender(server: SignalPr
     """The page's DONE lost, with every packet for 3 s after it (the ``p2pd send`` process drops them:
     tests/transfer/test_lost_done.py): the page shows the conversation at once, and keeps the connection until DONE
     got through, so the sender ends with success too — not "the peer went away; run the command again"."""
-    sender = receiving(server, page, SMALL, tmp_path, **deaf_at_done())
+    sender = receiving(server, page, SMALL, tmp_path, **deaf_at("DONE"))
     try:
         page.wait_for_selector(ENDED)
         assert state(page) == "done", page.inner_text("#session")
         assert page.locator("[data-message]").count() > 0
         _, err = sender.communicate(timeout=60)
-        assert LOSS_SIMULATED in err, "the loss was simulated: " + err
+        assert loss_simulated("DONE") in err, "the loss was simulated: " + err
         assert sender.returncode == ExitCode.OK, err
     finally:
         stop(sender)

@@ -10,8 +10,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from p2pd.errors import ExitCode
 from tests.signal_process import SignalProcess
+from tests.transfer.lossy import deaf_at, loss_simulated
 from tests.web.conftest import p2pd, p2pd_env, read_until, stop
 from tests.web.flows import ENDED, PARTIALS, big_conversation, held_ranges, receiving, state, wait_for_progress
 
@@ -37,10 +40,16 @@ def resumes(server: SignalProcess, page: Any, big: Path, cwd: Path, held: int, a
         stop(sender)
 
 
-def test_cancel_from_the_receiving_page_stops_p2pd_send(server: SignalProcess, page: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("lost", [False, True], ids=["", "the CANCEL lost for 3 s"])
+def test_cancel_from_the_receiving_page_stops_p2pd_send(server: SignalProcess, page: Any, tmp_path: Path,
+                                                         lost: bool) -> None:
+    """The CANCEL frame reaches the sender, and it says why it stopped — even when the packet bringing it, and
+    every packet for 3 s after it, is lost (tests/transfer/lossy.py): the page keeps the connection until its
+    channel's close, sent after the CANCEL, went through (it used to close it 0.3 s later, and the sender then said
+    "the peer went away")."""
     big = tmp_path / "big.a2a.json"
     big_conversation(big, 24)
-    sender = receiving(server, page, big, tmp_path)
+    sender = receiving(server, page, big, tmp_path, **(deaf_at("CANCEL") if lost else {}))
     try:
         wait_for_progress(page, 0, "receiving")
         assert page.locator("#cancel").is_visible()
@@ -52,6 +61,7 @@ def test_cancel_from_the_receiving_page_stops_p2pd_send(server: SignalProcess, p
         assert page.inner_text("#status") == "Receiving stopped."
         assert page.locator("#cancel").is_hidden() and page.locator("#result").is_hidden()
         _, err = sender.communicate(timeout=30)
+        assert (loss_simulated("CANCEL") in err) is lost, err
         assert sender.returncode == ExitCode.TRANSFER_FAILED, err
         assert "cancel" in err.lower(), err
         assert "by the person at the browser" in err, "the CANCEL frame's reason reached the sender"

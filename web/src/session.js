@@ -70,14 +70,16 @@ async function pairAndConnect(signalUrl, code, role, ui, { timeoutMs, signal }) 
 }
 
 /**
- * After DONE: the sender reads it and closes the channel. Closing the connection before DONE reached it would leave
- * the two sides disagreeing (the page kept the conversation; the sender says the peer went away), so if the sender
- * has not closed within `lingerMs` (DONE or its packet delayed, or lost and being retransmitted), the page closes
- * the channel itself: that close goes out after DONE, and the channel reaches 'closed' only once the peer took
- * everything sent before it (the W3C closing procedure, an SCTP stream reset: RFC 6525). Then, or after
- * `closeWaitMs` more, the connection goes. As p2pd/transfer/receiving.py's wait_peer_close (its CLOSE_WAIT).
+ * Close the connection only once the last frame this side sent (DONE, CANCEL, ERROR) reached the peer. After DONE
+ * the sender reads it and closes the channel; if it has not within `lingerMs` (DONE or its packet delayed, or lost
+ * and being retransmitted), or at once after a CANCEL or ERROR, the page closes the channel itself: that close goes
+ * out after the frame, and the channel reaches 'closed' only once the peer took everything sent before it (the W3C
+ * closing procedure, an SCTP stream reset: RFC 6525). Then, or after `closeWaitMs` more, the connection goes
+ * (Chromium's retransmissions of a lost frame back off: measured 0.6, 1.7 and 4.0 s after it, later ones further).
+ * Closing it first would leave the two sides disagreeing: the page kept the conversation (or cancelled), the peer
+ * says the other side went away. As p2pd/transfer/runloop.py's close_heard (its CLOSE_WAIT).
  */
-function closeAfterDone(link, { lingerMs = 2000, closeWaitMs = 15000 } = {}) {
+function closeOnceDelivered(link, { lingerMs = 0, closeWaitMs = 15000 } = {}) {
   const { channel } = link;
   return new Promise((resolve) => {
     let timer = null;
@@ -92,10 +94,12 @@ function closeAfterDone(link, { lingerMs = 2000, closeWaitMs = 15000 } = {}) {
       return;
     }
     channel.addEventListener('close', done);
-    timer = setTimeout(() => {
+    const closeChannel = () => {
       timer = setTimeout(done, closeWaitMs);
       channel.close();
-    }, lingerMs);
+    };
+    if (lingerMs > 0) timer = setTimeout(closeChannel, lingerMs);
+    else closeChannel();
   });
 }
 
@@ -121,7 +125,7 @@ export async function receiveConversation({ signalUrl, code, ui, signal, timeout
     performance.mark('p2pd-verified');
     ui.status('SHA-256 verified. Decompressing…');
     // The connection closes on its own time (at once, as a rule): the conversation is shown without waiting.
-    closeAfterDone(link);
+    closeOnceDelivered(link, { lingerMs: 2000 });
     const { file, doc } = await unpack(payload, offer.rawSize); // in a worker: the page keeps drawing
     partial?.remove().catch(() => {}).finally(() => partial.close());
     return { offer, file, doc, verification, sha256: hex(offer.sha256), seconds, resumedBytes: run.resumedBytes };
@@ -135,7 +139,7 @@ export async function receiveConversation({ signalUrl, code, ui, signal, timeout
       partial.close();
     }
     if (run?.cancelled) await run.drained();
-    setTimeout(() => link.close(), 300); // let the CANCEL frame leave SCTP's own queue too
+    closeOnceDelivered(link); // the CANCEL or ERROR frame reaches the sender before the connection goes
     throw error;
   } finally {
     rv.close();
@@ -163,7 +167,7 @@ export async function sendConversation({ signalUrl, code, file, ui, signal, time
     if (run?.cancelled) await run.drained(); // the CANCEL frame goes out before the connection closes
     throw error instanceof P2pdError ? error : new P2pdError('failed', String(error?.message ?? error));
   } finally {
-    setTimeout(() => link.close(), 500);
+    closeOnceDelivered(link); // (the run closed the channel, SPEC §1: the connection goes once that is done)
     rv.close();
   }
 }
