@@ -136,7 +136,7 @@ def test_declined_offer(server: SignalProcess, page: Any, tmp_path: Path) -> Non
 def test_a_done_lost_past_the_linger_still_completes_the_sender(server: SignalProcess, page: Any,
                                                                  tmp_path: Path) -> None:
     """The page's DONE lost, with every packet for 3 s after it (the ``p2pd send`` process drops them:
-    tests/transfer/test_lost_done.py): the page shows the conversation at once, and keeps the connection until DONE
+    tests/transfer/lossy.py): the page shows the conversation at once, and keeps the connection until DONE
     got through, so the sender ends with success too — not "the peer went away; run the command again"."""
     sender = receiving(server, page, SMALL, tmp_path, **deaf_at("DONE"))
     try:

@@ -1,13 +1,16 @@
-"""The receiver's DONE lost for a moment (real ``p2pd send`` and ``p2pd receive`` processes, a real ``p2pd-signal``):
-both sides still agree that the conversation was handed over.
+"""The last frame a side sends (the receiver's DONE, a CANCEL) lost for a moment: both sides still agree on how the
+transfer ended.
 
-The receiver commits the conversation, then sends DONE. If it tore the connection down before DONE reached the
-sender — it waited 2 s for the sender's close, then closed everything —, a DONE lost on the way and retransmitted
-later never arrived: the receiver had the conversation and said so, while the sender said "the peer went away; run
-the command again". Seen in CI with the browser as the receiver (tests/web/test_resume.py), where the page did
-the same. Here the sending process drops the packet that brings DONE and every packet for 3 s after it
-(tests/transfer/deaf/sitecustomize.py): longer than the receiver's 2 s linger, short enough for SCTP's
-retransmission to get through within its close wait (p2pd/transfer/runloop.py's ``CLOSE_WAIT``)."""
+The receiver commits the conversation, then sends DONE. When it tore the connection down before DONE reached the
+sender (it waited 2 s for the sender's close, then closed everything), a DONE lost on the way and retransmitted
+later never arrived. The receiver had the conversation and said so, while the sender said "the peer went away; run
+the command again". This was seen in CI with the browser as the receiver (tests/web/test_resume.py), where the
+page did the same. A cancelling sender likewise closed once its CANCEL had left its buffer, and the receiver said
+the sender went away.
+
+Here the side hearing the frame drops the packet that brings it and every packet for 3 s after it
+(tests/transfer/lossy.py). That is longer than the receiver's 2 s linger, and short enough for SCTP's
+retransmission to get through within the close wait (p2pd/transfer/runloop.py's ``CLOSE_WAIT``)."""
 
 from __future__ import annotations
 
