@@ -1,4 +1,5 @@
-"""Start the real signaling server (``python -m signaling --port 0``) as a subprocess for tests."""
+"""Start the real signaling server (``python -m signaling --port 0``) as a subprocess for tests, and real ``p2pd``
+processes that use it (:func:`p2pd_env`, :func:`p2pd`)."""
 
 from __future__ import annotations
 
@@ -67,3 +68,19 @@ def signal_server(*args: str, timeout: float = 15.0) -> Iterator[SignalProcess]:
         except subprocess.TimeoutExpired:  # pragma: no cover
             process.kill()
             process.wait()
+
+
+def p2pd_env(server: SignalProcess, **extra: str) -> dict[str, str]:
+    """The environment of a ``p2pd`` process using ``server``, on loopback only, with ``extra`` added (no code or
+    page address taken from the tester's own environment)."""
+    env = {**os.environ, "P2PD_SIGNAL": server.url, "P2PD_ICE_HOST_ADDRESSES": "127.0.0.1",
+           "PYTHONPATH": str(ROOT), **extra}
+    env.pop("P2PD_WEB_URL", None)
+    env.pop("P2PD_CODE", None)
+    return env
+
+
+def p2pd(*args: str, env: dict[str, str], cwd: Path | None = None) -> subprocess.Popen[str]:
+    """``python -m p2pd ARGS`` with its output piped (text) and no input."""
+    return subprocess.Popen([sys.executable, "-m", "p2pd", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env, cwd=cwd, stdin=subprocess.DEVNULL)

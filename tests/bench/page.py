@@ -37,8 +37,8 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.signal_process import SignalProcess, signal_server  # noqa: E402
-from tests.web.conftest import CHROMIUM, CHROMIUM_FLAGS, LINK, p2pd, p2pd_env, read_until, stop  # noqa: E402
+from tests.signal_process import SignalProcess, p2pd, p2pd_env, signal_server  # noqa: E402
+from tests.web.conftest import CHROMIUM, CHROMIUM_FLAGS, LINK, read_until, stop  # noqa: E402
 from tests.web.measure import NODES, WATCH_FRAMES, longest_gap  # noqa: E402
 
 MB = 1_000_000

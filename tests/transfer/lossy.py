@@ -17,8 +17,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tests.signal_process import ROOT
+
 DEAF = Path(__file__).parent / "deaf"
-ROOT = Path(__file__).resolve().parents[2]
 # Longer than a receiver's 2 s linger after DONE, and than the page's former 0.3 s wait after CANCEL; aiortc
 # retransmits the lost frame 1, 3 and 7 s after it was first sent, Chromium 0.6, 1.7 and 4.0 s after.
 DEAF_SECONDS = 3.0

@@ -18,7 +18,6 @@ import asyncio
 import os
 import re
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,7 +27,7 @@ import pytest
 from p2pd.errors import ExitCode
 from tests import pipe_lines
 from tests.cli.helpers import SHORT
-from tests.signal_process import ROOT, SignalProcess, signal_server
+from tests.signal_process import SignalProcess, p2pd, p2pd_env, signal_server
 from tests.transfer.lossy import DEAF_SECONDS, deaf_at, loss_simulated
 
 pytestmark = pytest.mark.slow
@@ -40,17 +39,9 @@ def server() -> Iterator[SignalProcess]:
         yield s
 
 
-def p2pd(*args: str, server: SignalProcess, cwd: Path, **extra: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "P2PD_ICE_HOST_ADDRESSES": "127.0.0.1", "PYTHONPATH": str(ROOT), "P2PD_SIGNAL": server.url,
-           **extra}
-    env.pop("P2PD_CODE", None)
-    return subprocess.Popen([sys.executable, "-m", "p2pd", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL, text=True, env=env, cwd=cwd)
-
-
 def test_a_done_lost_past_the_linger_still_completes_both_sides(server: SignalProcess, tmp_path: Path) -> None:
     inbox = tmp_path / "in"
-    receiver = p2pd("receive", "--make-code", "--yes", "-o", str(inbox), "--timeout", "60", server=server,
+    receiver = p2pd("receive", "--make-code", "--yes", "-o", str(inbox), "--timeout", "60", env=p2pd_env(server),
                     cwd=tmp_path)
     sender: subprocess.Popen[str] | None = None
     try:
@@ -58,8 +49,8 @@ def test_a_done_lost_past_the_linger_still_completes_both_sides(server: SignalPr
         match, said = pipe_lines.read_until(receiver.stderr, re.compile(r"Code: (\S+)"), 60)
         assert match is not None, said
         started = time.monotonic()
-        sender = p2pd("send", str(SHORT), "--code", match.group(1), "--timeout", "60", server=server, cwd=tmp_path,
-                      **deaf_at("DONE"))
+        sender = p2pd("send", str(SHORT), "--code", match.group(1), "--timeout", "60",
+                      env=p2pd_env(server, **deaf_at("DONE")), cwd=tmp_path)
         _, serr = sender.communicate(timeout=120)
         _, rerr = receiver.communicate(timeout=120)
         took = time.monotonic() - started

@@ -81,18 +81,6 @@ def server() -> Iterator[SignalProcess]:
         yield s
 
 
-def p2pd_env(server: SignalProcess, **extra: str) -> dict[str, str]:
-    env = {**os.environ, "P2PD_SIGNAL": server.url, "P2PD_ICE_HOST_ADDRESSES": "127.0.0.1",
-           "PYTHONPATH": str(ROOT), **extra}
-    env.pop("P2PD_WEB_URL", None)
-    return env
-
-
-def p2pd(*args: str, env: dict[str, str], cwd: Path | None = None) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "p2pd", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env, cwd=cwd, stdin=subprocess.DEVNULL)
-
-
 def read_until(proc: subprocess.Popen[str], pattern: re.Pattern[str], timeout: float = 60) -> tuple[re.Match[str], str]:
     """Read the process's stderr line by line until ``pattern`` matches; returns the match and what was read.
     Fails after ``timeout`` seconds even if the process prints nothing (tests/pipe_lines.py)."""

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.corpus import claude_code_files
-from tests.signal_process import SignalProcess
-from tests.web.conftest import LINK, p2pd, p2pd_env, read_until, stop
+from tests.signal_process import SignalProcess, p2pd, p2pd_env
+from tests.web.conftest import LINK, read_until, stop
 
 SESSION = next(f for f in claude_code_files(include_subagents=False) if f.name.startswith("4d5611e5"))
 SMALL = next(f for f in claude_code_files(include_subagents=False) if f.name == "short.jsonl")

@@ -13,9 +13,9 @@ from typing import Any
 
 from p2pd.errors import ExitCode
 from tests.corpus import claude_code_files
-from tests.signal_process import SignalProcess
+from tests.signal_process import SignalProcess, p2pd, p2pd_env
 from tests.transfer.lossy import deaf_at, loss_simulated
-from tests.web.conftest import LINK, p2pd, p2pd_env, read_until, stop
+from tests.web.conftest import LINK, read_until, stop
 from tests.web.flows import ENDED, SESSION, SMALL, export, receiving, state
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.signal_process import SignalProcess
-from tests.web.conftest import p2pd, p2pd_env, stop
+from tests.signal_process import SignalProcess, p2pd, p2pd_env
+from tests.web.conftest import stop
 from tests.web.flows import ENDED, SMALL, accepted, opened, state
 
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from tests.signal_process import SignalProcess
-from tests.web.conftest import LINK, p2pd, p2pd_env, read_until, stop
+from tests.signal_process import SignalProcess, p2pd, p2pd_env
+from tests.web.conftest import LINK, read_until, stop
 from tests.web.flows import SMALL, accepted, opened, state
 
 

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from tests.cli.terminal import Terminal
-from tests.signal_process import ROOT, SignalProcess, signal_server
-from tests.web.conftest import ARTIFACTS, LINK, p2pd, p2pd_env, read_until, stop
+from tests.signal_process import ROOT, SignalProcess, p2pd, p2pd_env, signal_server
+from tests.web.conftest import ARTIFACTS, LINK, read_until, stop
 from tests.web.flows import ENDED, SMALL, big_conversation, export, state
 from tests.web.generated import conversation
 from tests.web.measure import NODES, WATCH_FRAMES, longest_gap

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from p2pd.errors import ExitCode
-from tests.signal_process import SignalProcess
+from tests.signal_process import SignalProcess, p2pd, p2pd_env
 from tests.transfer.lossy import deaf_at, loss_simulated
-from tests.web.conftest import p2pd, p2pd_env, read_until, stop
+from tests.web.conftest import read_until, stop
 from tests.web.flows import ENDED, PARTIALS, big_conversation, held_ranges, receiving, state, wait_for_progress
 
 

@@ -9,8 +9,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tests.signal_process import SignalProcess
-from tests.web.conftest import p2pd, p2pd_env, read_until, stop
+from tests.signal_process import SignalProcess, p2pd, p2pd_env
+from tests.web.conftest import read_until, stop
 from tests.web.flows import ENDED, SMALL, accepted, exported_small, opened, state
 
 CODE = re.compile(r"^\d+-[a-z]+-[a-z]+$")
