@@ -61,13 +61,21 @@ async def wait_open(ch: RTCDataChannel, timeout: float = 10.0) -> None:
 
 
 @contextlib.asynccontextmanager
-async def connected_pair() -> AsyncIterator[tuple[RTCPeerConnection, RTCPeerConnection]]:
-    """Two connected peers in this process. Create channels with :func:`channel` on both (same id)."""
+async def connected_pair(*, widen: bool = True) -> AsyncIterator[tuple[RTCPeerConnection, RTCPeerConnection]]:
+    """Two connected peers in this process. Create channels with :func:`channel` on both (same id).
+
+    Their UDP buffers are widened as ``p2pd.transfer.peer.connect`` widens them (``widen=False`` keeps the kernel's
+    default ones): with the defaults a starved process drops datagrams, and SCTP's retransmission (1 s at the
+    least) silences the channel long enough to fire a short idle timeout."""
+    from p2pd.transfer.sockets import widen_buffers
+
     a, b = new_peer(), new_peer()
     try:
         channel(a, 0), channel(b, 0)  # an SCTP m-line in the SDP needs a channel before the offer
         answer = await make_answer(b, await make_offer(a))
         await a.setRemoteDescription(description_from_json(answer))
+        if widen:
+            widen_buffers(a), widen_buffers(b)
         yield a, b
     finally:
         await a.close()

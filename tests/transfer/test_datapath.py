@@ -48,7 +48,7 @@ async def test_the_installed_aiortc_has_the_shape_the_rule_needs() -> None:
 
 async def test_the_udp_buffers_of_a_connection_grow() -> None:
     """p2pd.transfer.sockets on the event loop's socket objects (uvloop here, as in p2pd)."""
-    async with connected_pair() as (a, b):
+    async with connected_pair(widen=False) as (a, b):
         await open_channels(a, b)
         socks = list(sockets.udp_sockets(a))
         assert socks
@@ -162,7 +162,6 @@ async def test_a_real_association_sends_half_the_sacks_after_its_start(tmp_path:
     path.write_bytes(blob.encode(raw))
     async with connected_pair() as (a, b):
         ca, cb = await open_channels(a, b)
-        sockets.widen_buffers(a), sockets.widen_buffers(b)  # as p2pd does: no drops in the kernel's buffers
         tune(a)
         rule = tune(b)
         assert rule is not None

@@ -41,7 +41,6 @@ from p2pd.transfer.frames import (
     encode,
 )
 from p2pd.transfer.partial import PARTIAL_DIR
-from p2pd.transfer.sockets import widen_buffers
 from tests.corpus import claude_code_files, codex_files, file_id, gemini_files
 from tests.transfer.gen import generate_conversation
 from tests.transfer.rtc import accept_all, connected_pair, open_channels
@@ -360,9 +359,6 @@ async def test_a_bad_blob_file_is_refused_before_the_channel_is_touched(tmp_path
 async def test_ice_transport_going_down_fails_the_transfer_with_that_reason(tmp_path: Path) -> None:
     write_blob(tmp_path / "x.blob", os.urandom(12_000_000))
     async with connected_pair() as (a, b):
-        # p2pd's socket buffers: with the kernel's default ones a starved process drops datagrams, and SCTP's
-        # retransmission (1 s at the least) silences the channel long enough for the receiver to give up first
-        widen_buffers(a), widen_buffers(b)
         ca, cb = await open_channels(a, b)
         stopping: list[asyncio.Future[None]] = []
 
